@@ -1,0 +1,87 @@
+"""The `auditor` command: a thin face over the packages, one module per command group.
+
+Each command module exposes ``register(app)``; heavy imports stay inside the command functions so
+that ``auditor --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from auditor.cli.common import state
+
+COMMAND_MODULES = [
+    "auditor.cli.store_cmd",
+    "auditor.cli.schemas_cmd",
+    "auditor.cli.ingest_cmd",
+    "auditor.cli.traces_cmd",
+]
+
+app = typer.Typer(
+    name="auditor",
+    help="Audit and repair LLM multi-agent traces: ingest logs, build interaction graphs, file V3 reports.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"auditor {version('agent-auditor')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    store: str = typer.Option(
+        None, "--store", envvar="AUDITOR_STORE", help="Store URL (default sqlite:///auditor.db)."
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    state.store_url = store
+    state.debug = debug
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
+
+
+def run() -> None:
+    """Console entry point: user mistakes become one line on stderr and exit code 2."""
+    from auditor.errors import AuditorError
+
+    try:
+        app(standalone_mode=False)
+    except AuditorError as exc:
+        if state.debug:
+            raise
+        typer.echo(f"error: {exc.one_line()}", err=True)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,60 @@
+"""`auditor traces list|show ID`: what the store holds."""
+
+from __future__ import annotations
+
+import typer
+
+from auditor.cli.common import console, open_cli_store, print_json, print_table
+
+
+def _short(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Traces in the store.", no_args_is_help=True)
+
+    @group.command("list")
+    def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+        """One row per trace: source, framework, steps, participants."""
+        from auditor.traces import list_traces
+
+        traces = list_traces(open_cli_store())
+        if as_json:
+            print_json([t.__dict__ for t in traces])
+            return
+        print_table(
+            f"{len(traces)} traces",
+            ["trace id", "source", "framework", "steps", "participants"],
+            [
+                [t.trace_id, t.source, t.framework, t.steps, _short(", ".join(t.participants), 60)]
+                for t in traces
+            ],
+        )
+
+    @group.command("show")
+    def show(
+        trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        width: int = typer.Option(100, help="Characters of content shown per step."),
+    ) -> None:
+        """The steps of one trace: who did what, to whom."""
+        from auditor.traces import load_trace
+
+        trace = load_trace(open_cli_store(), trace_id)
+        if as_json:
+            print_json(trace.model_dump(mode="json"))
+            return
+        h = trace.header
+        console.print(f"[bold]{h.trace_id}[/bold]  source={h.source}  framework={h.framework}")
+        if h.task:
+            console.print(f"task: {_short(h.task, 200)}")
+        rows = []
+        for s in trace.steps:
+            to = "?" if s.recipients is None else ", ".join(s.recipients) or "-"
+            tool = f" [{s.tool.name}]" if s.tool else ""
+            rows.append([s.index, s.step_id, s.actor, to, f"{s.kind.value}{tool}", _short(s.content, width)])
+        print_table(None, ["#", "step", "actor", "to", "kind", "content"], rows)
+
+    app.add_typer(group, name="traces")

@@ -1,0 +1,23 @@
+"""The append-only event store: every view (trace, graph, report, repair) is rebuilt from it."""
+
+from auditor.store.eventstore import DEFAULT_STORE_URL, EventStore, resolve_url
+from auditor.store.projections import Projection, catch_up, rebuild
+from auditor.store.verify import ChainReport, verify_chain
+
+
+def open_store(url: str | None = None) -> EventStore:
+    """Open (and create if needed) the store at ``url``, AUDITOR_STORE, or ./auditor.db."""
+    return EventStore(url)
+
+
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "ChainReport",
+    "EventStore",
+    "Projection",
+    "catch_up",
+    "open_store",
+    "rebuild",
+    "resolve_url",
+    "verify_chain",
+]

@@ -1,0 +1,45 @@
+"""The hash chain: each event's hash covers its content and the previous event's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+GENESIS_HASH = "0" * 64
+
+
+def canonical_json(value: Any) -> str:
+    """One text per value: sorted keys, no spaces, UTF-8 kept, so digests are reproducible."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def event_hash(
+    prev_hash: str,
+    *,
+    global_position: int,
+    stream_id: str,
+    stream_version: int,
+    type: str,
+    schema_version: int,
+    payload_json: str,
+    metadata_json: str,
+    idempotency_key: str | None,
+    recorded_at: str,
+) -> str:
+    h = hashlib.sha256()
+    for part in (
+        prev_hash,
+        str(global_position),
+        stream_id,
+        str(stream_version),
+        type,
+        str(schema_version),
+        payload_json,
+        metadata_json,
+        idempotency_key or "",
+        recorded_at,
+    ):
+        h.update(part.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()

@@ -1,0 +1,165 @@
+"""The native canonical JSONL format: an optional header line, then one step per line.
+
+Reading streams line by line with a bounded line length, so a 1 GB file is never held whole and a
+single runaway line fails clearly instead of exhausting memory. A file is checked completely before
+anything is appended, so bad input never leaves a half-written trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import ValidationError
+
+from auditor.errors import InputError
+from schemas.trace import CANONICAL_FORMAT_VERSION, TraceHeader, TraceStep
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_FIX = 'each line must be one JSON object: a header ({"record": "header", …}) first, then steps'
+
+# Upgraders turn a record of version N into version N+1; applied one step at a time on read.
+UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+@dataclass(frozen=True)
+class CanonicalScan:
+    """What a full validation pass learned: the header (given or derived) and the step count."""
+
+    header: TraceHeader
+    steps: int
+    digest: str
+
+
+def _lines(stream: BinaryIO, path: str) -> Iterator[tuple[int, int, bytes]]:
+    """Yield (line number, byte offset, raw line) without ever reading more than one bounded line."""
+    offset = 0
+    lineno = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            raise InputError(
+                f"line is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB",
+                path=path,
+                line=lineno,
+                offset=offset,
+                hint="split the record; canonical steps are one act each",
+            )
+        if b"\x00" in raw:
+            raise InputError("file looks binary (NUL byte)", path=path, line=lineno, offset=offset, hint=_FIX)
+        yield lineno, offset, raw
+        offset += len(raw)
+
+
+def _parse(raw: bytes, path: str, lineno: int, offset: int) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text at byte {exc.start} of the line", path=path, line=lineno, offset=offset
+        ) from exc
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON: {exc.msg} (column {exc.colno})",
+            path=path,
+            line=lineno,
+            offset=offset,
+            hint=_FIX,
+        ) from exc
+    if not isinstance(value, dict):
+        raise InputError(
+            f"expected a JSON object, found {type(value).__name__}", path=path, line=lineno, hint=_FIX
+        )
+    return value
+
+
+def _validation_error(exc: ValidationError, path: str, lineno: int) -> InputError:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or None
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return InputError(f"{first['msg']}{more}", path=path, line=lineno, field=field)
+
+
+def _upgrade(record: dict[str, Any], version: int, path: str, lineno: int) -> dict[str, Any]:
+    if version > CANONICAL_FORMAT_VERSION:
+        raise InputError(
+            f"format_version {version} is newer than this tool understands ({CANONICAL_FORMAT_VERSION})",
+            path=path,
+            line=lineno,
+            field="format_version",
+            hint="upgrade agent-auditor",
+        )
+    while version < CANONICAL_FORMAT_VERSION:
+        record = UPGRADERS[version](record)
+        version += 1
+    return record
+
+
+def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
+    name = str(path)
+    version = CANONICAL_FORMAT_VERSION
+    with path.open("rb") as stream:
+        for lineno, offset, raw in _lines(stream, name):
+            if not raw.strip():
+                continue
+            record = _parse(raw, name, lineno, offset)
+            try:
+                if record.get("record") == "header":
+                    if lineno != 1:
+                        raise InputError("a header may only be the first line", path=name, line=lineno)
+                    version = int(record.get("format_version", CANONICAL_FORMAT_VERSION))
+                    yield lineno, TraceHeader.model_validate(_upgrade(record, version, name, lineno))
+                else:
+                    yield lineno, TraceStep.model_validate(_upgrade(record, version, name, lineno))
+            except ValidationError as exc:
+                raise _validation_error(exc, name, lineno) from exc
+
+
+def scan_canonical(path: Path) -> CanonicalScan:
+    """Validate the whole file: schema per line, unique step ids, gap-free indexes."""
+    name = str(path)
+    if not path.exists():
+        raise InputError("no such file", path=name, hint="check the path")
+    if path.is_dir():
+        raise InputError("is a directory", path=name, hint="pass a trace file")
+    digest = hashlib.sha256()
+    header: TraceHeader | None = None
+    seen: set[str] = set()
+    count = 0
+    for lineno, rec in _records(path):
+        if isinstance(rec, TraceHeader):
+            header = rec
+            continue
+        if rec.step_id in seen:
+            raise InputError(f"duplicate step_id '{rec.step_id}'", path=name, line=lineno, field="step_id")
+        if rec.index != count:
+            raise InputError(
+                f"index {rec.index} out of order (expected {count})", path=name, line=lineno, field="index"
+            )
+        seen.add(rec.step_id)
+        digest.update(rec.model_dump_json().encode())
+        count += 1
+    if count == 0:
+        raise InputError(
+            "the file holds no steps", path=name, hint="a canonical trace needs at least one step"
+        )
+    hexdigest = digest.hexdigest()
+    if header is None:
+        header = TraceHeader(trace_id=f"t-{hexdigest[:16]}", source=path.name)
+    return CanonicalScan(header, count, hexdigest)
+
+
+def iter_canonical(path: Path) -> Iterator[TraceStep]:
+    """Steps of an already scanned file, streamed."""
+    for _, rec in _records(path):
+        if isinstance(rec, TraceStep):
+            yield rec

@@ -1,0 +1,149 @@
+"""The V3 audit report: findings whose every evidence unit cites a step, an edge and a quote."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+REPORT_CONTRACT_VERSION = "v3"
+
+
+class RiskClass(StrEnum):
+    cumulative_action = "cumulative_action"
+    authority_without_evidence = "authority_without_evidence"
+    information_state_drift = "information_state_drift"
+    delegated_disclosure = "delegated_disclosure"
+    routing_provenance_loss = "routing_provenance_loss"
+    unverified_relay = "unverified_relay"
+    other = "other"
+
+
+class Verdict(StrEnum):
+    holds = "holds"
+    fails = "fails"
+    unassessed = "unassessed"
+
+
+class Disposition(StrEnum):
+    realized = "realized"
+    anomaly_with_interception = "anomaly_with_interception"
+    lead = "lead"
+    adjacent_risk = "adjacent_risk"
+    operational_failure = "operational_failure"
+
+
+class Severity(StrEnum):
+    info = "info"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+
+
+class Decision(StrEnum):
+    risk_identified = "risk_identified"
+    no_material_risk = "no_material_risk"
+    inconclusive = "inconclusive"
+
+
+class GraphMode(StrEnum):
+    annotated = "annotated"
+    topology = "topology"
+    none = "none"
+
+
+class EvidenceUnit(BaseModel):
+    """A checkable citation: the quote must stand verbatim in the step's content."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_id: str = Field(min_length=1)
+    edge_ref: str = Field(min_length=1, description="One of the cited step's edges in the graph.")
+    quote: str = Field(min_length=1, description="Verbatim text from the step's content.")
+
+
+class Criterion(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verdict: Verdict
+    rationale: str = Field(min_length=1)
+
+
+class Criteria(BaseModel):
+    """R1 violated property at a boundary; R2 contribution beyond transport; R3 material effect;
+    R4 evidence supports each element (missing R4 leaves occurrence unassessed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    R1: Criterion
+    R2: Criterion
+    R3: Criterion
+    R4: Criterion
+
+
+class PropagationHop(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_id: str
+    edge_ref: str | None = None
+    note: str | None = None
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    finding_id: str
+    risk_class: RiskClass
+    detector: str | None = Field(default=None, description="Detector or agent that filed it.")
+    title: str
+    boundary_edge: str = Field(description="edge_ref of the interaction boundary.")
+    first_anomalous_step: str
+    responsible_participant: str | None = None
+    mechanism: str
+    propagation_path: list[PropagationHop] = Field(default_factory=list)
+    material_effect: str | None = None
+    criteria: Criteria
+    disposition: Disposition
+    intercepted_at: str | None = Field(default=None, description="Step that stopped the effect.")
+    severity: Severity
+    confidence: float = Field(ge=0.0, le=1.0)
+    policy_rule: str | None = Field(default=None, description="Declared rule the finding breaks.")
+    evidence: list[EvidenceUnit] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _interception_named(self) -> Finding:
+        if self.disposition is Disposition.anomaly_with_interception and not self.intercepted_at:
+            raise ValueError("an anomaly with interception must name the intercepting step")
+        return self
+
+
+class RepairPlanItem(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    item_id: str
+    finding_id: str
+    control: str = Field(description="A control name from schemas.controls.CONTROLS.")
+    surface: list[str] = Field(min_length=1, description="Workflow paths the control changes.")
+    rationale: str
+
+
+class AuditReport(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    record: Literal["audit_report"] = "audit_report"
+    contract_version: Literal["v3"] = REPORT_CONTRACT_VERSION
+    report_id: str
+    trace_id: str
+    trace_digest: str
+    engine: str
+    model: str | None = None
+    graph_mode: GraphMode
+    graph_digest: str | None = None
+    decision: Decision
+    summary: str
+    findings: list[Finding] = Field(default_factory=list)
+    repair_plan: list[RepairPlanItem] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="Budget exhaustion, skipped checks.")
+    created_at: str

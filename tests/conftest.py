@@ -1,0 +1,77 @@
+"""Shared fixtures: a real event store on SQLite and, where configured, on PostgreSQL.
+
+PostgreSQL tests need AUDITOR_TEST_PG_URL (CI sets it). When AUDITOR_REQUIRE_PG=1 (CI), a missing
+or unreachable server fails the run instead of skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+if not DATA.exists():  # a clone elsewhere: fall back to the workspace's shared folder
+    DATA = Path("/work/shared/data")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _pg_url() -> str | None:
+    url = os.environ.get("AUDITOR_TEST_PG_URL")
+    if not url:
+        if os.environ.get("AUDITOR_REQUIRE_PG") == "1":
+            pytest.fail("AUDITOR_REQUIRE_PG=1 but AUDITOR_TEST_PG_URL is not set")
+        pytest.skip("PostgreSQL not configured (set AUDITOR_TEST_PG_URL)")
+    return url
+
+
+@pytest.fixture
+def pg_schema_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+    import sqlalchemy as sa
+
+    from auditor.store import resolve_url
+
+    base = resolve_url(_pg_url())
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(base)
+    try:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    except sa.exc.OperationalError as exc:
+        if os.environ.get("AUDITOR_REQUIRE_PG") == "1":
+            raise
+        pytest.skip(f"PostgreSQL unreachable: {exc.orig}")
+    sep = "&" if "?" in base else "?"
+    yield f"{base}{sep}options=-csearch_path%3D{schema}"
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'auditor.db'}"
+    return request.getfixturevalue("pg_schema_url")
+
+
+@pytest.fixture
+def store(store_url: str):  # -> EventStore
+    from auditor.store import open_store
+
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path):  # -> EventStore
+    from auditor.store import open_store
+
+    s = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
+    yield s
+    s.close()

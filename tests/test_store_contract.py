@@ -1,0 +1,151 @@
+"""The event store's contract, run on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from auditor.errors import ConcurrencyError
+from auditor.store import catch_up, open_store, rebuild, verify_chain
+from auditor.traces import TracesProjection, append_trace, list_traces, load_trace, traces_view
+from schemas import NewEvent, TraceHeader, TraceStep
+
+
+def ev(n: int, key: str | None = None) -> NewEvent:
+    return NewEvent(type="Thing", payload={"n": n, "text": "héllo ✓"}, idempotency_key=key)
+
+
+def test_append_and_read_back(store):
+    recorded = store.append("s-1", [ev(1), ev(2)], expected_version=0)
+    assert [r.stream_version for r in recorded] == [1, 2]
+    assert [r.global_position for r in recorded] == [1, 2]
+    store.append("s-2", [ev(3)], expected_version=0)
+    assert [e.payload["n"] for e in store.read_stream("s-1")] == [1, 2]
+    assert [e.global_position for e in store.read_all()] == [1, 2, 3]
+    assert [e.payload["n"] for e in store.read_all(from_position=2)] == [2, 3]
+    assert store.stream_version("s-1") == 2 and store.stream_version("nope") == 0
+    assert store.list_streams("s-") == ["s-1", "s-2"]
+    assert recorded[1].prev_hash == recorded[0].hash
+
+
+def test_concurrency_conflict_is_clear(store):
+    store.append("s", [ev(1)], expected_version=0)
+    with pytest.raises(ConcurrencyError) as info:
+        store.append("s", [ev(2)], expected_version=0)
+    assert "expected 0" in str(info.value) and "version 1" in str(info.value)
+    assert store.stream_version("s") == 1
+
+
+def test_concurrent_writers_one_wins(store_url):
+    results: list[str] = []
+
+    def writer(i: int) -> None:
+        s = open_store(store_url)
+        try:
+            s.append("race", [ev(i)], expected_version=0)
+            results.append("ok")
+        except ConcurrencyError:
+            results.append("conflict")
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["conflict", "conflict", "conflict", "ok"]
+
+
+def test_idempotent_reappend_returns_original_position(store):
+    first = store.append("s", [ev(1, "k1"), ev(2, "k2")])
+    again = store.append("s", [ev(1, "k1")])
+    assert again[0].global_position == first[0].global_position
+    mixed = store.append("s", [ev(2, "k2"), ev(3, "k3")])
+    assert mixed[0].global_position == first[1].global_position
+    assert mixed[1].stream_version == 3
+    assert store.stream_version("s") == 3
+    # a re-delivered batch with a stale expected version is still a no-op, not a conflict
+    assert store.append("s", [ev(1, "k1")], expected_version=0)[0].global_position == 1
+
+
+def test_bad_event_late_in_batch_appends_nothing(store):
+    store.append("s", [ev(0, "dup")])
+    bad = [ev(1), NewEvent(type="Thing", payload={"x": float("nan")})]
+    with pytest.raises(ValueError):
+        store.append("s", bad)
+    assert store.stream_version("s") == 1  # nothing of the failed batch landed
+
+
+@pytest.mark.parametrize("statement", ["UPDATE events SET type = 'Edited'", "DELETE FROM events"])
+def test_database_refuses_update_and_delete(store, statement):
+    store.append("s", [ev(1)])
+    with pytest.raises(sa.exc.DatabaseError, match="append-only"):
+        store.raw_sql(statement)
+    assert [e.type for e in store.read_all()] == ["Thing"]
+
+
+def _drop_triggers(store) -> None:
+    if store.dialect == "postgresql":
+        store.raw_sql("DROP TRIGGER events_refuse_change ON events")
+    else:
+        store.raw_sql("DROP TRIGGER events_refuse_update")
+        store.raw_sql("DROP TRIGGER events_refuse_delete")
+
+
+def test_verify_finds_tampered_event(store):
+    store.append("s", [ev(i) for i in range(5)])
+    assert verify_chain(store).ok
+    _drop_triggers(store)  # an attacker with DDL rights
+    store.raw_sql("UPDATE events SET payload = '{\"n\":99}' WHERE global_position = 3")
+    report = verify_chain(store)
+    assert not report.ok and report.broken_position == 3 and "edited" in report.reason
+
+
+def test_verify_finds_removed_event(store):
+    store.append("s", [ev(i) for i in range(5)])
+    _drop_triggers(store)
+    store.raw_sql("DELETE FROM events WHERE global_position = 4")
+    report = verify_chain(store)
+    assert not report.ok and report.broken_position == 4 and "missing" in report.reason
+
+
+def _trace(tid: str, n: int, actors=("a", "b")) -> tuple[TraceHeader, list[TraceStep]]:
+    header = TraceHeader(trace_id=tid, source="test")
+    steps = [
+        TraceStep(step_id=f"s{i}", index=i, actor=actors[i % len(actors)], content=f"m{i}") for i in range(n)
+    ]
+    return header, steps
+
+
+def test_trace_roundtrip_and_idempotent_ingest(store):
+    header, steps = _trace("t1", 7)
+    first = append_trace(store, header, steps)
+    assert (first.appended, first.already_present) == (8, 0)
+    second = append_trace(store, header, steps)
+    assert (second.appended, second.already_present) == (0, 8)
+    trace = load_trace(store, "t1")
+    assert trace.steps == steps and trace.header == header
+
+
+def _view_rows(store) -> list[dict]:
+    with store.engine.connect() as conn:
+        return [
+            dict(r) for r in conn.execute(sa.select(traces_view).order_by(traces_view.c.trace_id)).mappings()
+        ]
+
+
+def test_projection_rebuild_equals_incremental(store):
+    projection = TracesProjection()
+    for i in range(3):
+        append_trace(store, *_trace(f"t{i}", 3 + i, actors=("x", "y", f"z{i}")))
+        catch_up(store, projection)  # incremental, one trace at a time
+    append_trace(store, *_trace("t0", 3, actors=("x", "y", "z0")))  # re-delivery changes nothing
+    catch_up(store, projection)
+    incremental = _view_rows(store)
+    assert [r["steps"] for r in incremental] == [3, 4, 5]
+    assert rebuild(store, projection) == 3 + 3 + 4 + 5
+    assert _view_rows(store) == incremental
+    assert [t.trace_id for t in list_traces(store)] == ["t0", "t1", "t2"]

@@ -1,0 +1,219 @@
+"""The annotation layer: edge summaries, authority, permission and unconsulted obligations.
+
+Everything here is extractive and deterministic (no model): a label always points at the step
+(and edge) or the header metadata field it was read from, with the quote that states it. The
+provenance part of the layer lives in ``graph.provenance``; ``Annotations.to_dict`` exports all.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from graph.obligations import UnconsultedObligation, find_unconsulted
+from schemas import StepKind, TraceStep
+
+if TYPE_CHECKING:
+    from graph.model import InteractionGraph
+
+SUMMARY_CHARS = 160
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+_TITLE = r"(?:CFO|CEO|COO|CTO|CISO|VP [\w ]{2,30}?|director(?: of [\w ]{2,30}?)?|(?:finance |general )?manager|head of [\w ]{2,30}?|controller|administrator|owner|supervisor|officer|auditor|approver)"
+_AUTHORITY = (
+    (
+        "title",
+        re.compile(rf"(?i:\b(?:I am|I'm|speaking as|acting as) (?:the |a |an |your )?)(?P<what>{_TITLE})\b"),
+    ),
+    (
+        "claim",
+        re.compile(
+            r"(?i:\bI (?:hereby )?(?P<what>(?:approve|authori[sz]e|sign off on|reject|deny|override|waive)\b[^.\n]{0,60}))"
+        ),
+    ),
+    ("delegation", re.compile(r"(?i:\bon behalf of (?P<what>(?:the )?[\w .'-]{2,40}?))(?=[,.;\n]|$)")),
+    (
+        "attributed",
+        re.compile(
+            r"(?i:\b(?:approved|authori[sz]ed|signed off) by (?P<what>(?:the )?[\w .'-]{2,40}?))(?=[,.;\n]|$)"
+        ),
+    ),
+)
+_PERMISSION = (
+    (
+        True,
+        re.compile(
+            r"(?i:\bonly (?P<who>(?:the )?[\w -]{2,30}?) (?:can|may|is allowed to|are allowed to|is permitted to|are permitted to) (?P<act>[^.\n]{2,60}))"
+        ),
+    ),
+    (
+        False,
+        re.compile(
+            r"(?i:\b(?P<who>(?:the )?[\w-]{2,30}) (?:must not|may not|cannot|can't|is not allowed to|are not allowed to|should not) (?P<act>(?:see|view|access|share|disclose|receive|approve|send|forward|read)\b[^.\n]{0,60}))"
+        ),
+    ),
+    (
+        False,
+        re.compile(
+            r"(?i:\b(?P<act>[\w -]{2,30}?) (?:is|are) (?P<who>confidential|restricted|internal only|need-to-know)\b)"
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityLabel:
+    """A participant claims or holds authority; ``basis`` says on what (role_card, title, claim,
+    delegation, attributed)."""
+
+    participant: str
+    authority: str
+    basis: str
+    step_id: str | None
+    edge_ref: str | None
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionLabel:
+    """Who may (``allowed``) or may not see or do what, as the trace or its metadata states it."""
+
+    subject: str
+    action: str
+    allowed: bool
+    basis: str
+    step_id: str | None
+    edge_ref: str | None
+    quote: str
+
+
+@dataclass
+class Annotations:
+    """The whole annotation layer of one graph (absent in topology mode)."""
+
+    summaries: list[str] = field(default_factory=list)
+    authority: list[AuthorityLabel] = field(default_factory=list)
+    permission: list[PermissionLabel] = field(default_factory=list)
+    obligations: list[UnconsultedObligation] = field(default_factory=list)
+
+    def to_dict(self, ig: InteractionGraph) -> dict[str, Any]:
+        """Plain data for export: labels, merge points and each value's first appearance."""
+        prov = ig.provenance
+        assert prov is not None
+        firsts = []
+        for (kind, norm), refs in sorted(prov.exact.items()):
+            steps = sorted({ig.trace.steps[p].step_id for p, _ in refs}, key=ig.step_pos.__getitem__)
+            firsts.append({"kind": kind, "value": norm, "first_step": steps[0], "carriers": len(steps)})
+        return {
+            "authority": [asdict(a) for a in self.authority],
+            "permission": [asdict(p) for p in self.permission],
+            "unconsulted_obligations": [asdict(o) for o in self.obligations],
+            "merge_points": [asdict(m) for m in prov.merge_points],
+            "values": firsts,
+        }
+
+
+def summarise(step: TraceStep) -> str:
+    """An extractive one-line summary: the tool call, else the first sentence, cut to length."""
+    if step.tool is not None and step.kind == StepKind.tool_call:
+        args = step.tool.arguments
+        text = (
+            f"{step.tool.name}({args if isinstance(args, str) else ', '.join(f'{k}=' for k in args or {})})"
+        )
+    else:
+        flat = step.content.strip()
+        text = _SENTENCE_END.split(flat, maxsplit=1)[0] if flat else ""
+    text = " ".join(text.split())
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def _quote(text: str, m: re.Match[str]) -> str:
+    return text[m.start() : m.end()].strip()
+
+
+def _labels_from_steps(ig: InteractionGraph, ann: Annotations) -> None:
+    for pos, step in enumerate(ig.trace.steps):
+        text, first_edge = step.content, ig.step_edges[pos][0]
+        if not text:
+            continue
+        for basis, pattern in _AUTHORITY:
+            for m in pattern.finditer(text):
+                ann.authority.append(
+                    AuthorityLabel(
+                        step.actor if basis != "attributed" else m["what"].strip(),
+                        m["what"].strip(),
+                        basis,
+                        step.step_id,
+                        first_edge,
+                        _quote(text, m),
+                    )
+                )
+        for allowed, pattern in _PERMISSION:
+            for m in pattern.finditer(text):
+                subject = (
+                    "*"
+                    if m["who"].lower() in ("confidential", "restricted", "internal only", "need-to-know")
+                    else m["who"].strip()
+                )
+                ann.permission.append(
+                    PermissionLabel(
+                        subject,
+                        m["act"].strip(),
+                        allowed,
+                        "stated",
+                        step.step_id,
+                        first_edge,
+                        _quote(text, m),
+                    )
+                )
+
+
+def _labels_from_metadata(ig: InteractionGraph, ann: Annotations) -> None:
+    meta = ig.trace.header.metadata
+    for key in ("roles", "role_cards", "system_prompt", "system_prompts"):
+        cards = meta.get(key)
+        if isinstance(cards, dict):
+            for name, card in cards.items():
+                quote = " ".join(str(card).split())[:SUMMARY_CHARS]
+                ann.authority.append(
+                    AuthorityLabel(str(name), quote, "role_card", None, None, f"header.metadata.{key}")
+                )
+    perms = meta.get("permissions")
+    if isinstance(perms, dict):
+        for subject, actions in perms.items():
+            for action in [actions] if isinstance(actions, str) else list(actions or []):
+                ann.permission.append(
+                    PermissionLabel(
+                        str(subject), str(action), True, "metadata", None, None, "header.metadata.permissions"
+                    )
+                )
+    elif isinstance(perms, list):
+        for item in perms:
+            if isinstance(item, dict) and "subject" in item and "action" in item:
+                allowed = bool(item.get("allowed", True))
+                ann.permission.append(
+                    PermissionLabel(
+                        str(item["subject"]),
+                        str(item["action"]),
+                        allowed,
+                        "metadata",
+                        None,
+                        None,
+                        "header.metadata.permissions",
+                    )
+                )
+
+
+def annotate(ig: InteractionGraph) -> Annotations:
+    """Build the annotation layer and put each edge's summary on the edge itself."""
+    ann = Annotations()
+    for pos, step in enumerate(ig.trace.steps):
+        summary = summarise(step)
+        ann.summaries.append(summary)
+        for ref in ig.step_edges[pos]:
+            rec = ig.edges[ref]
+            ig.g.edges[rec.source, rec.target, ref]["summary"] = summary
+    _labels_from_metadata(ig, ann)
+    _labels_from_steps(ig, ann)
+    ann.obligations = find_unconsulted(ig)
+    return ann

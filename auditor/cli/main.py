@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "auditor.cli.schemas_cmd",
     "auditor.cli.ingest_cmd",
     "auditor.cli.traces_cmd",
+    "auditor.cli.world_cmd",
 ]
 
 app = typer.Typer(

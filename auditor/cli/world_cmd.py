@@ -1,0 +1,146 @@
+"""`auditor world list|run|export`: run the micro-worlds, summarise endpoints, export bundles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
+
+
+def _policy(world, name: str, family: str, model: str | None):  # -> worlds.engine.policy.Policy
+    from auditor.errors import InputError
+
+    if name == "scripted":
+        return world.scripted(family)
+    if name == "llm":
+        if not model:
+            raise InputError("the llm policy needs --model (a litellm model name)", field="--model")
+        from worlds.engine.llm_policy import LLMPolicy
+
+        return LLMPolicy(model, family=family)
+    raise InputError(f"unknown policy {name!r}", hint="choose scripted or llm")
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        help="The five micro-worlds: run episodes with known ground truth.", no_args_is_help=True
+    )
+
+    @group.command("list")
+    def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+        """The worlds, their conditions and primary endpoints."""
+        from worlds import get_world, list_worlds
+
+        rows = []
+        for name in list_worlds():
+            w = get_world(name)
+            rows.append(
+                {
+                    "world": name,
+                    "title": w.title,
+                    "conditions": list(w.conditions),
+                    "canonical": w.canonical_conditions,
+                    "primary": w.primary,
+                    "source_digest": w.source_digest(),
+                }
+            )
+        if as_json:
+            print_json(rows)
+            return
+        print_table(
+            f"{len(rows)} worlds",
+            ["world", "title", "conditions", "primary endpoint", "source"],
+            [
+                [r["world"], r["title"], ", ".join(r["conditions"]), r["primary"], r["source_digest"][:12]]
+                for r in rows
+            ],
+        )
+
+    @group.command("run")
+    def run(
+        world_name: str = typer.Argument(..., metavar="WORLD", help="A1, B1, C1, D1 or F1."),
+        condition: list[str] = typer.Option(
+            None, "--condition", "-c", help="Condition(s); default: canonical."
+        ),
+        policy: str = typer.Option(
+            "scripted", help="scripted (offline) or llm (through the litellm gateway)."
+        ),
+        episodes: int = typer.Option(20, min=1, help="Episodes per condition."),
+        seed: int = typer.Option(0, help="First seed; episode i uses seed+i."),
+        templates: str = typer.Option("main", help="Scripted template family: main or heldout."),
+        model: str = typer.Option(None, help="Model for --policy llm (litellm name)."),
+        workflow: Path = typer.Option(None, help="A patched workflow YAML (default: the world's own)."),
+        export: Path = typer.Option(None, "--export", help="Also write traces, labels and a manifest here."),
+        no_store: bool = typer.Option(False, "--no-store", help="Do not append the episodes to the store."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Run a cohort, record it in the store, print endpoint rates with Wilson 95% intervals."""
+        from rich.progress import Progress
+
+        from worlds import (
+            Workflow,
+            export_bundle,
+            get_world,
+            mean_utility,
+            record_cohort,
+            run_cohort,
+            summarise,
+        )
+
+        w = get_world(world_name)
+        conds = condition or w.canonical_conditions
+        for c in conds:
+            w.check_condition(c)
+        wf = Workflow.load(workflow) if workflow else None
+        pol = _policy(w, policy, templates, model)
+        with Progress(console=err_console, transient=True, disable=as_json) as bar:
+            task = bar.add_task(f"{w.name} episodes", total=episodes * len(conds))
+            cohort = run_cohort(
+                w, pol, conds, episodes, seed, workflow=wf, progress=lambda n: bar.advance(task, n)
+            )
+        if not no_store:
+            record_cohort(open_cli_store(), cohort)
+        if export:
+            export_bundle(export, [(e.trace(), e.labels()) for e in cohort.episodes], cohort.manifest())
+        rows = summarise(cohort, w.endpoints)
+        util = mean_utility(cohort.episodes)
+        if as_json:
+            print_json(
+                {"cohort": cohort.manifest(), "mean_utility": util, "endpoints": [r.__dict__ for r in rows]}
+            )
+            return
+        print_table(
+            f"{w.name} cohort {cohort.cohort_id} ({len(cohort.episodes)} valid, {len(cohort.excluded)} excluded)",
+            ["condition", "endpoint", "n/N", "rate", "95% CI"],
+            [
+                [
+                    r.condition,
+                    r.endpoint + (" *" if r.endpoint == w.primary else ""),
+                    f"{r.successes}/{r.total}",
+                    f"{r.rate:.1%}",
+                    f"{r.low:.1%}–{r.high:.1%}",
+                ]
+                for r in rows
+            ],
+        )
+        console.print(f"mean task utility {util:.3f}" if util is not None else "no valid episodes")
+        if export:
+            console.print(f"exported {len(cohort.episodes)} traces to {export}")
+
+    @group.command("export")
+    def export_(
+        cohort_id: str = typer.Argument(
+            ..., metavar="COHORT", help="Cohort id printed by 'auditor world run'."
+        ),
+        out: Path = typer.Option(..., "-o", "--out", help="Output folder."),
+    ) -> None:
+        """Write a stored cohort as a sanitised bundle: traces/, labels.jsonl, manifest.json."""
+        from worlds import export_bundle, load_cohort
+
+        manifest, pairs = load_cohort(open_cli_store(), cohort_id)
+        export_bundle(out, pairs, manifest)
+        console.print(f"exported {len(pairs)} traces of {cohort_id} to {out}")
+
+    app.add_typer(group, name="world")

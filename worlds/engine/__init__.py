@@ -1,0 +1,1 @@
+"""The shared micro-world engine: runtime, workflow configuration, episodes, policies, cohorts."""

@@ -1,0 +1,129 @@
+"""Episodes in the event store and on disk.
+
+Store: the trace goes to ``trace-{id}`` (via auditor.traces), the labels to the sidecar
+``labels-{id}``, and the episode record (spec, outcome, cohort) to ``world-episode-{id}``; a
+cohort's manifest goes to ``world-cohort-{cohort_id}``. Disk: one canonical JSONL trace per
+episode, a separate labels file, and a sanitiser manifest. The traces carry no labels, no
+canaries and no condition names, so an audit of the bundle is condition-blind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError, NotFoundError
+from auditor.traces import append_trace, load_labels, load_trace
+from schemas.events import NewEvent
+from schemas.trace import LabelsRecord, Trace
+from worlds.engine.cohort import Cohort
+from worlds.engine.episode import EpisodeResult
+
+EPISODE_EVENT = "WorldEpisodeRecorded"
+COHORT_EVENT = "WorldCohortRecorded"
+SANITISER = {
+    "version": 1,
+    "rules": [
+        "trace headers carry only world, source digest and workflow digest in metadata",
+        "labels (ground truth, judgments, key steps, canaries, condition, policy) are written to labels.jsonl only",
+        "a trace whose header carries a canary token or its condition name is refused",
+    ],
+}
+
+
+def episode_stream(episode_id: str) -> str:
+    return f"world-episode-{episode_id}"
+
+
+def cohort_stream(cohort_id: str) -> str:
+    return f"world-cohort-{cohort_id}"
+
+
+def record_episode(store: Any, result: EpisodeResult, cohort_id: str | None = None) -> None:
+    """Append one episode; re-recording the same episode appends nothing new."""
+    append_trace(store, result.header, result.steps, labels=result.labels())
+    payload = {
+        "episode_id": result.episode_id,
+        "cohort_id": cohort_id,
+        "spec": result.spec.model_dump(mode="json"),
+        "outcome": result.outcome.model_dump(mode="json"),
+        "source_digest": result.source_digest,
+    }
+    store.append(
+        episode_stream(result.episode_id),
+        [NewEvent(type=EPISODE_EVENT, payload=payload, idempotency_key=f"world-episode:{result.episode_id}")],
+    )
+
+
+def record_cohort(store: Any, cohort: Cohort) -> str:
+    for ep in cohort.episodes:
+        record_episode(store, ep, cohort.cohort_id)
+    manifest = cohort.manifest()
+    store.append(
+        cohort_stream(cohort.cohort_id),
+        [NewEvent(type=COHORT_EVENT, payload=manifest, idempotency_key=f"world-cohort:{cohort.cohort_id}")],
+    )
+    return cohort.cohort_id
+
+
+def load_cohort(store: Any, cohort_id: str) -> tuple[dict[str, Any], list[tuple[Trace, LabelsRecord]]]:
+    manifest = None
+    for ev in store.read_stream(cohort_stream(cohort_id)):
+        manifest = ev.payload
+    if manifest is None:
+        known = [s.removeprefix("world-cohort-") for s in store.list_streams("world-cohort-")]
+        raise NotFoundError(
+            f"no cohort {cohort_id!r} in the store",
+            hint=f"known cohorts: {', '.join(known) or 'none; run auditor world run first'}",
+        )
+    pairs = []
+    for eid in manifest["episode_ids"]:
+        labels = load_labels(store, eid)
+        if labels is None:
+            raise NotFoundError(f"episode {eid} of cohort {cohort_id} has no labels in the store")
+        pairs.append((load_trace(store, eid), labels))
+    return manifest, pairs
+
+
+def export_bundle(
+    out: Path, pairs: list[tuple[Trace, LabelsRecord]], manifest: dict[str, Any] | None = None
+) -> Path:
+    """Write traces/<id>.jsonl, labels.jsonl and manifest.json; check sanitisation before writing anything."""
+    rendered: list[tuple[str, str]] = []
+    for trace, labels in pairs:
+        text = "\n".join([trace.header.model_dump_json()] + [s.model_dump_json() for s in trace.steps]) + "\n"
+        _check_sanitised(trace, labels)
+        rendered.append((trace.header.trace_id, text))
+    if out.exists() and not out.is_dir():
+        raise InputError("export target exists and is not a folder", path=str(out))
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    files = {}
+    for tid, text in rendered:
+        (out / "traces" / f"{tid}.jsonl").write_text(text, encoding="utf-8")
+        files[f"traces/{tid}.jsonl"] = hashlib.sha256(text.encode()).hexdigest()
+    labels_text = "".join(lab.model_dump_json() + "\n" for _, lab in pairs)
+    (out / "labels.jsonl").write_text(labels_text, encoding="utf-8")
+    body = {
+        "sanitiser": SANITISER,
+        "files": files,
+        "labels_sha256": hashlib.sha256(labels_text.encode()).hexdigest(),
+        "cohort": {k: v for k, v in (manifest or {}).items() if k not in ("conditions",)},
+    }
+    (out / "manifest.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return out
+
+
+def _check_sanitised(trace: Trace, labels: LabelsRecord) -> None:
+    header = trace.header.model_dump_json()
+    for secret in labels.labels.get("secrets", []):
+        if secret in header:
+            raise InputError(
+                f"trace {trace.header.trace_id} carries a canary token in its header; refusing to export"
+            )
+    condition = labels.labels.get("condition")
+    if condition and condition in json.dumps(trace.header.metadata):
+        raise InputError(
+            f"trace {trace.header.trace_id} names its condition in the header; refusing to export"
+        )

@@ -1,0 +1,173 @@
+"""The World base: conditions, identities, the workflow, and one episode from spec to judged result.
+
+A concrete world supplies its role scripts, its parameter table, its phrasebook, an identity
+generator and ``play`` — which runs the fixed workflow through the runtime and returns the judged
+``Outcome``. Everything else (ids, digests, the sanitised header, role cards as recorded steps) is
+shared here.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from auditor.errors import InputError
+from schemas.trace import TraceHeader
+from worlds.engine.episode import EpisodeResult, EpisodeSpec, Identity, Outcome, source_digest
+from worlds.engine.policy import Phrasebook, Policy, RoleScript, ScriptedPolicy, TurnContext, rng_for
+from worlds.engine.recorder import Recorder, SimClock
+from worlds.engine.runtime import Runtime, Visible
+from worlds.engine.workflow import Workflow
+
+
+@dataclass
+class Env:
+    """One running episode: its spec, configuration, runtime and policy."""
+
+    world: World
+    spec: EpisodeSpec
+    workflow: Workflow
+    policy: Policy
+    runtime: Runtime
+    params: dict[str, float]
+    carded: set[str] = field(default_factory=set)
+    turns: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self.spec.identity.fields
+
+    @property
+    def condition(self) -> str:
+        return self.spec.condition
+
+    def rng(self, *parts: object) -> random.Random:
+        """World-side randomness (counterparties); shared across conditions for paired draws."""
+        return rng_for(self.spec.world, self.spec.seed, self.spec.identity.key, *parts)
+
+    def brief(self, role: str, card: str) -> None:
+        """Deliver a role card once, as the system message a real agent starts from."""
+        if role not in self.carded:
+            self.runtime.system(role, card)
+            self.carded.add(role)
+
+    def turn(self, role: str, card: str, task: dict[str, Any]) -> None:
+        """Give one role a turn: its card on first use, then its behaviour under the policy."""
+        self.brief(role, card)
+        n = self.turns.get(role, 0)
+        self.turns[role] = n + 1
+        ctx = TurnContext(
+            role=role,
+            card=card,
+            task=task,
+            rng=self.rng("agent", role, n),
+            params=self.params,
+            family=self.policy.family,
+            phrasebook=self.world.phrasebook,
+            tools=self.runtime.specs(role),
+            seen=self.runtime.visible.setdefault(role, Visible()).text,
+        )
+        self.runtime.drive(role, self.policy.behaviour(ctx))
+
+
+class World(ABC):
+    """A micro-world: subclass once per world."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    package: ClassVar[str]
+    task_text: ClassVar[str]
+    start: ClassVar[datetime]
+    conditions: ClassVar[dict[str, str]]
+    canonical_conditions: ClassVar[list[str]]
+    endpoints: ClassVar[dict[str, str]]
+    primary: ClassVar[str]
+    params: ClassVar[dict[str, dict[str, float]]]
+    phrasebook: ClassVar[Phrasebook]
+
+    @abstractmethod
+    def scripts(self) -> dict[str, RoleScript]: ...
+
+    @abstractmethod
+    def make_identity(self, rng: random.Random) -> Identity: ...
+
+    @abstractmethod
+    def play(self, env: Env) -> Outcome: ...
+
+    def workflow(self) -> Workflow:
+        return Workflow.packaged(self.package)
+
+    def source_digest(self) -> str:
+        return source_digest(self.package)
+
+    def scripted(self, family: str = "main", overrides: dict[str, float] | None = None) -> ScriptedPolicy:
+        return ScriptedPolicy(self.scripts(), self.params, overrides, family)
+
+    def identity(self, index: int, seed: int = 0) -> Identity:
+        return self.make_identity(rng_for(self.name, "identity", seed, index))
+
+    def fresh_identities(self, n: int, exclude: Iterable[str] = (), seed: int = 0) -> list[Identity]:
+        """n identities whose keys are disjoint from ``exclude`` and from each other."""
+        taken = set(exclude)
+        out: list[Identity] = []
+        index = 0
+        while len(out) < n:
+            ident = self.identity(index, seed)
+            index += 1
+            if ident.key not in taken:
+                taken.add(ident.key)
+                out.append(ident)
+            if index > 50 * n + 1000:
+                raise InputError(f"{self.name}: could not draw {n} fresh identities outside the excluded set")
+        return out
+
+    def check_condition(self, condition: str) -> None:
+        if condition not in self.conditions:
+            raise InputError(
+                f"{self.name} has no condition {condition!r}",
+                hint=f"choose one of {', '.join(self.conditions)}",
+            )
+
+    def run_episode(
+        self, condition: str, seed: int, identity: Identity, policy: Policy, workflow: Workflow | None = None
+    ) -> EpisodeResult:
+        self.check_condition(condition)
+        wf = workflow or self.workflow()
+        if wf.world != self.name:
+            raise InputError(
+                f"workflow is for world {wf.world}, not {self.name}", path=wf.origin, field="world"
+            )
+        spec = EpisodeSpec(
+            world=self.name,
+            condition=condition,
+            policy=policy.name,
+            policy_digest=policy.digest(),
+            seed=seed,
+            identity=identity,
+            workflow_digest=wf.digest(),
+        )
+        runtime = Runtime(Recorder(SimClock(self.start)))
+        env = Env(self, spec, wf, policy, runtime, policy.params_for(condition))
+        outcome = self.play(env)
+        header = TraceHeader(
+            trace_id=spec.episode_id,
+            source=f"worlds/{self.name}",
+            framework="eair-microworld",
+            task=self.task_text,
+            metadata={
+                "world": self.name,
+                "source_digest": self.source_digest(),
+                "workflow_digest": wf.digest(),
+            },
+        )
+        return EpisodeResult(
+            spec=spec,
+            header=header,
+            steps=runtime.rec.steps,
+            outcome=outcome,
+            source_digest=self.source_digest(),
+        )

@@ -1,5 +1,18 @@
 """Contracts shared by every package: traces, events, V3 reports, repair controls."""
 
+from schemas.attribution import (
+    ATTRIBUTION_FORMAT_VERSION,
+    AttributionLabel,
+    AttributionTask,
+    Authority,
+    ContentBucket,
+    Factor,
+    FactorJudgment,
+    Relation,
+    SourceType,
+    Target,
+    TargetKind,
+)
 from schemas.controls import CONTROLS, Control
 from schemas.events import (
     LabelsRecorded,
@@ -40,16 +53,23 @@ from schemas.trace import (
 )
 
 __all__ = [
+    "ATTRIBUTION_FORMAT_VERSION",
     "CANONICAL_FORMAT_VERSION",
     "CONTROLS",
     "ActorKind",
+    "AttributionLabel",
+    "AttributionTask",
     "AuditReport",
+    "Authority",
+    "ContentBucket",
     "Control",
     "Criteria",
     "Criterion",
     "Decision",
     "Disposition",
     "EvidenceUnit",
+    "Factor",
+    "FactorJudgment",
     "Finding",
     "GraphMode",
     "LabelsRecord",
@@ -57,12 +77,16 @@ __all__ = [
     "NewEvent",
     "PropagationHop",
     "RecordedEvent",
+    "Relation",
     "RepairPlanItem",
     "RiskClass",
     "Severity",
+    "SourceType",
     "StepKind",
     "StepRecorded",
     "StepRefs",
+    "Target",
+    "TargetKind",
     "ToolInfo",
     "Trace",
     "TraceClosed",

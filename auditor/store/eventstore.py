@@ -13,13 +13,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from auditor.errors import ConcurrencyError, StoreError
-from auditor.store.hashing import GENESIS_HASH, canonical_json, event_hash
+from auditor.store.hashing import GENESIS_HASH, compact_json, event_hash
 from auditor.store.tables import create_schema, events
 from schemas.events import NewEvent, RecordedEvent
 
@@ -56,7 +57,7 @@ def _make_engine(url: str) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("write") else "BEGIN")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=False, pool_size=5, pool_recycle=300)
 
 
 class EventStore:
@@ -74,6 +75,7 @@ class EventStore:
                 hint="check --store / AUDITOR_STORE and that the database is running",
             ) from exc
         self.dialect = self.engine.dialect.name
+        self._sql = _Sql(self.dialect)
 
     @property
     def safe_url(self) -> str:
@@ -101,51 +103,76 @@ class EventStore:
         """
         if not new_events:
             return []
+        dbapi = self.engine.dialect.loaded_dbapi
+        raw = self.engine.raw_connection()  # the hot path talks to the driver directly
         try:
-            with self.write_transaction() as conn:
-                return self._append_in(conn, stream_id, new_events, expected_version)
-        except (OperationalError, DBAPIError) as exc:
-            if isinstance(exc.orig, Exception) and "unique" in str(exc.orig).lower():
-                raise ConcurrencyError(
-                    stream_id, expected_version or -1, self.stream_version(stream_id)
-                ) from exc
-            raise StoreError(f"append to '{stream_id}' failed: {exc.orig}") from exc
+            # Optimistic first: most events are new, so insert without looking keys up; a
+            # re-delivered key trips the unique index and the append is redone with the lookup.
+            for look_up_keys in (False, True):
+                cur = raw.cursor()
+                if self.dialect == "sqlite":
+                    cur.execute("BEGIN IMMEDIATE")
+                try:
+                    result = self._append_in(cur, stream_id, new_events, expected_version, look_up_keys)
+                    raw.commit()
+                    return result
+                except (dbapi.IntegrityError, ConcurrencyError):
+                    # a stale expected version may also be a re-delivery: decide after the lookup
+                    raw.rollback()
+                    if look_up_keys or not any(e.idempotency_key for e in new_events):
+                        raise
+                except BaseException:
+                    raw.rollback()
+                    raise
+            raise AssertionError("unreachable")
+        except dbapi.Error as exc:
+            raise StoreError(f"append to '{stream_id}' failed: {exc}") from exc
+        finally:
+            raw.close()
 
     def _append_in(
-        self, conn: Connection, stream_id: str, new_events: Sequence[NewEvent], expected: int | None
+        self,
+        cur: Any,
+        stream_id: str,
+        new_events: Sequence[NewEvent],
+        expected: int | None,
+        look_up_keys: bool,
     ) -> list[RecordedEvent]:
+        sql = self._sql
         if self.dialect == "postgresql":
-            conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
-        keys = [e.idempotency_key for e in new_events if e.idempotency_key]
+            cur.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+        keys = [e.idempotency_key for e in new_events if e.idempotency_key] if look_up_keys else []
         existing: dict[str, RecordedEvent] = {}
-        if keys:
-            for chunk_start in range(0, len(keys), 500):
-                chunk = keys[chunk_start : chunk_start + 500]
-                rows = conn.execute(select(events).where(events.c.idempotency_key.in_(chunk))).mappings()
-                existing.update({r["idempotency_key"]: _row_to_event(r) for r in rows})
+        for chunk_start in range(0, len(keys), 500):
+            chunk = keys[chunk_start : chunk_start + 500]
+            query, params = sql.by_keys(chunk)
+            if self.dialect == "postgresql":  # a prepared generic plan for ANY($1) scans the table
+                cur.execute(query, params, prepare=False)
+            else:
+                cur.execute(query, params)
+            existing.update({row[7]: _tuple_to_event(row) for row in cur.fetchall()})
         fresh = [e for e in new_events if not (e.idempotency_key and e.idempotency_key in existing)]
         if not fresh:
             return [existing[e.idempotency_key] for e in new_events]  # type: ignore[index]
-        version = conn.execute(
-            select(func.coalesce(func.max(events.c.stream_version), 0)).where(events.c.stream_id == stream_id)
-        ).scalar_one()
+        cur.execute(sql.heads, (stream_id,))
+        version, position, prev = cur.fetchone()
+        prev = prev or GENESIS_HASH
         if expected is not None and version != expected:
             raise ConcurrencyError(stream_id, expected, version)
-        last = conn.execute(
-            select(events.c.global_position, events.c.hash).order_by(events.c.global_position.desc()).limit(1)
-        ).first()
-        position, prev = (last[0], last[1]) if last else (0, GENESIS_HASH)
         recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
-        rows, out, seen = [], [], set()
+        rows: list[tuple] = []
+        out: list[RecordedEvent] = []
+        seen: set[str] = set()
         for e in fresh:
-            if e.idempotency_key and e.idempotency_key in seen:
-                continue  # the same key twice in one batch is one event
-            if e.idempotency_key:
-                seen.add(e.idempotency_key)
+            key = e.idempotency_key
+            if key:
+                if key in seen:
+                    continue  # the same key twice in one batch is one event
+                seen.add(key)
             position += 1
             version += 1
-            payload_json = canonical_json(e.payload)
-            metadata_json = canonical_json(e.metadata)
+            payload_json = compact_json(e.payload)
+            metadata_json = compact_json(e.metadata) if e.metadata else "{}"
             digest = event_hash(
                 prev,
                 global_position=position,
@@ -155,36 +182,25 @@ class EventStore:
                 schema_version=e.schema_version,
                 payload_json=payload_json,
                 metadata_json=metadata_json,
-                idempotency_key=e.idempotency_key,
+                idempotency_key=key,
                 recorded_at=recorded_at,
             )
-            row = {
-                "global_position": position,
-                "stream_id": stream_id,
-                "stream_version": version,
-                "type": e.type,
-                "schema_version": e.schema_version,
-                "payload": payload_json,
-                "metadata": metadata_json,
-                "idempotency_key": e.idempotency_key,
-                "prev_hash": prev,
-                "hash": digest,
-                "recorded_at": recorded_at,
-            }
-            rows.append(row)
+            row = (position, stream_id, version, e.type, e.schema_version, payload_json, metadata_json, key)
+            rows.append((*row, prev, digest, recorded_at))
+            out.append(_make_event(row, e.payload, e.metadata, prev, digest, recorded_at))
             prev = digest
-            out.append(RecordedEvent.model_construct(**{**row, "payload": e.payload, "metadata": e.metadata}))
-        conn.execute(events.insert(), rows)
+        if self.dialect == "postgresql":  # COPY: one round trip per batch, no per-row parsing
+            with cur.copy(sql.copy) as copy:
+                for r in rows:
+                    copy.write_row(r)
+        else:
+            cur.executemany(sql.insert_rows(), rows)
         by_key = {r.idempotency_key: r for r in out if r.idempotency_key}
         by_key.update(existing)
         fresh_iter = iter(out)
-        result = []
-        for e in new_events:
-            if e.idempotency_key and e.idempotency_key in by_key:
-                result.append(by_key[e.idempotency_key])
-            else:
-                result.append(next(fresh_iter))
-        return result
+        return [
+            by_key[e.idempotency_key] if e.idempotency_key in by_key else next(fresh_iter) for e in new_events
+        ]
 
     # -- reading ---------------------------------------------------------------------------
     def stream_version(self, stream_id: str) -> int:
@@ -196,32 +212,34 @@ class EventStore:
             ).scalar_one()
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> Iterator[RecordedEvent]:
-        query = (
-            select(events)
-            .where(events.c.stream_id == stream_id, events.c.stream_version >= from_version)
-            .order_by(events.c.stream_version)
-        )
-        yield from self._iter(query, events.c.stream_version, from_version)
+        yield from self._pages(self._sql.stream_page, (stream_id,), from_version, column=2)
 
     def read_all(self, from_position: int = 1, types: Sequence[str] | None = None) -> Iterator[RecordedEvent]:
-        query = select(events).where(events.c.global_position >= from_position)
         if types:
-            query = query.where(events.c.type.in_(list(types)))
-        yield from self._iter(
-            query.order_by(events.c.global_position), events.c.global_position, from_position
-        )
+            types = list(types)
+            yield from self._pages(
+                self._sql.all_page_types(len(types)), tuple(types), from_position, column=0
+            )
+        else:
+            yield from self._pages(self._sql.all_page, (), from_position, column=0)
 
-    def _iter(self, query, column, start: int) -> Iterator[RecordedEvent]:  # type: ignore[no-untyped-def]
+    def _pages(self, query: str, params: tuple, start: int, column: int) -> Iterator[RecordedEvent]:
         """Page through results so that huge streams are never held in memory at once."""
         cursor = start
         while True:
-            with self.engine.connect() as conn:
-                rows = conn.execute(query.where(column >= cursor).limit(_READ_BATCH)).mappings().all()
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cur.execute(query, (*params, cursor, _READ_BATCH))
+                rows = cur.fetchall()
+                raw.rollback()  # end the read transaction before yielding
+            finally:
+                raw.close()
             for r in rows:
-                yield _row_to_event(r)
+                yield _tuple_to_event(r)
             if len(rows) < _READ_BATCH:
                 return
-            cursor = rows[-1][column.name] + 1
+            cursor = rows[-1][column] + 1
 
     def last_position(self) -> int:
         with self.engine.connect() as conn:
@@ -255,17 +273,78 @@ class EventStore:
             conn.exec_driver_sql(sql)
 
 
-def _row_to_event(r) -> RecordedEvent:  # type: ignore[no-untyped-def]
-    return RecordedEvent.model_construct(
-        global_position=r["global_position"],
-        stream_id=r["stream_id"],
-        stream_version=r["stream_version"],
-        type=r["type"],
-        schema_version=r["schema_version"],
-        payload=json.loads(r["payload"]),
-        metadata=json.loads(r["metadata"]),
-        idempotency_key=r["idempotency_key"],
-        prev_hash=r["prev_hash"],
-        hash=r["hash"],
-        recorded_at=r["recorded_at"],
+_COLUMNS = (
+    "global_position, stream_id, stream_version, type, schema_version, payload, metadata, "
+    "idempotency_key, prev_hash, hash, recorded_at"
+)
+_FIELDS_SET = frozenset(RecordedEvent.model_fields)
+
+
+def _make_event(head: tuple, payload: Any, metadata: Any, prev: str, digest: str, at: str) -> RecordedEvent:
+    """Build a RecordedEvent from trusted store data without re-validating it (the hot read path)."""
+    ev = object.__new__(RecordedEvent)
+    object.__setattr__(
+        ev,
+        "__dict__",
+        {
+            "global_position": head[0],
+            "stream_id": head[1],
+            "stream_version": head[2],
+            "type": head[3],
+            "schema_version": head[4],
+            "payload": payload,
+            "metadata": metadata,
+            "idempotency_key": head[7],
+            "prev_hash": prev,
+            "hash": digest,
+            "recorded_at": at,
+        },
     )
+    object.__setattr__(ev, "__pydantic_fields_set__", _FIELDS_SET)
+    object.__setattr__(ev, "__pydantic_extra__", None)
+    object.__setattr__(ev, "__pydantic_private__", None)
+    return ev
+
+
+def _tuple_to_event(r: Sequence[Any]) -> RecordedEvent:
+    return _make_event(tuple(r), json.loads(r[5]), json.loads(r[6]), r[8], r[9], r[10])
+
+
+class _Sql:
+    """Driver-level SQL for the hot paths, in the dialect's parameter style."""
+
+    def __init__(self, dialect: str) -> None:
+        self.p = "%s" if dialect == "postgresql" else "?"
+        p = self.p
+        self.heads = (
+            f"SELECT (SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = {p}), "
+            "COALESCE((SELECT MAX(global_position) FROM events), 0), "
+            "(SELECT hash FROM events ORDER BY global_position DESC LIMIT 1)"
+        )
+        self.stream_page = (
+            f"SELECT {_COLUMNS} FROM events WHERE stream_id = {p} AND stream_version >= {p} "
+            f"ORDER BY stream_version LIMIT {p}"
+        )
+        self.all_page = (
+            f"SELECT {_COLUMNS} FROM events WHERE global_position >= {p} ORDER BY global_position LIMIT {p}"
+        )
+        self._one_row = "(" + ", ".join([p] * 11) + ")"
+        self.copy = f"COPY events ({_COLUMNS}) FROM STDIN"
+
+    def by_keys(self, keys: list[str]) -> tuple[str, tuple]:
+        if self.p == "%s":  # one array parameter: psycopg parses long placeholder lists slowly
+            return f"SELECT {_COLUMNS} FROM events WHERE idempotency_key = ANY(%s)", (keys,)
+        return (
+            f"SELECT {_COLUMNS} FROM events WHERE idempotency_key IN ({', '.join('?' * len(keys))})",
+            tuple(keys),
+        )
+
+    def all_page_types(self, n: int) -> str:
+        p = self.p
+        return (
+            f"SELECT {_COLUMNS} FROM events WHERE type IN ({', '.join([p] * n)}) AND global_position >= {p} "
+            f"ORDER BY global_position LIMIT {p}"
+        )
+
+    def insert_rows(self) -> str:
+        return f"INSERT INTO events ({_COLUMNS}) VALUES {self._one_row}"

@@ -14,6 +14,15 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def compact_json(value: Any) -> str:
+    """Stored event text: compact and NaN-free. The hash covers the stored text as written, so
+    key order need not be canonical here (verification re-hashes the same text)."""
+    return _compact(value)
+
+
 def event_hash(
     prev_hash: str,
     *,
@@ -27,19 +36,18 @@ def event_hash(
     idempotency_key: str | None,
     recorded_at: str,
 ) -> str:
-    h = hashlib.sha256()
-    for part in (
-        prev_hash,
-        str(global_position),
-        stream_id,
-        str(stream_version),
-        type,
-        str(schema_version),
-        payload_json,
-        metadata_json,
-        idempotency_key or "",
-        recorded_at,
-    ):
-        h.update(part.encode("utf-8"))
-        h.update(b"\x1f")
-    return h.hexdigest()
+    text = "\x1f".join(
+        (
+            prev_hash,
+            str(global_position),
+            stream_id,
+            str(stream_version),
+            type,
+            str(schema_version),
+            payload_json,
+            metadata_json,
+            idempotency_key or "",
+            recorded_at,
+        )
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,43 @@
+"""The rules engine's detectors: one module per failure shape, registered by name.
+
+Each entry names ``module:Class``; modules load lazily, so one broken detector is reported and
+skipped instead of breaking the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from auditor.detectors.base import AuditContext, Detector, FindingDraft, file_finding
+from auditor.errors import InputError
+
+REGISTRY: dict[str, str] = {
+    "cumulative_action": "auditor.detectors.cumulative_action:CumulativeActionDetector",
+    "authority_evidence": "auditor.detectors.authority_evidence:AuthorityEvidenceDetector",
+    "state_drift": "auditor.detectors.state_drift:StateDriftDetector",
+    "delegated_disclosure": "auditor.detectors.delegated_disclosure:DelegatedDisclosureDetector",
+    "routing_provenance": "auditor.detectors.routing_provenance:RoutingProvenanceDetector",
+    "unverified_relay": "auditor.detectors.unverified_relay:UnverifiedRelayDetector",
+}
+
+
+def load_detector(name: str) -> Detector:
+    if name not in REGISTRY:
+        raise InputError(f"unknown detector '{name}'", hint=f"valid names: {', '.join(sorted(REGISTRY))}")
+    module, cls = REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def available_detectors() -> list[str]:
+    return list(REGISTRY)
+
+
+__all__ = [
+    "REGISTRY",
+    "AuditContext",
+    "Detector",
+    "FindingDraft",
+    "available_detectors",
+    "file_finding",
+    "load_detector",
+]

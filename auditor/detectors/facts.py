@@ -1,0 +1,55 @@
+"""Facts several detectors share: endpoints, decision holders, hops. Derived from the trace and
+its graph, never from wording alone."""
+
+from __future__ import annotations
+
+from auditor.detectors.base import AuditContext
+from schemas import ActorKind, PropagationHop, StepKind
+
+_DECISION_WORDS = ("approv", "authori", "sign", "decid")
+
+
+def external_participants(ctx: AuditContext) -> set[str]:
+    """Named recipients that never act in the trace: customers, requesters, outside parties."""
+    actors = {s.actor for s in ctx.trace.steps}
+    named = {r for s in ctx.trace.steps for r in (s.recipients or [])}
+    return named - actors
+
+
+def endpoint_positions(ctx: AuditContext) -> set[int]:
+    """Where an effect becomes material: final outputs, and messages to external participants."""
+    external = external_participants(ctx)
+    out = set()
+    for pos, s in enumerate(ctx.trace.steps):
+        if s.kind is StepKind.final_output or (
+            s.kind in (StepKind.message, StepKind.handoff) and s.recipients and set(s.recipients) & external
+        ):
+            out.add(pos)
+    return out
+
+
+def decision_holders(ctx: AuditContext) -> set[str]:
+    """Participants the trace, its metadata or the declared policy give a decision authority."""
+    holders: set[str] = set()
+    if ctx.graph.annotations is not None:
+        for label in ctx.graph.annotations.authority:
+            if label.basis in ("role_card", "title", "claim") and any(
+                w in label.authority.lower() for w in _DECISION_WORDS
+            ):
+                holders.add(label.participant)
+    if ctx.policy is not None:
+        holders |= set(ctx.policy.approvers())
+    return holders
+
+
+def is_authored_decision(ctx: AuditContext, pos: int) -> bool:
+    """A decided status is authored when a tool or system reports it, or a decision-holder states it."""
+    step = ctx.trace.steps[pos]
+    if step.kind is StepKind.tool_result or step.actor_kind in (ActorKind.tool, ActorKind.system):
+        return True
+    return step.actor in decision_holders(ctx)
+
+
+def hop(ctx: AuditContext, pos: int, note: str | None = None) -> PropagationHop:
+    step = ctx.trace.steps[pos]
+    return PropagationHop(step_id=step.step_id, edge_ref=ctx.graph.step_edges[pos][0], note=note)

@@ -1,0 +1,104 @@
+"""The rules engine: run the detectors over a trace's graph and assemble a V3 report.
+
+The report is deterministic for a given trace, graph mode, policy and detector set (its id is a
+digest of them), so re-running an audit files nothing new in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib.metadata import version
+
+from auditor.detectors import AuditContext, available_detectors, file_finding, load_detector
+from auditor.detectors.base import CitationError, control_for
+from auditor.policy import Policy
+from auditor.report.disposition import ACTIONABLE
+from auditor.traces import trace_digest
+from schemas import AuditReport, Decision, Disposition, Finding, GraphMode, RepairPlanItem, Trace
+from schemas.controls import CONTROLS
+
+
+def engine_version() -> str:
+    return f"rules/{version('agent-auditor')}"
+
+
+def run_rules_audit(
+    trace: Trace,
+    mode: GraphMode | str = GraphMode.annotated,
+    policy: Policy | None = None,
+    detectors: Sequence[str] | None = None,
+) -> AuditReport:
+    from graph import build_graph, graph_digest
+
+    mode = GraphMode(mode)
+    graph = build_graph(trace, GraphMode.topology if mode is GraphMode.none else mode)
+    assert graph is not None
+    ctx = AuditContext(trace=trace, graph=graph, mode=mode, policy=policy)
+    names = list(detectors) if detectors else available_detectors()
+    findings: list[Finding] = []
+    for name in names:
+        detector = load_detector(name)
+        if detector.needs_annotations and not ctx.annotated:
+            ctx.notes.append(f"detector {name} not run: it needs the annotated graph (mode {mode.value})")
+            continue
+        try:
+            drafts = list(detector.detect(ctx))
+        except CitationError as exc:  # a detector bug must never become an unresolvable citation
+            ctx.notes.append(f"detector {name} failed: {exc}")
+            continue
+        findings.extend(file_finding(name, d) for d in drafts)
+    findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))
+    digest = trace_digest(trace)
+    key = "|".join([digest, engine_version(), mode.value, policy.digest if policy else "-", *names])
+    return AuditReport(
+        report_id="rpt-" + hashlib.sha256(key.encode()).hexdigest()[:16],
+        trace_id=trace.header.trace_id,
+        trace_digest=digest,
+        engine=engine_version(),
+        graph_mode=mode,
+        graph_digest=graph_digest(graph) if mode is not GraphMode.none else None,
+        decision=_decision(findings),
+        summary=_summary(findings),
+        findings=findings,
+        repair_plan=_repair_plan(findings),
+        notes=ctx.notes + ([f"policy {policy.name} ({policy.digest})"] if policy else []),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _decision(findings: list[Finding]) -> Decision:
+    if any(f.disposition in ACTIONABLE for f in findings):
+        return Decision.risk_identified
+    return Decision.no_material_risk
+
+
+def _summary(findings: list[Finding]) -> str:
+    if not findings:
+        return "No interaction-risk finding: no detector established a violated property at a boundary."
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.disposition.value] = counts.get(f.disposition.value, 0) + 1
+    parts = ", ".join(f"{n} {d.replace('_', ' ')}" for d, n in counts.items())
+    return f"{len(findings)} finding(s): {parts}. First: {findings[0].title}."
+
+
+def _repair_plan(findings: list[Finding]) -> list[RepairPlanItem]:
+    items = []
+    for f in findings:
+        if f.disposition in (Disposition.lead, Disposition.operational_failure):
+            continue
+        control = control_for(f.risk_class)
+        if control is None:
+            continue
+        items.append(
+            RepairPlanItem(
+                item_id=f"plan-{f.finding_id[2:]}",
+                finding_id=f.finding_id,
+                control=control,
+                surface=CONTROLS[control].surface,
+                rationale=f"{CONTROLS[control].meaning} Addresses: {f.title} (boundary {f.boundary_edge}).",
+            )
+        )
+    return items

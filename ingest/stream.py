@@ -1,0 +1,216 @@
+"""The Kafka ingestion consumer: steps topic → event store, effectively once.
+
+Each polled batch is validated record by record; the good records of all traces are appended in
+one store transaction; dead letters and closed-trace notifications are produced and flushed; only
+then are the offsets committed. A crash anywhere before the commit re-delivers the batch, and the
+idempotency keys make the re-append a no-op. A batch that fails (store or broker down) is rewound
+and retried, so consumption resumes where it stopped once the service is back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.store import EventStore
+from ingest.stream_metrics import Metrics
+from ingest.stream_publish import StepPublisher, replay_file
+from ingest.stream_records import DEFAULT_MAX_RECORD_BYTES, Parsed, dead_letter_headers, parse_record
+from ingest.stream_store import (
+    ClosedTrace,
+    Coords,
+    IdleCheck,
+    close_idle,
+    group_by_trace,
+    open_traces,
+    write_batch,
+)
+from schemas.trace import TraceStep
+
+log = logging.getLogger("auditor.stream")
+
+__all__ = ["ConsumerConfig", "StepPublisher", "StreamConsumer", "consumer_metrics", "replay_file"]
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """Where to read, where to send what cannot be read, and when a silent trace counts as finished."""
+
+    bootstrap: str
+    topic: str = "agent-steps"
+    group: str = "auditor"
+    dead_letter_topic: str = "agent-steps-dlq"
+    closed_topic: str = "agent-traces-closed"
+    instance_id: str | None = None  # static membership: a restarted pod takes its partitions back at once
+    max_batch: int = 2000
+    poll_ms: int = 200
+    idle_close_s: float = 300.0
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    retry_backoff_s: float = 1.0
+    session_timeout_ms: int = 10000
+
+
+def consumer_metrics() -> Metrics:
+    m = Metrics("auditor_ingest")
+    m.describe("records_total", "counter", "Records polled from the steps topic.")
+    m.describe("steps_total", "counter", "Step records written to the store (re-deliveries included).")
+    m.describe("dead_letters_total", "counter", "Records sent to the dead-letter topic, by kind.")
+    m.describe("traces_closed_total", "counter", "Traces closed, by reason (end_record or idle).")
+    m.describe("batches_total", "counter", "Batches stored and committed.")
+    m.describe("batch_failures_total", "counter", "Batches rewound and retried after a failure.")
+    m.describe(
+        "commit_failures_total",
+        "counter",
+        "Offset commits refused (the batch is stored; re-delivery is a no-op).",
+    )
+    m.describe("open_traces", "gauge", "Traces seen and not yet closed.")
+    return m
+
+
+class StreamConsumer:
+    """One member of the ingestion consumer group."""
+
+    def __init__(self, store: EventStore, config: ConsumerConfig, metrics: Metrics | None = None) -> None:
+        from kafka import KafkaConsumer, KafkaProducer
+
+        self.store, self.config = store, config
+        self.metrics = metrics or consumer_metrics()
+        self.consumer = KafkaConsumer(
+            config.topic,
+            bootstrap_servers=config.bootstrap,
+            group_id=config.group,
+            group_instance_id=config.instance_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=config.max_batch,
+            max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20),
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=max(config.session_timeout_ms // 5, 500),
+        )
+        self.producer = KafkaProducer(
+            bootstrap_servers=config.bootstrap, linger_ms=5, max_request_size=4 << 20
+        )
+        now = time.monotonic()
+        self.open: dict[str, float] = {tid: now for tid in open_traces(store, config.topic)}
+        self._last_idle_scan = now
+        self._unsent: list[ClosedTrace] = []  # idle closes stored but not yet announced
+        self.healthy = True
+
+    # -- one batch -------------------------------------------------------------------------------
+    def process(self, polled: dict[Any, list[Any]]) -> list[ClosedTrace]:
+        """Store, dead-letter and notify one polled batch, then commit its offsets."""
+        from kafka.structs import OffsetAndMetadata
+
+        cfg = self.config
+        parsed: list[tuple[str, object, Coords]] = []
+        sends = []
+        for records in polled.values():
+            for r in records:
+                result = parse_record(r.key, r.value, r.headers, cfg.max_record_bytes)
+                coords = Coords(r.topic, r.partition, r.offset)
+                if isinstance(result, Parsed):
+                    parsed.append((result.trace_id, result.item, coords))
+                    continue
+                value = (r.value or b"")[: cfg.max_record_bytes]
+                headers = dead_letter_headers(result, r.topic, r.partition, r.offset, len(r.value or b""))
+                sends.append(
+                    self.producer.send(cfg.dead_letter_topic, key=r.key, value=value, headers=headers)
+                )
+                self.metrics.inc("dead_letters_total", kind=result.kind.value)
+        traces = group_by_trace(parsed)
+        closed = write_batch(self.store, traces.values(), source=f"kafka:{cfg.topic}", known=self.open)
+        sends += [self._notify(c) for c in closed]
+        self.producer.flush(timeout=30)
+        for future in sends:
+            future.get(timeout=30)  # a failed send raises: the batch is retried, not committed
+        offsets = {tp: OffsetAndMetadata(records[-1].offset + 1, None, -1) for tp, records in polled.items()}
+        try:
+            self.consumer.commit(offsets)
+        except Exception as exc:  # the batch is stored; a re-delivery after this appends nothing
+            self.metrics.inc("commit_failures_total")
+            log.warning("offset commit failed (%s); the batch will be re-delivered and deduplicated", exc)
+        self._track(traces, closed)
+        self.metrics.inc("records_total", sum(len(v) for v in polled.values()))
+        self.metrics.inc("steps_total", sum(1 for _, item, _ in parsed if isinstance(item, TraceStep)))
+        self.metrics.inc("batches_total")
+        return closed
+
+    def _notify(self, closed: ClosedTrace) -> Any:
+        self.metrics.inc("traces_closed_total", reason=closed.reason)
+        value = json.dumps(
+            {"trace_id": closed.trace_id, "step_count": closed.step_count, "reason": closed.reason}
+        ).encode()
+        return self.producer.send(self.config.closed_topic, key=closed.trace_id.encode(), value=value)
+
+    def _track(self, traces: dict[str, Any], closed: list[ClosedTrace]) -> None:
+        now = time.monotonic()
+        for tid in traces:
+            self.open[tid] = now
+        for c in closed:
+            self.open.pop(c.trace_id, None)
+        self.metrics.set("open_traces", len(self.open))
+
+    def _rewind(self, polled: dict[Any, list[Any]]) -> None:
+        for tp, records in polled.items():
+            self.consumer.seek(tp, records[0].offset)
+
+    # -- idle traces -----------------------------------------------------------------------------
+    def close_idle_traces(self) -> list[ClosedTrace]:
+        """Close traces silent for ``idle_close_s`` (checked against the store) and notify the workers."""
+        idle_s = self.config.idle_close_s
+        now = time.monotonic()
+        closed: list[ClosedTrace] = []
+        for tid, seen in list(self.open.items()):
+            if now - seen < idle_s:
+                continue
+            status, trace = close_idle(self.store, tid, idle_s)
+            if status is IdleCheck.active:
+                self.open[tid] = now
+                continue
+            self.open.pop(tid)
+            if trace is not None:
+                self._unsent.append(trace)
+        closed, self._unsent = self._unsent, []
+        try:
+            futures = [self._notify(c) for c in closed]
+            self.producer.flush(timeout=30)
+            for f in futures:
+                f.get(timeout=30)
+        except Exception:
+            self._unsent = closed  # the TraceClosed events are stored; announce them on the next scan
+            raise
+        self.metrics.set("open_traces", len(self.open))
+        return closed
+
+    # -- the loop --------------------------------------------------------------------------------
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Consume until ``stop`` is set; a failed batch is rewound and retried after a pause."""
+        stop = stop or threading.Event()
+        scan_every = min(max(self.config.idle_close_s / 4, 0.2), 5.0)
+        while not stop.is_set():
+            polled = self.consumer.poll(timeout_ms=self.config.poll_ms)
+            if polled:
+                try:
+                    self.process(polled)
+                    self.healthy = True
+                except Exception as exc:
+                    self.metrics.inc("batch_failures_total")
+                    self.healthy = False
+                    log.warning("batch failed (%s: %s); rewinding to retry", type(exc).__name__, exc)
+                    self._rewind(polled)
+                    stop.wait(self.config.retry_backoff_s)
+            if time.monotonic() - self._last_idle_scan >= scan_every:
+                self._last_idle_scan = time.monotonic()
+                try:
+                    self.close_idle_traces()
+                except Exception as exc:
+                    log.warning("idle scan failed (%s: %s); will retry", type(exc).__name__, exc)
+
+    def close(self) -> None:
+        """Leave the group cleanly (partitions move to the other members at once)."""
+        self.producer.close(timeout=10)
+        self.consumer.close(autocommit=False)

@@ -1,0 +1,231 @@
+"""The ingestion consumer against a real broker and real PostgreSQL: dead letters, crash windows,
+kill -9, broker restart. Each test uses its own topics and its own PostgreSQL schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from stream_support import (
+    count_type,
+    kafka_bootstrap,
+    new_topics,
+    publish_traces,
+    read_topic,
+    running,
+    stored_steps,
+    wait_until,
+)
+
+from auditor.store import open_store
+from ingest.stream_lag import partition_lag
+
+pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def bootstrap() -> str:
+    return kafka_bootstrap()
+
+
+@pytest.fixture
+def pg_store(pg_schema_url: str) -> Iterator:
+    s = open_store(pg_schema_url)
+    yield s
+    s.close()
+
+
+def _config(bootstrap: str, topics: dict[str, str], **kw: object):
+    from ingest.stream import ConsumerConfig
+
+    return ConsumerConfig(
+        bootstrap=bootstrap,
+        topic=topics["steps"],
+        group=f"g-{topics['steps']}",
+        dead_letter_topic=topics["dlq"],
+        closed_topic=topics["closed"],
+        poll_ms=100,
+        session_timeout_ms=6000,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _expect_exactly_once(store, traces: dict[str, int]) -> None:
+    for tid, n in traces.items():
+        assert stored_steps(store, tid) == list(range(n)), f"trace {tid} not stored exactly once in order"
+    assert count_type(store, "StepRecorded") == sum(traces.values())
+    assert count_type(store, "TraceClosed") == len(traces)
+
+
+def test_bad_records_are_dead_lettered_and_nothing_else_is_lost(bootstrap: str, pg_store) -> None:
+    from kafka import KafkaProducer
+
+    from ingest.stream import StreamConsumer
+
+    topics = new_topics(bootstrap, 1, "steps", "dlq", "closed")
+    publish_traces(bootstrap, topics["steps"], {"good-1": 3})
+    bad = [
+        (b"t-bad", b'{"step_id": "s0", "index": 0, "actor": "a"', "malformed", "malformed JSON"),
+        (b"t-bad", b"\xff\xfe not utf-8", "malformed", "not UTF-8"),
+        (None, b'{"step_id": "s0", "index": 0, "actor": "a"}', "malformed", "no key"),
+        (b"t-bad", b"[1, 2]", "malformed", "expected a JSON object"),
+        (
+            b"t-bad",
+            json.dumps({"step_id": "s0", "index": -1, "actor": "a"}).encode(),
+            "wrong_schema",
+            "'index'",
+        ),
+        (b"t-bad", json.dumps({"record": "verdict"}).encode(), "wrong_schema", "unknown record kind"),
+        (
+            b"t-bad",
+            json.dumps({"record": "header", "trace_id": "other"}).encode(),
+            "wrong_schema",
+            "key says",
+        ),
+        (b"t-big", b'{"content": "' + b"x" * 300_000 + b'"}', "oversized", "limit is 200000"),
+    ]
+    producer = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=1 << 20)
+    for key, value, _, _ in bad:
+        producer.send(topics["steps"], key=key, value=value)
+    producer.flush()
+    producer.close()
+    publish_traces(bootstrap, topics["steps"], {"good-2": 2})
+
+    consumer = StreamConsumer(pg_store, _config(bootstrap, topics, max_record_bytes=200_000))
+    try:
+        with running(consumer.run):
+            wait_until(lambda: count_type(pg_store, "TraceClosed") == 2, 30, "both good traces closed")
+    finally:
+        consumer.close()
+
+    _expect_exactly_once(pg_store, {"good-1": 3, "good-2": 2})
+    letters = read_topic(bootstrap, topics["dlq"], len(bad))
+    assert len(letters) == len(bad)
+    for letter, (key, value, kind, reason) in zip(letters, bad, strict=True):
+        headers = {k: v.decode() for k, v in letter.headers}
+        assert headers["dlq.kind"] == kind
+        assert reason in headers["dlq.reason"]
+        assert headers["dlq.source"].startswith(f"{topics['steps']}/0/")
+        assert letter.key == key
+        assert letter.value == value[:200_000]
+    assert consumer.metrics.total("dead_letters_total") == len(bad)
+    notices = read_topic(bootstrap, topics["closed"], 2)
+    assert sorted(json.loads(n.value)["trace_id"] for n in notices) == ["good-1", "good-2"]
+    assert {json.loads(n.value)["step_count"] for n in notices} == {3, 2}
+
+
+def test_crash_between_append_and_commit_redelivers_without_duplicates(bootstrap: str, pg_store) -> None:
+    """The exact window the design guards: the batch is in the store, the offsets are not committed."""
+    from ingest.stream import StreamConsumer
+    from ingest.stream_records import Parsed, parse_record
+    from ingest.stream_store import Coords, group_by_trace, write_batch
+
+    topics = new_topics(bootstrap, 2, "steps", "dlq", "closed")
+    traces = {f"crash-{i}": 6 for i in range(10)}
+    publish_traces(bootstrap, topics["steps"], traces)
+    first = StreamConsumer(pg_store, _config(bootstrap, topics, max_batch=30))
+    polled = wait_until(lambda: first.consumer.poll(timeout_ms=500), 20, "a first batch")
+    parsed = []
+    for recs in polled.values():
+        for r in recs:
+            p = parse_record(r.key, r.value, r.headers)
+            assert isinstance(p, Parsed)
+            parsed.append((p.trace_id, p.item, Coords(r.topic, r.partition, r.offset)))
+    write_batch(pg_store, group_by_trace(parsed).values(), source="test")  # stored ...
+    first.producer.close()
+    first.consumer.close(autocommit=False)  # ... and gone before the commit
+    stored_before = count_type(pg_store, "StepRecorded")
+    assert stored_before > 0
+
+    second = StreamConsumer(pg_store, _config(bootstrap, topics))
+    try:
+        with running(second.run):
+            total = sum(n + 2 for n in traces.values())  # header + steps + end
+            wait_until(
+                lambda: second.metrics.value("records_total") == total, 30, "every record re-delivered"
+            )
+    finally:
+        second.close()
+    _expect_exactly_once(pg_store, traces)
+
+
+def _consume_cmd(bootstrap: str, topics: dict[str, str], store_url: str) -> list[str]:
+    return [
+        sys.executable, "-m", "auditor.cli.main", "--store", store_url, "stream", "consume",
+        "--bootstrap", bootstrap, "--topic", topics["steps"], "--group", f"g-{topics['steps']}",
+        "--dead-letter-topic", topics["dlq"], "--closed-topic", topics["closed"],
+        "--instance-id", "consumer-0", "--max-batch", "150",
+    ]  # fmt: skip
+
+
+def test_kill_9_mid_batch_then_restart_stores_every_step_once_in_order(
+    bootstrap: str, pg_store, pg_schema_url: str
+) -> None:
+    topics = new_topics(bootstrap, 2, "steps", "dlq", "closed")
+    traces = {f"k9-{i}": 80 for i in range(60)}  # 4,800 steps, 32+ batches
+    publish_traces(bootstrap, topics["steps"], traces)
+    cmd = _consume_cmd(bootstrap, topics, pg_schema_url)
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        seen = wait_until(
+            lambda: count_type(pg_store, "StepRecorded"), 60, "the first stored batch", every=0.02
+        )
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    at_kill = count_type(pg_store, "StepRecorded")
+    assert 0 < seen <= at_kill < sum(traces.values()), "the kill must land in the middle of consumption"
+
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: count_type(pg_store, "TraceClosed") == len(traces), 60, "all traces after restart")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    _expect_exactly_once(pg_store, traces)
+
+
+def _kafka_local(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(REPO / "scripts" / "kafka-local"), *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_broker_restart_during_consumption_loses_and_duplicates_nothing(bootstrap: str, pg_store) -> None:
+    from ingest.stream import StreamConsumer
+
+    port = bootstrap.rsplit(":", 1)[1]
+    if _kafka_local("status", "--port", port).returncode != 0:
+        if os.environ.get("AUDITOR_REQUIRE_KAFKA") == "1":
+            pytest.fail(f"the broker on port {port} is not managed by scripts/kafka-local")
+        pytest.skip("the broker is not managed by scripts/kafka-local, so it cannot be restarted here")
+    topics = new_topics(bootstrap, 2, "steps", "dlq", "closed")
+    before = {f"rb-a{i}": 40 for i in range(20)}
+    after = {f"rb-b{i}": 40 for i in range(20)}
+    publish_traces(bootstrap, topics["steps"], before)
+    consumer = StreamConsumer(pg_store, _config(bootstrap, topics, max_batch=100, retry_backoff_s=0.5))
+    try:
+        with running(consumer.run):
+            wait_until(lambda: count_type(pg_store, "StepRecorded"), 30, "consumption to start", every=0.02)
+            restarted = _kafka_local("restart", "--port", port)
+            assert restarted.returncode == 0, restarted.stderr
+            publish_traces(bootstrap, topics["steps"], after)
+            wait_until(
+                lambda: count_type(pg_store, "TraceClosed") == len(before) + len(after),
+                60,
+                "consumption to resume",
+            )
+    finally:
+        consumer.close()
+    _expect_exactly_once(pg_store, {**before, **after})
+    lags = partition_lag(bootstrap, f"g-{topics['steps']}", topics["steps"])
+    assert [lag.lag for lag in lags] == [0, 0]  # every offset committed once the batches were stored

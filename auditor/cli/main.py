@@ -18,7 +18,6 @@ COMMAND_MODULES = [
     "auditor.cli.schemas_cmd",
     "auditor.cli.ingest_cmd",
     "auditor.cli.traces_cmd",
-    "auditor.cli.review_cmd",
     "auditor.cli.world_cmd",
     "auditor.cli.stream_cmd",
 ]
@@ -63,9 +62,7 @@ def run() -> None:
     from auditor.errors import AuditorError
 
     try:
-        rc = app(standalone_mode=False)  # click returns the exit code of typer.Exit here
-        if isinstance(rc, int) and rc:
-            sys.exit(rc)
+        app(standalone_mode=False)
     except AuditorError as exc:
         if state.debug:
             raise

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from auditor.errors import InputError
+from ingest.base import ImportedTrace, head_text
+from ingest.textlines import bounded_lines
 from schemas.trace import CANONICAL_FORMAT_VERSION, TraceHeader, TraceStep
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -33,29 +35,6 @@ class CanonicalScan:
     header: TraceHeader
     steps: int
     digest: str
-
-
-def _lines(stream: BinaryIO, path: str) -> Iterator[tuple[int, int, bytes]]:
-    """Yield (line number, byte offset, raw line) without ever reading more than one bounded line."""
-    offset = 0
-    lineno = 0
-    while True:
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        lineno += 1
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            raise InputError(
-                f"line is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB",
-                path=path,
-                line=lineno,
-                offset=offset,
-                hint="split the record; canonical steps are one act each",
-            )
-        if b"\x00" in raw:
-            raise InputError("file looks binary (NUL byte)", path=path, line=lineno, offset=offset, hint=_FIX)
-        yield lineno, offset, raw
-        offset += len(raw)
 
 
 def _parse(raw: bytes, path: str, lineno: int, offset: int) -> dict[str, Any]:
@@ -108,7 +87,7 @@ def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
     name = str(path)
     version = CANONICAL_FORMAT_VERSION
     with path.open("rb") as stream:
-        for lineno, offset, raw in _lines(stream, name):
+        for lineno, offset, raw in bounded_lines(stream, name, MAX_LINE_BYTES):
             if not raw.strip():
                 continue
             record = _parse(raw, name, lineno, offset)
@@ -163,3 +142,51 @@ def iter_canonical(path: Path) -> Iterator[TraceStep]:
     for _, rec in _records(path):
         if isinstance(rec, TraceStep):
             yield rec
+
+
+def write_canonical(header: TraceHeader, steps: Iterable[TraceStep], out: TextIO) -> int:
+    """Write a trace in the canonical form (header line, then one step per line); returns the step
+    count. Reading the output back yields the same header and steps."""
+    out.write(header.model_dump_json() + "\n")
+    count = 0
+    for step in steps:
+        out.write(step.model_dump_json() + "\n")
+        count += 1
+    return count
+
+
+class CanonicalImporter:
+    """The native format: validated in full on open, streamed on every pass after."""
+
+    name = "canonical"
+    description = (
+        f"canonical JSONL trace (format version ≤ {CANONICAL_FORMAT_VERSION}; older upgraded on read)"
+    )
+
+    def detect(self, path: Path, head: bytes) -> str | None:
+        first = head_text(head).lstrip().split("\n", 1)[0]
+        try:
+            record = json.loads(first)
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict) and (record.get("record") in ("header", "step") or "step_id" in record):
+            return "the first line is a canonical header or step record"
+        return None
+
+    def detect_fallback(self, path: Path) -> str | None:
+        """Tried only after every importer's ``detect`` declined the file."""
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            return f"the '{path.suffix}' extension (no other format claims the file)"
+        return None
+
+    def open(self, path: Path) -> Iterator[ImportedTrace]:
+        scan = scan_canonical(path)
+        yield ImportedTrace(
+            importer=self.name,
+            header=scan.header,
+            steps=lambda _facts: iter_canonical(path),
+            step_count=scan.steps,
+        )
+
+
+IMPORTER = CanonicalImporter()

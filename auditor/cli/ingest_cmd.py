@@ -1,4 +1,9 @@
-"""`auditor ingest FILE|-`: read a trace file and append it to the store, idempotently."""
+"""`auditor ingest FILE|DIR|-`: import traces into the store, idempotently, saying which importer read them.
+
+A file is checked in full before anything is appended. A directory (with --recursive) is walked
+with a progress bar; each file succeeds or fails on its own, and a summary table lists the files,
+traces, steps and every failure with its reason.
+"""
 
 from __future__ import annotations
 
@@ -9,39 +14,144 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json
+from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
 
 
 def _spool_stdin() -> Path:
-    """Copy stdin to a temporary file: the file is validated in full before anything is appended."""
+    """Copy stdin to a temporary file: the input is validated in full before anything is appended."""
     with tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=".jsonl", delete=False) as tmp:
         shutil.copyfileobj(sys.stdin.buffer, tmp)
     return Path(tmp.name)
 
 
+def _patterns(items: list[str]) -> dict[str, str]:
+    from auditor.errors import InputError
+
+    out = {}
+    for item in items:
+        name, sep, regex = item.partition("=")
+        if not sep or not name.strip() or not regex:
+            raise InputError(
+                f"bad --redact-pattern '{item}'", hint="use NAME=REGEX, e.g. EMPLOYEE_ID=E\\d{6}"
+            )
+        out[name.strip()] = regex
+    return out
+
+
+def _ingest_file(
+    path: Path, fmt: str, redact: bool, patterns: dict[str, str], as_json: bool, source: str | None
+) -> None:
+    from ingest import ingest_path
+
+    summaries = ingest_path(open_cli_store(), path, fmt, redact=redact, patterns=patterns, source=source)
+    if as_json:
+        print_json(summaries[0].as_dict() if len(summaries) == 1 else [s.as_dict() for s in summaries])
+        return
+    err_console.print(f"importer: {summaries[0].importer} ({summaries[0].reason})")
+    for s in summaries:
+        console.print(
+            f"{s.trace_id}  ({s.steps} steps; {s.appended} events appended, {s.already_present} already present"
+            + ("; labels kept apart" if s.labels else "")
+            + ")"
+        )
+
+
+def _ingest_dir(
+    root: Path, fmt: str, recursive: bool, redact: bool, patterns: dict[str, str], as_json: bool
+) -> int:
+    from rich.progress import Progress
+
+    from auditor.errors import AuditorError
+    from ingest import ingest_path
+    from ingest.pipeline import iter_files
+
+    store = open_cli_store()
+    files = list(iter_files(root, recursive))
+    done: list[dict] = []
+    failures: list[dict] = []
+    skipped: list[dict] = []
+    with Progress(console=err_console, transient=True, disable=as_json) as progress:
+        task = progress.add_task("ingesting", total=len(files))
+        for path in files:
+            progress.update(task, description=path.name[:40])
+            try:
+                summaries = ingest_path(store, path, fmt, redact=redact, patterns=patterns)
+            except AuditorError as exc:
+                entry = {"path": str(path), "reason": exc.one_line()}
+                (skipped if "no importer recognises" in str(exc) else failures).append(entry)
+            else:
+                done.append(
+                    {
+                        "path": str(path),
+                        "importer": summaries[0].importer,
+                        "traces": len(summaries),
+                        "steps": sum(s.steps for s in summaries),
+                        "appended": sum(s.appended for s in summaries),
+                    }
+                )
+            progress.advance(task)
+    totals = {
+        "files": len(files),
+        "imported": len(done),
+        "traces": sum(d["traces"] for d in done),
+        "steps": sum(d["steps"] for d in done),
+        "appended": sum(d["appended"] for d in done),
+        "skipped": len(skipped),
+        "failures": len(failures),
+    }
+    if as_json:
+        print_json({"totals": totals, "files": done, "skipped": skipped, "failures": failures})
+    else:
+        print_table(
+            f"{root}",
+            ["file", "importer", "traces", "steps", "appended"],
+            [
+                [Path(d["path"]).relative_to(root), d["importer"], d["traces"], d["steps"], d["appended"]]
+                for d in done
+            ],
+        )
+        print_table("summary", list(totals), [list(totals.values())])
+        if skipped:
+            print_table("skipped (not a known trace format)", ["file"], [[s["path"]] for s in skipped])
+        if failures:
+            print_table("failures", ["file", "reason"], [[f["path"], f["reason"]] for f in failures])
+    return 1 if failures else 0
+
+
 def register(app: typer.Typer) -> None:
     @app.command("ingest")
     def ingest(
-        path: str = typer.Argument(..., help="A canonical JSONL trace file, or - for stdin."),
+        path: str = typer.Argument(..., help="A trace file, a directory (with --recursive), or - for stdin."),
+        fmt: str = typer.Option("auto", "--format", "-f", help="Importer name, or auto to detect it."),
+        recursive: bool = typer.Option(
+            False, "--recursive", "-r", help="Ingest every file under a directory."
+        ),
+        redact: bool = typer.Option(
+            False, "--redact", help="Replace secrets, e-mails and phone numbers first."
+        ),
+        redact_pattern: list[str] = typer.Option(
+            [], "--redact-pattern", help="Extra redaction pattern NAME=REGEX (repeatable; implies --redact)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """Append a trace to the store and print its id; the same file twice appends nothing new."""
-        from auditor.traces import append_trace
-        from ingest.canonical import iter_canonical, scan_canonical
+        """Append traces to the store and print their ids; the same input twice appends nothing new."""
+        from ingest import names
 
-        file = _spool_stdin() if path == "-" else Path(path)
+        if fmt != "auto" and fmt not in names():
+            from auditor.errors import InputError
+
+            raise InputError(f"unknown format '{fmt}'", hint=f"valid formats: auto, {', '.join(names())}")
+        patterns = _patterns(redact_pattern)
+        redact = redact or bool(patterns)
+        target = Path(path)
+        if path != "-" and target.is_dir() and recursive:
+            code = _ingest_dir(target, fmt, recursive, redact, patterns, as_json)
+            if code:
+                raise typer.Exit(code)
+            return
+        file = _spool_stdin() if path == "-" else target
         try:
-            scan = scan_canonical(file)
-            if path == "-" and scan.header.source == file.name:
-                scan = type(scan)(scan.header.model_copy(update={"source": "stdin"}), scan.steps, scan.digest)
-            summary = append_trace(open_cli_store(), scan.header, iter_canonical(file))
+            _ingest_file(file, fmt, redact, patterns, as_json, "stdin" if path == "-" else None)
         finally:
             if path == "-":
                 file.unlink(missing_ok=True)
-        if as_json:
-            print_json(summary.__dict__)
-        else:
-            console.print(
-                f"{summary.trace_id}  ({summary.steps} steps; {summary.appended} events appended, "
-                f"{summary.already_present} already present)"
-            )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
@@ -56,5 +58,25 @@ def register(app: typer.Typer) -> None:
             tool = f" [{s.tool.name}]" if s.tool else ""
             rows.append([s.index, s.step_id, s.actor, to, f"{s.kind.value}{tool}", _short(s.content, width)])
         print_table(None, ["#", "step", "actor", "to", "kind", "content"], rows)
+
+    @group.command("export")
+    def export(
+        trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+        fmt: str = typer.Option("jsonl", "--format", help="Output format: jsonl (canonical)."),
+        out: str = typer.Option("-", "--out", "-o", help="Output file, or - for stdout."),
+    ) -> None:
+        """Write a trace back out in the canonical form (sidecar labels are not exported)."""
+        from auditor.errors import InputError
+        from auditor.traces import load_trace
+        from ingest.canonical import write_canonical
+
+        if fmt != "jsonl":
+            raise InputError(f"unknown export format '{fmt}'", hint="valid formats: jsonl")
+        trace = load_trace(open_cli_store(), trace_id)
+        if out == "-":
+            write_canonical(trace.header, trace.steps, sys.stdout)
+        else:
+            with open(out, "w", encoding="utf-8") as stream:
+                write_canonical(trace.header, trace.steps, stream)
 
     app.add_typer(group, name="traces")

@@ -1,0 +1,167 @@
+"""Incremental JSON reading: walk a huge top-level array or object without loading the file whole.
+
+The standard library's decoder does the parsing (so ``NaN`` is accepted, as in the MAD file);
+this module only feeds it a window of the file that grows as a value needs it. Every error names
+the file, line and byte offset where the input broke.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from auditor.errors import InputError
+
+CHUNK = 1 << 20
+MAX_VALUE_CHARS = 256 * (1 << 20)
+_WS = " \t\r\n"
+_decoder = json.JSONDecoder()
+
+
+class JsonReader:
+    """A cursor over one JSON document read from a binary stream in growing windows."""
+
+    def __init__(self, stream: BinaryIO, path: str, max_value_chars: int = MAX_VALUE_CHARS) -> None:
+        self.stream, self.path, self.max_value_chars = stream, path, max_value_chars
+        self._utf8 = codecs.getincrementaldecoder("utf-8-sig")("strict")
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self._base_bytes = 0
+        self._base_line = 1
+        self._read_bytes = 0
+        self._reads = 0
+
+    # -- buffer management -------------------------------------------------------------------
+    def _fill(self, want: int = CHUNK) -> bool:
+        """Read at least ``want`` more bytes; False at end of file."""
+        if self.eof:
+            return False
+        data = self.stream.read(max(want, CHUNK))
+        try:
+            text = self._utf8.decode(data, final=not data)
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                "not UTF-8 text",
+                path=self.path,
+                offset=self._read_bytes + exc.start,
+                hint="save the file as UTF-8",
+            ) from exc
+        self._read_bytes += len(data)
+        if "\x00" in text:
+            at = self._read_bytes - len(data) + data.index(b"\x00")
+            raise InputError("file looks binary (NUL byte)", path=self.path, offset=at)
+        if self.pos > CHUNK:
+            consumed = self.buf[: self.pos]
+            self._base_bytes += len(consumed.encode("utf-8"))
+            self._base_line += consumed.count("\n")
+            self.buf, self.pos = self.buf[self.pos :], 0
+        self.buf += text
+        if not data:
+            self.eof = True
+        return bool(data)
+
+    def where(self, pos: int | None = None) -> tuple[int, int]:
+        """(line, byte offset) of a buffer position, for error messages."""
+        pos = self.pos if pos is None else pos
+        head = self.buf[:pos]
+        return self._base_line + head.count("\n"), self._base_bytes + len(head.encode("utf-8"))
+
+    def error(self, message: str, pos: int | None = None, hint: str | None = None) -> InputError:
+        line, offset = self.where(pos)
+        return InputError(message, path=self.path, line=line, offset=offset, hint=hint)
+
+    def peek(self) -> str:
+        """The next non-blank character ('' at end of input), without consuming it."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._fill():
+                return ""
+
+    def expect(self, char: str) -> None:
+        found = self.peek()
+        if found != char:
+            raise self.error(
+                f"expected '{char}', found {found!r}" if found else f"expected '{char}', input ends"
+            )
+        self.pos += 1
+
+    # -- values -------------------------------------------------------------------------------
+    def value(self) -> Any:
+        """Decode the next complete JSON value, reading more of the file as long as it needs."""
+        if not self.peek():
+            raise self.error("input ends where a value was expected", hint="the file looks truncated")
+        while True:
+            try:
+                obj, end = _decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if not self.eof and len(self.buf) - self.pos < self.max_value_chars:
+                    self._fill(len(self.buf) - self.pos)  # double the window: linear in the value size
+                    continue
+                raise self.error(
+                    f"malformed JSON: {exc.msg}", exc.pos, hint="the file is truncated or not valid JSON"
+                ) from exc
+            if end == len(self.buf) and not self.eof and self._fill():
+                continue  # a number or literal may continue past the window
+            self.pos = end
+            self._reads += 1
+            return obj
+
+    def array(self) -> Iterator[Any]:
+        """The elements of the array that starts here, one at a time."""
+        self.expect("[")
+        self._reads += 1
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            yield self.value()
+            nxt = self.peek()
+            self.pos += 1
+            if nxt == "]":
+                return
+            if nxt != ",":
+                raise self.error(
+                    "expected ',' or ']' in an array", self.pos - 1, hint="the file looks truncated"
+                )
+
+    def members(self) -> Iterator[str]:
+        """The keys of the object that starts here. After each key the caller reads its value with
+        ``value()`` or ``array()``, or leaves it, and it is skipped."""
+        self.expect("{")
+        if self.peek() == "}":
+            self.pos += 1
+            return
+        while True:
+            key = self.value()
+            if not isinstance(key, str):
+                raise self.error("object keys must be strings")
+            self.expect(":")
+            reads = self._reads
+            yield key
+            if self._reads == reads:
+                self.value()  # the caller did not read it: skip it
+            nxt = self.peek()
+            self.pos += 1
+            if nxt == "}":
+                return
+            if nxt != ",":
+                raise self.error(
+                    "expected ',' or '}' in an object", self.pos - 1, hint="the file looks truncated"
+                )
+
+    def end(self) -> None:
+        """Check that nothing but blanks follows the document."""
+        if self.peek():
+            raise self.error("unexpected data after the JSON document")
+
+
+def top_level_kind(head: bytes) -> str:
+    """'array', 'object' or '' from the first non-blank byte of a file's head."""
+    text = head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
+    return {b"[": "array", b"{": "object"}.get(text, "")

@@ -1,0 +1,90 @@
+"""Importers by name, and auto-detection that says which importer it chose and why.
+
+Detection looks at the head of a file only (64 KiB). Importers are tried in registry order, most
+specific first; fallback rules (the canonical importer's ``.jsonl`` extension) come after all. An unknown name, or a file no
+importer recognises, is an input error that lists the valid names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from auditor.errors import InputError
+from ingest import canonical, mad, whowhen
+from ingest.base import ImportedTrace, Importer, read_head
+from ingest.rawlog import RAW_IMPORTERS
+
+registry: dict[str, Importer] = {}
+
+
+def register(importer: Importer) -> Importer:
+    """Add an importer (plugins call this too); its name must be new."""
+    if importer.name in registry:
+        raise ValueError(f"importer '{importer.name}' is already registered")
+    registry[importer.name] = importer
+    return importer
+
+
+def _register_builtins() -> None:
+    for importer in (
+        canonical.IMPORTER,
+        mad.IMPORTER,
+        whowhen.IMPORTER,
+        *RAW_IMPORTERS,
+    ):
+        register(importer)
+
+
+def names() -> list[str]:
+    return list(registry)
+
+
+def get(name: str) -> Importer:
+    try:
+        return registry[name]
+    except KeyError:
+        raise InputError(
+            f"unknown format '{name}'", hint=f"valid formats: auto, {', '.join(registry)}"
+        ) from None
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise InputError("no such file", path=str(path), hint="check the path")
+    if path.is_dir():
+        raise InputError(
+            "is a directory", path=str(path), hint="pass a file, or a directory with --recursive"
+        )
+
+
+def detect(path: Path) -> tuple[str, str]:
+    """(importer name, reason) for a file, from its head; an InputError when nothing fits."""
+    path = Path(path)
+    _check_file(path)
+    head = read_head(path)
+    for name, importer in registry.items():
+        reason = importer.detect(path, head)
+        if reason:
+            return name, reason
+    for name, importer in registry.items():
+        fallback = getattr(importer, "detect_fallback", None)
+        reason = fallback(path) if fallback else None
+        if reason:
+            return name, reason
+    raise InputError(
+        "no importer recognises this file",
+        path=str(path),
+        hint=f"pass --format with one of: {', '.join(registry)}",
+    )
+
+
+def open_traces(path: Path, fmt: str = "auto") -> Iterator[ImportedTrace]:
+    """The traces in a file, streamed: many for a corpus file, one for a raw log."""
+    path = Path(path)
+    _check_file(path)
+    name = detect(path)[0] if fmt == "auto" else get(fmt).name
+    yield from registry[name].open(path)
+
+
+_register_builtins()

@@ -59,6 +59,12 @@ _PERMISSION = (
         ),
     ),
 )
+# one cheap pass finds the steps worth running the label patterns on
+_TRIGGER = re.compile(
+    r"(?i:\b(?:I am|I'm|speaking as|acting as|I (?:hereby )?(?:approve|authori|sign off|reject|deny|override|waive)"
+    r"|on behalf of|(?:approved|authori[sz]ed|signed off) by|only|must not|may not|cannot|can't|not allowed"
+    r"|should not|confidential|restricted|internal only|need-to-know)\b)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +140,7 @@ def _quote(text: str, m: re.Match[str]) -> str:
 def _labels_from_steps(ig: InteractionGraph, ann: Annotations) -> None:
     for pos, step in enumerate(ig.trace.steps):
         text, first_edge = step.content, ig.step_edges[pos][0]
-        if not text:
+        if not text or _TRIGGER.search(text) is None:
             continue
         for basis, pattern in _AUTHORITY:
             for m in pattern.finditer(text):

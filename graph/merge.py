@@ -3,9 +3,10 @@
 Two kinds of fact are compared, both read from what reached the participant over explicit edges
 (messages addressed to it, tool results returned to it, documents it read):
 
-- the status of an anchored item: ``INV-4471`` "approved" from one sender, "pending" from another;
-- a labelled amount: "total" ``$2,437,910`` from one sender and "total" ``$1.9M`` from another
-  (two amounts are one version when each lies within the other's rounding).
+- the status of an item named on the same line: ``INV-4471`` "approved" from one sender,
+  "pending" from another;
+- a labelled amount of such an item: "INV-4471 total" ``$2,437,910`` from one sender and ``$1.9M``
+  from another (two amounts are one version when each lies within the other's rounding).
 
 Broadcasts to ``unknown`` reach no one in particular, so they never make a merge point.
 """
@@ -21,53 +22,67 @@ if TYPE_CHECKING:
     from graph.model import InteractionGraph
     from graph.provenance import ProvenanceIndex
 
-# fact -> version key -> (step ids, edge refs, senders)
-_Versions = dict[str, tuple[list[str], list[str], list[str]]]
+_Entry = tuple[int, Mention, str, str, str]  # position, mention, step id, edge ref, sender
 
 
 def _fact_of(m: Mention) -> tuple[str, str] | None:
-    if m.kind == "status" and m.anchor:
+    """The fact a mention states, when it names what it is about (an id on the same line)."""
+    if m.anchor is None:
+        return None
+    if m.kind == "status":
         return "status", f"status of {m.anchor}"
     if m.kind == "amount" and m.label:
-        return "amount", f"amount: {m.label}"
+        return "amount", f"{m.label} of {m.anchor}"
     return None
 
 
-def _version_key(m: Mention, reps: list[Mention]) -> str:
-    if m.kind != "amount":
-        return m.norm
-    for rep in reps:
-        if amounts_match(rep, m):
-            return rep.surface
-    reps.append(m)
-    return m.surface
+def _versions(kind: str, entries: list[_Entry]) -> list[FactVersion]:
+    """Group one fact's entries into versions, in order of first receipt. Amounts are swept in
+    value order: a new version starts where an amount is not a rounding of the current one."""
+    keys: list[str] = []
+    if kind == "amount":
+        order = sorted(range(len(entries)), key=lambda i: entries[i][1].value or 0.0)
+        keys = [""] * len(entries)
+        rep: Mention | None = None
+        for i in order:
+            m = entries[i][1]
+            if rep is None or not amounts_match(rep, m):
+                rep = m
+            keys[i] = rep.surface
+    else:
+        keys = [e[1].norm for e in entries]
+    grouped: dict[str, tuple[list[str], list[str], set[str]]] = {}
+    for key, (_, _, step_id, ref, sender) in zip(keys, entries, strict=True):
+        steps, refs, senders = grouped.setdefault(key, ([], [], set()))
+        if not refs or refs[-1] != ref:
+            steps.append(step_id)
+            refs.append(ref)
+        senders.add(sender)
+    return [FactVersion(k, s, r, sorted(se)) for k, (s, r, se) in grouped.items()]
 
 
 def _received(ig: InteractionGraph, index: ProvenanceIndex, node: str) -> list[MergePoint]:
-    facts: dict[tuple[str, str], _Versions] = {}
-    reps: dict[tuple[str, str], list[Mention]] = {}
+    facts: dict[tuple[str, str], list[_Entry]] = {}
     for ref in ig.in_edges.get(node, []):
         rec = ig.edges[ref]
+        mentions = index.mentions[rec.pos]
+        if not mentions:
+            continue
         step_id = ig.trace.steps[rec.pos].step_id
         sender = ig.g.nodes[rec.source]["name"]
-        for m in index.mentions[rec.pos]:
+        for m in mentions:
             fact = _fact_of(m)
-            if fact is None:
-                continue
-            key = _version_key(m, reps.setdefault(fact, []))
-            steps, refs, senders = facts.setdefault(fact, {}).setdefault(key, ([], [], []))
-            if not refs or refs[-1] != ref:
-                steps.append(step_id)
-                refs.append(ref)
-                senders.append(sender)
+            if fact is not None:
+                facts.setdefault(fact, []).append((rec.pos, m, step_id, ref, sender))
     name = ig.g.nodes[node]["name"]
-    return [
-        MergePoint(
-            name, fact, kind, [FactVersion(v, s, r, sorted(set(se))) for v, (s, r, se) in versions.items()]
-        )
-        for (kind, fact), versions in facts.items()
-        if len(versions) > 1
-    ]
+    points = []
+    for (kind, fact), entries in facts.items():
+        if len(entries) < 2 or (kind == "status" and len({e[1].norm for e in entries}) < 2):
+            continue
+        versions = _versions(kind, entries)
+        if len(versions) > 1:
+            points.append(MergePoint(name, fact, kind, versions))
+    return points
 
 
 def find_merge_points(ig: InteractionGraph, index: ProvenanceIndex) -> list[MergePoint]:

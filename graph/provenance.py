@@ -11,13 +11,11 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from graph.values import Mention, amounts_match, extract_mentions
+from graph.values import Mention, amounts_match, extract_all
 
 if TYPE_CHECKING:
     from graph.model import InteractionGraph
     from graph.results import MergePoint
-
-EMPTY: tuple[Mention, ...] = ()
 
 
 @dataclass
@@ -57,9 +55,8 @@ def build_provenance(ig: InteractionGraph) -> ProvenanceIndex:
 
     index = ProvenanceIndex()
     amounts: list[tuple[float, int, int]] = []
-    for pos, step in enumerate(ig.trace.steps):
-        found = extract_mentions(step.content) if step.content else EMPTY
-        index.mentions.append(found or EMPTY)
+    index.mentions = extract_all([step.content for step in ig.trace.steps])
+    for pos, found in enumerate(index.mentions):
         for i, m in enumerate(found):
             if m.kind == "amount":
                 assert m.value is not None

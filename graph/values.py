@@ -1,62 +1,41 @@
 """Extract values and their qualifiers from step text: amounts, ids, e-mails, dates, statuses.
 
 A mention also carries what qualified it *on its line*: hedges ("tentatively"), attributions
-("according to the finance team") and the status stated beside it. Provenance compares these
-between the step that had a value and the step that carried it on.
+("according to the finance team"), the status stated beside it, and its anchor (the first id on
+the line: what the status or amount is about). Provenance compares these between the step that
+had a value and the step that carried it on.
 
 Amounts are normalised to numbers with a precision (``quantum``): ``$2,437,910`` is 2437910 ± 5,
 ``2.44M`` is 2440000 ± 5000, ``USD 2.4 million`` 2400000 ± 50000; two amounts are the same value
-when each lies within the other's rounding.
+when each lies within the other's rounding. A bare number (no currency, magnitude or thousands
+separator) is too ambiguous to track and is skipped.
+
+``extract_all`` runs every pattern once over all of a trace's text joined together (the cost of
+a regex call is paid per trace, not per step); ``extract_mentions`` is the one-text form.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from graph import patterns as P
 from graph.vocab import (
-    ATTRIBUTION_LEADS,
-    ATTRIBUTION_PATTERNS,
     CURRENCY,
-    HEDGES,
     LABEL_STOPWORDS,
     MAGNITUDE,
     MONTHS,
     NEGATED_RANK,
-    NEGATIONS,
     STATUS_RANK,
-    STATUS_SYNONYMS,
 )
 
 VALUE_KINDS = ("amount", "id", "email", "date", "status")
-
-
-def _alternation(phrases: list[str]) -> str:
-    escaped = [re.escape(p).replace("'", "['’]") for p in sorted(phrases, key=len, reverse=True)]
-    return "|".join(escaped)
-
-
-_STATUS_OF = {p.lower(): canon for canon, phrases in STATUS_SYNONYMS.items() for p in phrases}
-_MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
-_VALUES = re.compile(
-    r"(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)"
-    r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)"
-    r"|(?P<isodate>\b\d{4}-\d{2}-\d{2}\b)"
-    rf"|(?P<mdate>\b(?i:{_MONTH_ALT})\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b)"
-    rf"|(?P<dmdate>\b\d{{1,2}}(?:st|nd|rd|th)? (?i:{_MONTH_ALT}) \d{{4}}\b)"
-    r"|(?P<usdate>\b\d{1,2}/\d{1,2}/\d{4}\b)"
-    r"|(?P<id>\b[A-Z]{2,}[A-Z0-9]*-\d[\w-]*|#\d{3,}\b)"
-    r"|(?P<amount>(?<![\w.])(?:(?P<cur>US\$|USD|EUR|GBP|[$€£])\s?)?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?:(?P<mag>[kKmMbB]|mm|mn|bn|mln)\b|\s?(?P<magw>million|billion|thousand)\b)?"
-    r"(?:\s?(?P<cur2>USD|EUR|GBP|dollars|euros)\b)?)"
-    rf"|(?P<status>(?i:\b(?:{_alternation(list(_STATUS_OF))})\b))"
-    rf"|(?P<hedge>(?i:\b(?:{_alternation(list(HEDGES))})\b))"
-)
-_ATTRIBUTION = re.compile("|".join(f"(?:{p})" for p in ATTRIBUTION_PATTERNS))
-_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
-_ATTR_TAIL = re.compile(r"\s+(?:says|said|reports|reported|confirmed|confirms|notes|noted)$")
+SEP = "\n\x00\n"
+_NEWLINE = re.compile("\n")
+_UUID_CORE = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
+_Hit = tuple[int, int, str, "re.Match[str]"]  # start, pass rank, group, match
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +78,7 @@ def _amount(m: re.Match[str]) -> tuple[float, float, str | None] | None:
     num, cur = m["num"], m["cur"] or m["cur2"]
     mag_text = (m["mag"] or m["magw"] or "").lower()
     if not (cur or mag_text or "," in num):
-        return None  # a bare number is too ambiguous to track
+        return None
     digits = num.replace(",", "")
     mag = MAGNITUDE.get(mag_text, 1.0)
     if "." in digits:
@@ -111,9 +90,9 @@ def _amount(m: re.Match[str]) -> tuple[float, float, str | None] | None:
 
 def _date(m: re.Match[str]) -> str | None:
     text = m.group()
-    if m["isodate"]:
+    if m.re is P.ISODATE:
         return text
-    if m["usdate"]:
+    if m.re is P.USDATE:
         mo, d, y = (int(x) for x in text.split("/"))
     else:
         words = re.findall(r"[A-Za-z]+|\d+", text)
@@ -127,106 +106,179 @@ def _date(m: re.Match[str]) -> str | None:
 
 def _label(content: str, line_start: int, start: int) -> str | None:
     """What an amount is (the nearest content word before it on its line): 'total', 'budget'."""
-    for word in reversed(_WORD.findall(content[max(line_start, start - 48) : start])):
+    for word in reversed(P.WORD.findall(content[max(line_start, start - 48) : start])):
         w = word.lower()
         if w not in LABEL_STOPWORDS:
             return w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
     return None
 
 
-def _attribution_source(text: str) -> str:
-    low = " ".join(text.lower().split())
-    for lead in ATTRIBUTION_LEADS:
-        if low.startswith(lead):
-            low = low[len(lead) :].strip()
-            break
-    low = _ATTR_TAIL.sub("", low).removeprefix("the ")
-    return " ".join(low.split()[:4])
+def _attributions(blob: str, lower: str, newlines: list[int]) -> dict[int, list[str]]:
+    """Attribution sources per (global) line: 'finance team' for 'according to the finance team'."""
+    found: dict[int, list[str]] = {}
+    for m in P.ATTRIBUTION.finditer(lower):
+        i = m.start()
+        if i and lower[i - 1].isalnum():
+            continue
+        group = m.lastgroup or ""
+        if group == "t":  # "the finance team said": the source is the words before the cue
+            before = P.WORD.findall(blob[max(0, i - 30) : i])
+            source = " ".join([*before[-1:], m["t"]]).lower()
+        else:
+            source = m[group]
+            if group == "p" and not (blob[m.start("p")].isupper() or any(w in source for w in P.TEAM_WORDS)):
+                continue  # "per hour", "per cent": not an attribution
+        found.setdefault(bisect_right(newlines, i), []).append(" ".join(source.split()[:4]))
+    return found
+
+
+def _scan(blob: str, lower: str) -> list[_Hit]:
+    """Every candidate match over the joined text, each pass once, with its priority rank."""
+    hits: list[_Hit] = []
+    at, end = blob.find("@"), 0
+    while at != -1:
+        m = P.EMAIL.search(blob, max(end, at - 64), at + 256)
+        if m is not None and m.start() <= at < m.end():
+            hits.append((m.start(), 0, "email", m))
+            end = m.end()
+        at = blob.find("@", max(at + 1, end))
+    for core in _UUID_CORE.finditer(blob):
+        m = P.UUID.match(blob, core.start() - 8)
+        if m is not None:
+            hits.append((m.start(), 1, "id", m))
+    hits.extend((m.start(), 2, "date", m) for m in P.ISODATE.finditer(blob))
+    hits.extend((m.start(), 3, "id", m) for m in P.ID.finditer(blob))
+    hits.extend((m.start(), 4, "date", m) for m in P.USDATE.finditer(blob))
+    for year in P.YEAR.finditer(blob):
+        m = P.NAMED_DATE.search(blob, max(0, year.start() - P.NAMED_DATE_REACH), year.end())
+        if m is not None and m.end() == year.end():
+            hits.append((m.start(), 5, "date", m))
+    hits.extend((m.start(), 6, "amount", m) for m in P.AMOUNT.finditer(blob))
+    for m in P.PHRASES.finditer(lower):
+        i = m.start()
+        if i == 0 or not blob[i - 1].isalnum():
+            hits.append((i, 7, m.lastgroup or "", m))
+    return hits
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """What qualifies every mention on one line."""
+
+    hedges: tuple[str, ...]
+    attributions: tuple[str, ...]
+    status: str | None
+    anchor: str | None
+
+
+def extract_all(contents: Sequence[str]) -> list[tuple[Mention, ...]]:
+    """The mentions of each text, in text order, each with its line's qualifiers."""
+    blob = SEP.join(contents)
+    starts, offset = [], 0
+    for c in contents:
+        starts.append(offset)
+        offset += len(c) + len(SEP)
+    lower = blob.lower()
+    if len(lower) != len(blob):  # a rare letter whose lower case is longer: fold it away
+        lower = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in blob)
+    newlines = [m.start() for m in _NEWLINE.finditer(blob)]
+    per_step: dict[int, list[_Hit]] = {}
+    for hit in _scan(blob, lower):
+        per_step.setdefault(bisect_right(starts, hit[0]) - 1, []).append(hit)
+    attributions = _attributions(blob, lower, newlines)
+    out: list[tuple[Mention, ...]] = [()] * len(contents)
+    for pos, hits in per_step.items():
+        out[pos] = _step_mentions(blob, starts[pos], hits, newlines, attributions)
+    return out
 
 
 def extract_mentions(content: str) -> tuple[Mention, ...]:
-    """Every value mention in ``content``, in text order, each with its line's qualifiers."""
-    if not content:
-        return ()
-    newlines = [i for i, ch in enumerate(content) if ch == "\n"] if "\n" in content else []
+    """The mentions of one text (see ``extract_all``)."""
+    return extract_all([content])[0] if content else ()
+
+
+def _step_mentions(
+    blob: str, base: int, hits: list[_Hit], newlines: list[int], attributions: dict[int, list[str]]
+) -> tuple[Mention, ...]:
+    hits.sort(key=lambda h: (h[0], h[1]))
+    kept: list[tuple[_Hit, int, str | None]] = []
     hedges: dict[int, list[str]] = {}
-    statuses: dict[int, list[tuple[int, str]]] = {}
-    raw: list[tuple[str, re.Match[str], int]] = []
-    for m in _VALUES.finditer(content):
-        group = m.lastgroup or ""
-        line = bisect_right(newlines, m.start()) if newlines else 0
+    statuses: dict[int, str] = {}
+    anchors: dict[int, str] = {}
+    end = -1
+    for hit in hits:
+        start, _, group, m = hit
+        if start < end:
+            continue
+        end = m.end()
+        line = bisect_right(newlines, start)
         if group == "hedge":
             hedges.setdefault(line, []).append(m.group().lower())
-        else:
-            raw.append((group, m, line))
-            if group == "status":
-                statuses.setdefault(line, []).append((m.start(), _status(content, m)))
-    attributions: dict[int, list[str]] = {}
-    for m in _ATTRIBUTION.finditer(content):
-        line = bisect_right(newlines, m.start()) if newlines else 0
-        attributions.setdefault(line, []).append(_attribution_source(m.group()))
-    firsts: dict[int, dict[str, str]] = {}
-    out: list[Mention] = []
-    for group, m, line in raw:
-        common = {
-            "hedges": tuple(hedges.get(line, ())),
-            "attributions": tuple(attributions.get(line, ())),
-        }
-        line_status = statuses.get(line)
-        beside = line_status[0][1] if line_status else None
-        mention = _mention(content, group, m, line, newlines, beside, common)
-        if mention is None:
             continue
-        if mention.kind in ("id", "amount"):
-            firsts.setdefault(line, {}).setdefault(mention.kind, mention.norm)
-        out.append(mention)
-    return tuple(_anchor_statuses(out, firsts))
+        own = None
+        if group == "status":
+            own = _status(blob, base, m)
+            statuses.setdefault(line, own)
+        elif group == "id":
+            anchors.setdefault(line, m.group().upper())
+        kept.append((hit, line, own))
+    first_line = bisect_right(newlines, base)
+    lines: dict[int, _Line] = {}
+    found = []
+    for (start, _, group, m), line, own in kept:
+        ctx = lines.get(line)
+        if ctx is None:
+            ctx = lines[line] = _Line(
+                tuple(hedges.get(line, ())),
+                tuple(attributions.get(line, ())),
+                statuses.get(line),
+                anchors.get(line),
+            )
+        line_start = newlines[line - 1] + 1 if line else 0
+        mention = _mention(blob, group, m, start - base, line - first_line, line_start, ctx, own)
+        if mention is not None:
+            found.append(mention)
+    return tuple(found)
 
 
-def _status(content: str, m: re.Match[str]) -> str:
-    canon = _STATUS_OF[" ".join(m.group().lower().replace("’", "'").split())]
-    before = content[max(0, m.start() - 12) : m.start()].lower()
-    return f"not_{canon}" if any(neg in before for neg in NEGATIONS) else canon
+def _status(blob: str, base: int, m: re.Match[str]) -> str:
+    canon = P.STATUS_OF[" ".join(m.group().lower().replace("’", "'").split())]
+    lo = max(base, m.start() - 16)
+    window = blob[lo : m.start()].lower()
+    cue = "no" in window or "n't" in window or "never" in window or "yet" in window
+    negated = cue and P.NEGATED.search(blob, lo, m.start()) is not None
+    return f"not_{canon}" if negated else canon
 
 
 def _mention(
-    content: str,
+    blob: str,
     group: str,
     m: re.Match[str],
+    start: int,
     line: int,
-    newlines: list[int],
-    beside: str | None,
-    common: dict[str, tuple[str, ...]],
+    line_start: int,
+    ctx: _Line,
+    own: str | None,
 ) -> Mention | None:
-    text, start = m.group(), m.start()
+    text = m.group()
+    h, a, st = ctx.hedges, ctx.attributions, ctx.status
     if group == "amount":
         parsed = _amount(m)
         if parsed is None:
             return None
-        value, quantum, currency = parsed
-        norm = f"{currency} {_fmt(value)}" if currency else _fmt(value)
-        line_start = newlines[line - 1] + 1 if line else 0
-        label = _label(content, line_start, start)
-        return Mention("amount", text, norm, start, line, value, quantum, currency, label, beside, **common)
-    if group in ("uuid", "id"):
-        return Mention("id", text, text.upper(), start, line, status=beside, **common)
+        value, quantum, cur = parsed
+        norm = f"{cur} {_fmt(value)}" if cur else _fmt(value)
+        label = _label(blob, line_start, m.start()) if ctx.anchor else None
+        return Mention("amount", text, norm, start, line, value, quantum, cur, label, st, ctx.anchor, h, a)
+    if group == "id":
+        return Mention("id", text, text.upper(), start, line, None, None, None, None, st, None, h, a)
     if group == "email":
-        return Mention("email", text, text.lower(), start, line, status=beside, **common)
+        return Mention("email", text, text.lower(), start, line, None, None, None, None, st, None, h, a)
     if group == "status":
-        canon = _status(content, m)
-        return Mention("status", text, canon, start, line, status=canon, **common)
+        return Mention("status", text, own, start, line, None, None, None, None, own, ctx.anchor, h, a)
     iso = _date(m)
-    return None if iso is None else Mention("date", text, iso, start, line, status=beside, **common)
-
-
-def _anchor_statuses(mentions: list[Mention], firsts: dict[int, dict[str, str]]) -> list[Mention]:
-    """A status belongs to the first id on its line (else the first amount): its anchor."""
-    out = []
-    for mention in mentions:
-        if mention.kind == "status":
-            on_line = firsts.get(mention.line, {})
-            anchor = on_line.get("id") or on_line.get("amount")
-            if anchor is not None:
-                mention = replace(mention, anchor=anchor)
-        out.append(mention)
-    return out
+    return (
+        None
+        if iso is None
+        else Mention("date", text, iso, start, line, None, None, None, None, st, None, h, a)
+    )

@@ -44,8 +44,7 @@ STATUS_RANK: dict[str, int] = {
     "completed": 5,
 }
 
-# a status preceded by one of these (within a few words) is negated: "not approved" -> not_approved
-NEGATIONS: tuple[str, ...] = ("not ", "n't ", "never ", "no ", "yet to be ", "not yet ")
+# a negated status ("not approved" -> not_approved; see patterns.NEGATED) ranks as pending
 NEGATED_RANK = 1
 
 HEDGES: tuple[str, ...] = (
@@ -77,36 +76,6 @@ HEDGES: tuple[str, ...] = (
     "approximately",
     "roughly",
     "my guess",
-)
-
-# attribution cues; the source is what follows (or, for "X confirmed", what precedes)
-ATTRIBUTION_PATTERNS: tuple[str, ...] = (
-    r"\b(?i:according to) (?:the )?[^,.;:\n\d$€£]{2,40}",
-    r"\b[Pp]er (?:the )?(?:[A-Z][\w&-]*(?: [A-Z][\w&-]*)*|[\w-]+ (?:team|department|desk|office))",
-    r"\b(?i:as (?:reported|stated|confirmed|noted|advised|flagged) by) (?:the )?[^,.;:\n\d$€£]{2,40}",
-    r"\b(?i:source|reported by|confirmed by|verified by):\s*[^,.;\n\d$€£]{2,40}",
-    r"\b(?:[Tt]he )?[\w-]+ (?:team|department|desk) (?:says|said|reports|reported|confirmed|confirms|notes|noted)",
-)
-
-ATTRIBUTION_LEADS = (
-    "according to the ",
-    "according to ",
-    "per the ",
-    "per ",
-    "as reported by the ",
-    "as stated by the ",
-    "as confirmed by the ",
-    "as reported by ",
-    "as stated by ",
-    "as confirmed by ",
-    "as noted by ",
-    "as advised by ",
-    "as flagged by ",
-    "source:",
-    "reported by:",
-    "confirmed by:",
-    "verified by:",
-    "per:",
 )
 
 CURRENCY = {

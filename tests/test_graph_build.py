@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from graph_fixtures import invoice_trace, make_trace
 
 from graph import FINAL_OUTPUT, UNKNOWN, AnnotationUnavailable, GraphQueryError, build_graph, graph_digest
+from tests.graph_fixtures import invoice_trace, make_trace
 
 
 def test_every_step_has_edges_and_refs_are_stable_across_rebuilds_and_modes() -> None:

@@ -39,7 +39,11 @@ def run_rules_audit(
     names = list(detectors) if detectors else available_detectors()
     findings: list[Finding] = []
     for name in names:
-        detector = load_detector(name)
+        try:
+            detector = load_detector(name)
+        except (ImportError, AttributeError) as exc:  # one broken detector never breaks the rest
+            ctx.notes.append(f"detector {name} unavailable: {exc}")
+            continue
         if detector.needs_annotations and not ctx.annotated:
             ctx.notes.append(f"detector {name} not run: it needs the annotated graph (mode {mode.value})")
             continue

@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import events_in, run
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "examples" / "renewal_drift.jsonl"
-
-
-def run(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AUDITOR_STORE"}
-    return subprocess.run(
-        [sys.executable, "-m", "auditor.cli.main", *args],
-        cwd=cwd,
-        input=stdin.decode() if stdin is not None else None,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
-def events_in(cwd: Path) -> int:
-    out = run(["store", "stats", "--json"], cwd)
-    return json.loads(out.stdout)["events"]
 
 
 def test_ingest_twice_appends_nothing_new_and_show_lists_steps(tmp_path):

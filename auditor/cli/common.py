@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -26,6 +29,28 @@ def open_cli_store():  # -> auditor.store.EventStore
     from auditor.store import open_store
 
     return open_store(state.store_url)
+
+
+def spool_stdin(suffix: str = ".jsonl") -> Path:
+    """Copy stdin to a temporary file: inputs are validated in full before anything is stored."""
+    import shutil
+
+    with tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=suffix, delete=False) as tmp:
+        shutil.copyfileobj(sys.stdin.buffer, tmp)
+    return Path(tmp.name)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a whole file or nothing: a crash or error never leaves a half-written result."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def print_json(data: Any) -> None:

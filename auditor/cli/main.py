@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "auditor.cli.schemas_cmd",
     "auditor.cli.ingest_cmd",
     "auditor.cli.traces_cmd",
+    "auditor.cli.review_cmd",
     "auditor.cli.world_cmd",
     "auditor.cli.stream_cmd",
 ]
@@ -62,7 +63,9 @@ def run() -> None:
     from auditor.errors import AuditorError
 
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)  # click returns the exit code of typer.Exit here
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except AuditorError as exc:
         if state.debug:
             raise

@@ -42,6 +42,21 @@ def decision_holders(ctx: AuditContext) -> set[str]:
     return holders
 
 
+def decision_statements(ctx: AuditContext) -> list[int]:
+    """Positions of steps where a participant states a decision in the first person ("I approve")."""
+    if ctx.graph.annotations is None:
+        return []
+    return sorted(
+        {
+            ctx.position(label.step_id)
+            for label in ctx.graph.annotations.authority
+            if label.step_id
+            and label.basis == "claim"
+            and any(w in label.authority.lower() for w in _DECISION_WORDS)
+        }
+    )
+
+
 def is_authored_decision(ctx: AuditContext, pos: int) -> bool:
     """A decided status is authored when a tool or system reports it, or a decision-holder states it."""
     step = ctx.trace.steps[pos]

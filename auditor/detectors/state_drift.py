@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
-from auditor.detectors.facts import endpoint_positions, hop, is_authored_decision
+from auditor.detectors.facts import decision_statements, endpoint_positions, hop, is_authored_decision
 from schemas import Criteria, PropagationHop, RiskClass, StepKind
 
 DECIDED = "approved"
-UNDECIDED = frozenset({"pending", "submitted_for_approval", "under_review", "not_approved", "draft"})
+UNDECIDED = frozenset({"pending", "submitted_for_approval", "under_review", "not_approved"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class StateDriftDetector:
     # -- decision status upgraded without a decision ------------------------------------------
     def _status_upgrade(self, ctx: AuditContext, statuses: list[_StatusMention]) -> Iterable[FindingDraft]:
         steps = ctx.trace.steps
+        decided_at = decision_statements(ctx)
         undecided: list[_StatusMention] = []
         for sm in statuses:
             if sm.status in UNDECIDED:
@@ -57,7 +58,11 @@ class StateDriftDetector:
             if sm.status != DECIDED:
                 continue
             step = steps[sm.pos]
-            if not undecided or is_authored_decision(ctx, sm.pos):
+            if (
+                not undecided
+                or is_authored_decision(ctx, sm.pos)
+                or any(undecided[-1].pos < d < sm.pos and steps[d].actor != step.actor for d in decided_at)
+            ):
                 return  # the decision exists (a tool or a decision-holder said so): nothing drifted
             source = self._delivered_to(ctx, undecided, step.actor, sm.pos)
             if source is None:
@@ -93,7 +98,7 @@ class StateDriftDetector:
             (
                 s
                 for s in statuses
-                if s.pos > sm.pos and s.status in UNDECIDED and steps[s.pos].actor not in (step.actor,)
+                if s.pos > sm.pos and s.status in UNDECIDED and steps[s.pos].actor != step.actor
             ),
             None,
         )

@@ -1,0 +1,184 @@
+"""`auditor review PATH|-` and `auditor validate REPORT --trace TRACE`: the main job and its check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from auditor.cli.common import console, open_cli_store, print_json, print_table, spool_stdin, write_atomic
+
+FORMATS = ("summary", "json", "md", "html", "sarif")
+
+
+def _render(outcome, fmt: str) -> str:  # type: ignore[no-untyped-def]
+    if fmt == "json":
+        return outcome.report.model_dump_json(indent=2) + "\n"
+    from auditor.report.render import render
+
+    return render(outcome.report, outcome.trace, fmt)
+
+
+def _print_summary(outcome) -> None:  # type: ignore[no-untyped-def]
+    r = outcome.report
+    colour = "red" if r.decision.value == "risk_identified" else "green"
+    console.print(
+        f"[bold]{r.trace_id}[/bold]  report {r.report_id}  ({outcome.importer}, {len(outcome.trace.steps)} steps, "
+        f"graph {r.graph_mode.value})"
+    )
+    console.print(f"decision: [{colour}]{r.decision.value}[/{colour}] — {r.summary}")
+    if r.findings:
+        print_table(
+            None,
+            ["#", "risk class", "disposition", "severity", "first step", "boundary", "title"],
+            [
+                [
+                    i + 1,
+                    f.risk_class.value,
+                    f.disposition.value,
+                    f.severity.value,
+                    f.first_anomalous_step,
+                    f.boundary_edge,
+                    f.title,
+                ]
+                for i, f in enumerate(r.findings)
+            ],
+        )
+        for i, f in enumerate(r.findings):
+            console.print(f"[bold]{i + 1}.[/bold] {f.mechanism}")
+            for u in f.evidence:
+                console.print(f"   [dim]{u.step_id} {u.edge_ref}[/dim] “{u.quote}”", highlight=False)
+    for note in r.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    v = outcome.validation
+    console.print(f"validated: schema ok, {v.resolved}/{len(v.units)} evidence units resolve")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("review")
+    def review(
+        path: str = typer.Argument(..., help="A trace file in any known format, or - for stdin."),
+        input_format: str = typer.Option(
+            "auto", "--input-format", help="Importer name (see 'auditor ingest --help')."
+        ),
+        graph: str = typer.Option("annotated", "--graph", help="annotated | topology | none"),
+        engine: str = typer.Option("rules", "--engine", help="rules (embedded, no model)"),
+        policy: Path = typer.Option(None, "--policy", help="Declared invariants (YAML)."),
+        detectors: str = typer.Option(
+            None, "--detectors", help="Comma-separated detector names (default: all)."
+        ),
+        output: Path = typer.Option(
+            None, "--output", "-o", help="Write the report here (written whole or not at all)."
+        ),
+        fmt: str = typer.Option(None, "--format", "-f", help="summary | json | md | html | sarif"),
+        as_json: bool = typer.Option(False, "--json", help="Print the report(s) as JSON."),
+    ) -> None:
+        """Audit a trace: store it, build its graph, run the detectors, validate and file a V3 report.
+
+        Exit 0 when nothing beyond leads and operational failures is filed, 1 when a realized finding,
+        an anomaly with interception or an adjacent risk is filed, 2 on bad input."""
+        from auditor.errors import InputError
+        from auditor.report.disposition import ACTIONABLE
+        from auditor.review import review_file
+        from schemas import GraphMode
+
+        fmt = fmt or ("json" if as_json else ("json" if output and output.suffix == ".json" else "summary"))
+        if fmt not in FORMATS:
+            raise InputError(
+                f"unknown format '{fmt}'", field="--format", hint=f"use one of {', '.join(FORMATS)}"
+            )
+        try:
+            mode = GraphMode(graph)
+        except ValueError:
+            raise InputError(
+                f"unknown graph mode '{graph}'", field="--graph", hint="annotated, topology or none"
+            ) from None
+        loaded_policy = None
+        if policy is not None:
+            from auditor.policy import load_policy
+
+            loaded_policy = load_policy(policy)
+        file = spool_stdin() if path == "-" else Path(path)
+        try:
+            outcomes = review_file(
+                open_cli_store(),
+                file,
+                fmt=input_format,
+                mode=mode,
+                engine=engine,
+                policy=loaded_policy,
+                detectors=[d.strip() for d in detectors.split(",")] if detectors else None,
+            )
+        finally:
+            if path == "-":
+                file.unlink(missing_ok=True)
+        if output is not None:
+            out_fmt = fmt if fmt != "summary" else "json"
+            texts = [_render(o, out_fmt) for o in outcomes]
+            if out_fmt == "json" and len(texts) > 1:
+                write_atomic(
+                    output, json.dumps([o.report.model_dump(mode="json") for o in outcomes], indent=2) + "\n"
+                )
+            else:
+                write_atomic(output, "\n".join(texts))
+            console.print(f"wrote {output} ({out_fmt}, {len(outcomes)} report(s))")
+        if output is None or fmt == "summary":
+            for o in outcomes:
+                if fmt == "summary":
+                    _print_summary(o)
+                elif fmt == "json" and as_json and len(outcomes) > 1:
+                    pass
+                else:
+                    typer.echo(_render(o, fmt), nl=False)
+            if as_json and len(outcomes) > 1:
+                print_json([o.report.model_dump(mode="json") for o in outcomes])
+        if any(f.disposition in ACTIONABLE for o in outcomes for f in o.report.findings):
+            raise typer.Exit(1)
+
+    @app.command("validate")
+    def validate(
+        report: Path = typer.Argument(..., help="A V3 report (JSON) from any engine."),
+        trace: str = typer.Option(
+            ..., "--trace", help="The audited trace: a file, or a trace id in the store."
+        ),
+        input_format: str = typer.Option("auto", "--input-format", help="Importer name for a trace file."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Check a report: JSON Schema, then every evidence unit resolves (step, edge, verbatim quote)."""
+        from auditor.errors import InputError
+        from auditor.report.validator import validate_report
+
+        if not report.is_file():
+            raise InputError("no such report file", path=str(report))
+        try:
+            data = json.loads(report.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"not a JSON report: {exc}", path=str(report)) from exc
+        if Path(trace).is_file():
+            from auditor.review import read_traces
+
+            traces = {t.header.trace_id: t for t, _, _ in read_traces(Path(trace), input_format)}
+            the_trace = traces.get(data.get("trace_id")) if isinstance(data, dict) else None
+            the_trace = the_trace or next(iter(traces.values()))
+        else:
+            from auditor.traces import load_trace
+
+            the_trace = load_trace(open_cli_store(), trace)
+        if not isinstance(data, dict):
+            raise InputError("a report must be a JSON object", path=str(report))
+        result = validate_report(data, the_trace)
+        if as_json:
+            print_json(result.to_dict())
+        else:
+            for e in result.schema_errors:
+                console.print(f"[red]schema[/red] {e}")
+            for e in result.reference_errors:
+                console.print(f"[red]reference[/red] {e}")
+            for u in result.units:
+                mark = "[green]ok[/green]" if u.ok else f"[red]FAIL[/red] {u.problem}"
+                console.print(f"{u.finding_id} unit {u.index} ({u.step_id}, {u.edge_ref}): {mark}")
+            verdict = "[green]valid[/green]" if result.ok else "[red]invalid[/red]"
+            console.print(f"{verdict}: {result.resolved}/{len(result.units)} evidence units resolve")
+        if not result.ok:
+            raise typer.Exit(1)

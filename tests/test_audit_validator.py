@@ -1,0 +1,60 @@
+"""The validator resolves every evidence unit and names what fails, unit by unit."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from auditor.engine import run_rules_audit
+from auditor.report.validator import validate_report
+from tests.conftest import REPO
+from tests.test_detector_state_drift import load
+
+EXAMPLE = REPO / "examples" / "renewal_drift.jsonl"
+
+
+@pytest.fixture(scope="module")
+def audited():
+    trace = load(EXAMPLE)
+    return trace, run_rules_audit(trace).model_dump(mode="json")
+
+
+def test_engine_report_validates(audited):
+    trace, report = audited
+    result = validate_report(report, trace)
+    assert result.ok and result.resolved == len(result.units) >= 3
+
+
+def test_allowed_normalisation_is_nfc_and_whitespace_only(audited):
+    trace, report = audited
+    bad = copy.deepcopy(report)
+    unit = bad["findings"][0]["evidence"][1]
+    unit["quote"] = "  " + unit["quote"].replace(" ", "\n  ") + " "
+    assert validate_report(bad, trace).ok
+    unit["quote"] = unit["quote"].upper()
+    result = validate_report(bad, trace)
+    assert not result.ok and result.units[1].problem == "quote is not verbatim in the step's content"
+
+
+def test_each_broken_unit_is_named(audited):
+    trace, report = audited
+    bad = copy.deepcopy(report)
+    ev = bad["findings"][0]["evidence"]
+    ev[0]["step_id"] = "s99"
+    ev[1]["edge_ref"] = "e:s00:0"
+    bad["findings"][0]["first_anomalous_step"] = "nowhere"
+    bad["severity"] = "x"
+    result = validate_report(bad, trace)
+    problems = [u.problem for u in result.units]
+    assert "does not exist" in problems[0] and "is not an edge of step" in problems[1] and problems[2] is None
+    assert any("first_anomalous_step 'nowhere'" in e for e in result.reference_errors)
+    assert result.schema_errors  # additional property 'severity' at the root
+
+
+def test_schema_errors_point_at_the_field(audited):
+    trace, report = audited
+    bad = copy.deepcopy(report)
+    bad["findings"][0]["disposition"] = "maybe"
+    result = validate_report(bad, trace)
+    assert any(e.startswith("findings/0/disposition") for e in result.schema_errors)

@@ -9,17 +9,17 @@ import typer
 from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
 
 
-def _policy(world, name: str, family: str, model: str | None):  # -> worlds.engine.policy.Policy
+def _policy(world, name: str, family: str):  # -> worlds.engine.policy.Policy
     from auditor.errors import InputError
 
     if name == "scripted":
         return world.scripted(family)
     if name == "llm":
-        if not model:
-            raise InputError("the llm policy needs --model (a litellm model name)", field="--model")
-        from worlds.engine.llm_policy import LLMPolicy
-
-        return LLMPolicy(model, family=family)
+        raise InputError(
+            "the llm policy is not built yet (worlds run offline with the scripted policy)",
+            field="--policy",
+            hint="use --policy scripted",
+        )
     raise InputError(f"unknown policy {name!r}", hint="choose scripted or llm")
 
 
@@ -70,7 +70,6 @@ def register(app: typer.Typer) -> None:
         episodes: int = typer.Option(20, min=1, help="Episodes per condition."),
         seed: int = typer.Option(0, help="First seed; episode i uses seed+i."),
         templates: str = typer.Option("main", help="Scripted template family: main or heldout."),
-        model: str = typer.Option(None, help="Model for --policy llm (litellm name)."),
         workflow: Path = typer.Option(None, help="A patched workflow YAML (default: the world's own)."),
         export: Path = typer.Option(None, "--export", help="Also write traces, labels and a manifest here."),
         no_store: bool = typer.Option(False, "--no-store", help="Do not append the episodes to the store."),
@@ -94,7 +93,7 @@ def register(app: typer.Typer) -> None:
         for c in conds:
             w.check_condition(c)
         wf = Workflow.load(workflow) if workflow else None
-        pol = _policy(w, policy, templates, model)
+        pol = _policy(w, policy, templates)
         with Progress(console=err_console, transient=True, disable=as_json) as bar:
             task = bar.add_task(f"{w.name} episodes", total=episodes * len(conds))
             cohort = run_cohort(

@@ -1,4 +1,4 @@
-"""The annotation layer: edge summaries, authority, permission and unconsulted obligations.
+"""The annotation layer: authority, permission and unconsulted obligations, and edge summaries.
 
 Everything here is extractive and deterministic (no model): a label always points at the step
 (and edge) or the header metadata field it was read from, with the quote that states it. The
@@ -8,6 +8,7 @@ provenance part of the layer lives in ``graph.provenance``; ``Annotations.to_dic
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,10 +61,10 @@ _PERMISSION = (
     ),
 )
 # one cheap pass finds the steps worth running the label patterns on
-_TRIGGER = re.compile(
-    r"(?i:\b(?:I am|I'm|speaking as|acting as|I (?:hereby )?(?:approve|authori|sign off|reject|deny|override|waive)"
+_TRIGGER = re.compile(  # over the graph's lower-cased text blob
+    r"\b(?:i am|i'm|speaking as|acting as|i (?:hereby )?(?:approve|authori|sign off|reject|deny|override|waive)"
     r"|on behalf of|(?:approved|authori[sz]ed|signed off) by|only|must not|may not|cannot|can't|not allowed"
-    r"|should not|confidential|restricted|internal only|need-to-know)\b)"
+    r"|should not|confidential|restricted|internal only|need-to-know)\b"
 )
 
 
@@ -95,9 +96,9 @@ class PermissionLabel:
 
 @dataclass
 class Annotations:
-    """The whole annotation layer of one graph (absent in topology mode)."""
+    """The labels of one graph's annotation layer (absent in topology mode); the edge summaries
+    live on the edges (attribute ``summary``) and the provenance in ``graph.provenance``."""
 
-    summaries: list[str] = field(default_factory=list)
     authority: list[AuthorityLabel] = field(default_factory=list)
     permission: list[PermissionLabel] = field(default_factory=list)
     obligations: list[UnconsultedObligation] = field(default_factory=list)
@@ -138,10 +139,11 @@ def _quote(text: str, m: re.Match[str]) -> str:
 
 
 def _labels_from_steps(ig: InteractionGraph, ann: Annotations) -> None:
-    for pos, step in enumerate(ig.trace.steps):
+    """Run the label patterns on the steps where one cheap pass over all the text found a cue."""
+    cued = sorted({bisect_right(ig.text_starts, m.start()) - 1 for m in _TRIGGER.finditer(ig.text_blob)})
+    for pos in cued:
+        step = ig.trace.steps[pos]
         text, first_edge = step.content, ig.step_edges[pos][0]
-        if not text or _TRIGGER.search(text) is None:
-            continue
         for basis, pattern in _AUTHORITY:
             for m in pattern.finditer(text):
                 ann.authority.append(
@@ -211,14 +213,8 @@ def _labels_from_metadata(ig: InteractionGraph, ann: Annotations) -> None:
 
 
 def annotate(ig: InteractionGraph) -> Annotations:
-    """Build the annotation layer and put each edge's summary on the edge itself."""
+    """Build the annotation layer (the edge summaries were put on the edges as they were built)."""
     ann = Annotations()
-    for pos, step in enumerate(ig.trace.steps):
-        summary = summarise(step)
-        ann.summaries.append(summary)
-        for ref in ig.step_edges[pos]:
-            rec = ig.edges[ref]
-            ig.g.edges[rec.source, rec.target, ref]["summary"] = summary
     _labels_from_metadata(ig, ann)
     _labels_from_steps(ig, ann)
     ann.obligations = find_unconsulted(ig)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graph.annotate import summarise
 from graph.model import FINAL_OUTPUT, UNKNOWN, EdgeRecord, InteractionGraph, edge_ref, participant_node
 from graph.results import DocumentRead
 from schemas import GraphMode, StepKind, Trace, TraceStep
@@ -65,6 +66,7 @@ class _Builder:
 
     def __init__(self, ig: InteractionGraph) -> None:
         self.ig = ig
+        self.summaries = ig.mode == GraphMode.annotated
         self.call_actor: dict[str, str] = {}
         ig.g.add_node(UNKNOWN, kind="unknown", name=UNKNOWN)
         ig.g.add_node(FINAL_OUTPUT, kind="sink", name=FINAL_OUTPUT)
@@ -134,6 +136,7 @@ class _Builder:
         ig.by_actor.setdefault(actor, []).append(pos)
         ig.by_kind.setdefault(step.kind.value, []).append(pos)
         channel = step.kind.value
+        extra = {"summary": summarise(step)} if self.summaries else {}
         refs: list[str] = []
         for n, (src, dst, basis) in enumerate(self.endpoints(step, actor)):
             ref = edge_ref(step.step_id, n)
@@ -148,8 +151,9 @@ class _Builder:
                 channel=channel,
                 actor=step.actor,
                 basis=basis,
+                **extra,
             )
-            ig.edges[ref] = EdgeRecord(src, dst, pos, channel)
+            ig.edges[ref] = EdgeRecord(src, dst, pos, channel, step.step_id)
             ig.out_edges.setdefault(src, []).append(ref)
             ig.in_edges.setdefault(dst, []).append(ref)
             refs.append(ref)

@@ -57,6 +57,7 @@ class EdgeRecord:
     target: str
     pos: int
     channel: str
+    step_id: str
 
 
 class InteractionGraph(TopologyQueries, ProvenanceQueries):

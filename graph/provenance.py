@@ -1,8 +1,8 @@
 """The provenance index: every value mention per step, indexed for first-appearance lookups.
 
 Built once per annotated graph. Ids, e-mails, dates and statuses are looked up by their
-normalised form; amounts through a sorted value array, because ``2.44M`` and ``$2,437,910`` are
-the same amount at different precisions and cannot share a key.
+normalised form; amounts through sorted value arrays, one per precision, because ``2.44M`` and
+``$2,437,910`` are the same amount at different precisions and cannot share a key.
 """
 
 from __future__ import annotations
@@ -24,26 +24,34 @@ class ProvenanceIndex:
 
     mentions: list[tuple[Mention, ...]] = field(default_factory=list)
     exact: dict[tuple[str, str], list[tuple[int, int]]] = field(default_factory=dict)
-    amount_values: list[float] = field(default_factory=list)
-    amount_refs: list[tuple[int, int]] = field(default_factory=list)
+    amounts: dict[float, tuple[list[float], list[tuple[int, int]]]] = field(default_factory=dict)
     merge_points: list[MergePoint] = field(default_factory=list)
 
-    def carriers(self, query: Mention) -> list[tuple[int, Mention]]:
-        """The steps (first matching mention each) that hold ``query``'s value, in trace order."""
+    def carrier_refs(self, query: Mention) -> list[tuple[int, int]]:
+        """(position, mention index) of the first mention of ``query``'s value in each step that
+        holds it, in trace order. Amounts are searched per precision: within each group of equal
+        quantum the matching values form one contiguous range of the sorted array."""
         if query.kind == "amount":
             assert query.value is not None and query.quantum is not None
-            lo = bisect_left(self.amount_values, query.value / 2 - query.quantum)
-            hi = bisect_right(self.amount_values, query.value * 2 + query.quantum)
-            refs = sorted(r for r in self.amount_refs[lo:hi] if amounts_match(query, self.mention(r)))
+            found: list[tuple[int, int]] = []
+            for quantum, (values, refs) in self.amounts.items():
+                tol = max(query.quantum, quantum) / 2 * (1 + 1e-9)
+                lo, hi = bisect_left(values, query.value - tol), bisect_right(values, query.value + tol)
+                found.extend(r for r in refs[lo:hi] if amounts_match(query, self.mention(r)))
+            found.sort()
         else:
-            refs = self.exact.get((query.kind, query.norm), [])
-        out: list[tuple[int, Mention]] = []
+            found = self.exact.get((query.kind, query.norm), [])
+        out: list[tuple[int, int]] = []
         last = -1
-        for ref in refs:
+        for ref in found:
             if ref[0] != last:
-                out.append((ref[0], self.mention(ref)))
+                out.append(ref)
                 last = ref[0]
         return out
+
+    def carriers(self, query: Mention) -> list[tuple[int, Mention]]:
+        """Like ``carrier_refs``, with the mentions themselves."""
+        return [(ref[0], self.mention(ref)) for ref in self.carrier_refs(query)]
 
     def mention(self, ref: tuple[int, int]) -> Mention:
         return self.mentions[ref[0]][ref[1]]
@@ -54,17 +62,17 @@ def build_provenance(ig: InteractionGraph) -> ProvenanceIndex:
     from graph.merge import find_merge_points
 
     index = ProvenanceIndex()
-    amounts: list[tuple[float, int, int]] = []
+    amounts: dict[float, list[tuple[float, int, int]]] = {}
     index.mentions = extract_all([step.content for step in ig.trace.steps])
     for pos, found in enumerate(index.mentions):
         for i, m in enumerate(found):
             if m.kind == "amount":
-                assert m.value is not None
-                amounts.append((m.value, pos, i))
+                assert m.value is not None and m.quantum is not None
+                amounts.setdefault(m.quantum, []).append((m.value, pos, i))
             else:
                 index.exact.setdefault((m.kind, m.norm), []).append((pos, i))
-    amounts.sort()
-    index.amount_values = [a[0] for a in amounts]
-    index.amount_refs = [(a[1], a[2]) for a in amounts]
+    for quantum, group in amounts.items():
+        group.sort()
+        index.amounts[quantum] = ([g[0] for g in group], [(g[1], g[2]) for g in group])
     index.merge_points = find_merge_points(ig, index)
     return index

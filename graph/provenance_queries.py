@@ -49,37 +49,42 @@ class ProvenanceQueries:
             return (non_status or found)[0]
         return Mention("text", value, value.lower(), 0, 0)
 
-    def _carriers(self: InteractionGraph, query: Mention) -> list[tuple[int, Mention]]:
+    def _carriers(self: InteractionGraph, query: Mention) -> list[tuple[int, int]]:
+        """(position, mention index) per carrying step; index -1 for a plain-text match."""
         index = self.provenance
         assert index is not None
         if query.kind == "text":
-            return [
-                (p, Mention("text", query.surface, query.norm, 0, 0))
-                for p in self._text_positions(query.surface)
-            ]
+            return [(p, -1) for p in self._text_positions(query.surface)]
         if query.kind != "status":
-            return index.carriers(query)
-        first = index.carriers(query)
+            return index.carrier_refs(query)
+        first = index.carrier_refs(query)
         if not first:
             return []
-        start, mention = first[0]
-        if mention.anchor is not None:
-            anchor = self._parse_value(mention.anchor)
-            return [(p, m) for p, m in index.carriers(anchor) if p >= start]
+        start = first[0][0]
+        anchor = index.mention(first[0]).anchor
+        if anchor is not None:
+            return [r for r in index.carrier_refs(self._parse_value(anchor)) if r[0] >= start]
         statuses = [
-            (p, m) for p, ms in enumerate(index.mentions[start:], start) for m in ms if m.kind == "status"
+            (p, i)
+            for p, ms in enumerate(index.mentions[start:], start)
+            for i, m in enumerate(ms)
+            if m.kind == "status"
         ]
         return [c for i, c in enumerate(statuses) if i == 0 or c[0] != statuses[i - 1][0]]
+
+    def _mention_at(self: InteractionGraph, ref: tuple[int, int], query: Mention) -> Mention:
+        assert self.provenance is not None
+        return query if ref[1] < 0 else self.provenance.mention(ref)
 
     def value_first_appearance(self: InteractionGraph, value: str) -> ValueAppearance | None:
         """The step where a value (amount, id, e-mail, date, status or plain text) first appeared."""
         self.require_annotations("value_first_appearance")
         query = self._parse_value(value)
         assert self.provenance is not None
-        carriers = self._carriers(query) if query.kind == "text" else self.provenance.carriers(query)
+        carriers = self._carriers(query) if query.kind == "text" else self.provenance.carrier_refs(query)
         if not carriers:
             return None
-        pos, m = carriers[0]
+        pos, m = carriers[0][0], self._mention_at(carriers[0], query)
         step = self.trace.steps[pos]
         return ValueAppearance(
             value,
@@ -103,7 +108,8 @@ class ProvenanceQueries:
         held: dict[int, Mention] = {}
         hops: list[CarriageHop] = []
         last: int | None = None
-        for pos, m in shown:
+        for ref in shown:
+            pos, m = ref[0], self._mention_at(ref, query)
             actor = self.step_source[pos]  # who emitted the step: the tool for a result, the doc for a read
             via: str | None = None
             if last is None:

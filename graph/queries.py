@@ -28,14 +28,16 @@ class TopologyQueries:
         node = self.node_of(participant)
 
         def links(refs: list[str], far_end: str) -> list[NeighbourLink]:
-            grouped: dict[str, list[str]] = {}
+            grouped: dict[str, tuple[list[str], list[str]]] = {}
+            edges = self.edges
             for ref in refs:
-                rec = self.edges[ref]
-                grouped.setdefault(getattr(rec, far_end), []).append(ref)
-            return [
-                NeighbourLink(n, len(rs), rs, [self.trace.steps[self.edges[r].pos].step_id for r in rs])
-                for n, rs in grouped.items()
-            ]
+                rec = edges[ref]
+                group = grouped.get(rec.target if far_end == "target" else rec.source)
+                if group is None:
+                    group = grouped[rec.target if far_end == "target" else rec.source] = ([], [])
+                group[0].append(ref)
+                group[1].append(rec.step_id)
+            return [NeighbourLink(n, len(rs), rs, ss) for n, (rs, ss) in grouped.items()]
 
         return Neighbours(
             participant,

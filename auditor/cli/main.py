@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "auditor.cli.review_cmd",
     "auditor.cli.world_cmd",
     "auditor.cli.stream_cmd",
+    "auditor.cli.graph_cmd",
 ]
 
 app = typer.Typer(

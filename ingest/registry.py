@@ -27,10 +27,15 @@ def register(importer: Importer) -> Importer:
 
 
 def _register_builtins() -> None:
+    from ingest import inspect_log, openinference, otel
+
     for importer in (
         canonical.IMPORTER,
         mad.IMPORTER,
         whowhen.IMPORTER,
+        openinference.IMPORTER,
+        otel.IMPORTER,
+        inspect_log.IMPORTER,
         *RAW_IMPORTERS,
     ):
         register(importer)

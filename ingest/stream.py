@@ -10,13 +10,13 @@ and retried, so consumption resumes where it stopped once the service is back.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from auditor.store import EventStore
+from ingest.stream_loop import BatchLoop, commit_batch, wait_sent
 from ingest.stream_metrics import Metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import DEFAULT_MAX_RECORD_BYTES, Parsed, dead_letter_headers, parse_record
@@ -30,8 +30,6 @@ from ingest.stream_store import (
     write_batch,
 )
 from schemas.trace import TraceStep
-
-log = logging.getLogger("auditor.stream")
 
 __all__ = ["ConsumerConfig", "StepPublisher", "StreamConsumer", "consumer_metrics", "replay_file"]
 
@@ -96,15 +94,20 @@ class StreamConsumer:
         )
         now = time.monotonic()
         self.open: dict[str, float] = {tid: now for tid in open_traces(store, config.topic)}
-        self._last_idle_scan = now
         self._unsent: list[ClosedTrace] = []  # idle closes stored but not yet announced
-        self.healthy = True
+        scan_every = min(max(config.idle_close_s / 4, 0.2), 5.0)
+        self.loop = BatchLoop(
+            self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s,
+            every=(scan_every, self.close_idle_traces),
+        )  # fmt: skip
+
+    @property
+    def healthy(self) -> bool:
+        return self.loop.healthy
 
     # -- one batch -------------------------------------------------------------------------------
     def process(self, polled: dict[Any, list[Any]]) -> list[ClosedTrace]:
         """Store, dead-letter and notify one polled batch, then commit its offsets."""
-        from kafka.structs import OffsetAndMetadata
-
         cfg = self.config
         parsed: list[tuple[str, object, Coords]] = []
         sends = []
@@ -124,15 +127,8 @@ class StreamConsumer:
         traces = group_by_trace(parsed)
         closed = write_batch(self.store, traces.values(), source=f"kafka:{cfg.topic}", known=self.open)
         sends += [self._notify(c) for c in closed]
-        self.producer.flush(timeout=30)
-        for future in sends:
-            future.get(timeout=30)  # a failed send raises: the batch is retried, not committed
-        offsets = {tp: OffsetAndMetadata(records[-1].offset + 1, None, -1) for tp, records in polled.items()}
-        try:
-            self.consumer.commit(offsets)
-        except Exception as exc:  # the batch is stored; a re-delivery after this appends nothing
-            self.metrics.inc("commit_failures_total")
-            log.warning("offset commit failed (%s); the batch will be re-delivered and deduplicated", exc)
+        wait_sent(self.producer, sends)
+        commit_batch(self.consumer, polled, self.metrics)
         self._track(traces, closed)
         self.metrics.inc("records_total", sum(len(v) for v in polled.values()))
         self.metrics.inc("steps_total", sum(1 for _, item, _ in parsed if isinstance(item, TraceStep)))
@@ -154,16 +150,11 @@ class StreamConsumer:
             self.open.pop(c.trace_id, None)
         self.metrics.set("open_traces", len(self.open))
 
-    def _rewind(self, polled: dict[Any, list[Any]]) -> None:
-        for tp, records in polled.items():
-            self.consumer.seek(tp, records[0].offset)
-
     # -- idle traces -----------------------------------------------------------------------------
     def close_idle_traces(self) -> list[ClosedTrace]:
         """Close traces silent for ``idle_close_s`` (checked against the store) and notify the workers."""
         idle_s = self.config.idle_close_s
         now = time.monotonic()
-        closed: list[ClosedTrace] = []
         for tid, seen in list(self.open.items()):
             if now - seen < idle_s:
                 continue
@@ -176,10 +167,7 @@ class StreamConsumer:
                 self._unsent.append(trace)
         closed, self._unsent = self._unsent, []
         try:
-            futures = [self._notify(c) for c in closed]
-            self.producer.flush(timeout=30)
-            for f in futures:
-                f.get(timeout=30)
+            wait_sent(self.producer, [self._notify(c) for c in closed])
         except Exception:
             self._unsent = closed  # the TraceClosed events are stored; announce them on the next scan
             raise
@@ -189,26 +177,7 @@ class StreamConsumer:
     # -- the loop --------------------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None) -> None:
         """Consume until ``stop`` is set; a failed batch is rewound and retried after a pause."""
-        stop = stop or threading.Event()
-        scan_every = min(max(self.config.idle_close_s / 4, 0.2), 5.0)
-        while not stop.is_set():
-            polled = self.consumer.poll(timeout_ms=self.config.poll_ms)
-            if polled:
-                try:
-                    self.process(polled)
-                    self.healthy = True
-                except Exception as exc:
-                    self.metrics.inc("batch_failures_total")
-                    self.healthy = False
-                    log.warning("batch failed (%s: %s); rewinding to retry", type(exc).__name__, exc)
-                    self._rewind(polled)
-                    stop.wait(self.config.retry_backoff_s)
-            if time.monotonic() - self._last_idle_scan >= scan_every:
-                self._last_idle_scan = time.monotonic()
-                try:
-                    self.close_idle_traces()
-                except Exception as exc:
-                    log.warning("idle scan failed (%s: %s); will retry", type(exc).__name__, exc)
+        self.loop.run(stop or threading.Event())
 
     def close(self) -> None:
         """Leave the group cleanly (partitions move to the other members at once)."""

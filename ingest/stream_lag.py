@@ -34,7 +34,7 @@ def partition_lag(bootstrap: str, group: str, topic: str) -> list[PartitionLag]:
     try:
         partitions = probe.partitions_for_topic(topic)
         if not partitions:
-            raise InputError(f"topic '{topic}' does not exist on {bootstrap}", field="topic")
+            raise InputError(f"topic '{topic}' does not exist on {bootstrap}", field="--topic")
         tps = [TopicPartition(topic, p) for p in sorted(partitions)]
         ends = probe.end_offsets(tps)
         committed = admin.list_group_offsets({group: tps}).get(group, {})

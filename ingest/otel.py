@@ -1,0 +1,322 @@
+"""OpenTelemetry GenAI spans (OTLP JSON): one trace per OTel trace id.
+
+Messages are read in both attribute generations: the current JSON strings
+``gen_ai.input.messages`` / ``gen_ai.output.messages`` (``role`` + ``parts`` of type text, tool_call,
+tool_call_response) and the pre-0.1 forms — flattened ``gen_ai.prompt.N.*`` /
+``gen_ai.completion.N.*`` attributes and ``gen_ai.content.prompt`` / ``gen_ai.content.completion``
+events. Steps:
+
+- ``invoke_agent`` with input: the invoker's message to the agent (recipient: the agent, named by
+  the span); its output: the agent's answer (recipient: the invoking agent, when there is one);
+- model calls (``chat`` …): each output message by the acting agent (nearest ``gen_ai.agent.name``),
+  tool_call parts as structured tool calls; input messages stay in ``raw`` (they repeat context);
+- ``execute_tool``: the tool's result (``gen_ai.tool.*``), linked by call id; a call not already
+  seen in a model output is emitted first;
+- ``gen_ai.transfer.target.name``: a handoff to that agent.
+
+``gen_ai.evaluation.result`` events are judgements about the run: they go to the labels record.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
+from ingest.frameworks.common import pack_raw
+from ingest.spans import Span, read_spans
+from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
+
+EVAL_RULE = "otel.evaluation: gen_ai.evaluation.result events (judgements about the run)"
+
+
+def iso(ns: int) -> str | None:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat() if ns else None
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """``prefix.0.role``, ``prefix.0.content`` … as a list of dicts (the pre-0.1 flattened form)."""
+    rows: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix + "."):
+            head, _, rest = key[len(prefix) + 1 :].partition(".")
+            if head.isdigit() and rest:
+                rows.setdefault(int(head), {})[rest] = value
+    return [rows[i] for i in sorted(rows)]
+
+
+def _legacy(row: dict[str, Any]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if row.get("content") not in (None, ""):
+        parts.append({"type": "text", "content": row["content"]})
+    for call in _indexed(row, "tool_calls"):
+        parts.append(
+            {
+                "type": "tool_call",
+                "name": call.get("name"),
+                "id": call.get("id"),
+                "arguments": call.get("arguments"),
+            }
+        )
+    return {"role": row.get("role"), "parts": parts}
+
+
+def messages(span: Span, direction: str) -> list[dict[str, Any]]:
+    """Messages of a span in the current ``role``/``parts`` shape, whichever generation wrote them."""
+    current = _json(span.attrs.get(f"gen_ai.{direction}.messages"))
+    if isinstance(current, list):
+        return [m for m in current if isinstance(m, dict)]
+    legacy = "prompt" if direction == "input" else "completion"
+    rows = _indexed(span.attrs, f"gen_ai.{legacy}")
+    if rows:
+        return [_legacy(r) for r in rows]
+    for event in span.events:
+        if event.get("name") == f"gen_ai.content.{legacy}":
+            value = _json(event["attrs"].get(f"gen_ai.{legacy}"))
+            if isinstance(value, list):
+                return [_legacy(v) if "parts" not in v else v for v in value if isinstance(v, dict)]
+    return []
+
+
+def text_of(message: dict[str, Any]) -> str:
+    texts = [str(p.get("content", "")) for p in message.get("parts") or [] if p.get("type") == "text"]
+    return "\n".join(texts) if texts else str(message.get("content") or "")
+
+
+Drafts = Callable[[Span], Iterator[tuple[bool, dict[str, Any]]]]
+
+
+def place_and_number(spans: list[Span], drafts_of: Drafts, b: StepBuilder) -> Iterator[TraceStep]:
+    """Order span drafts in time (``True`` = at the span's end, e.g. an agent's answer), then number
+    them. A draft's ``_call`` registers a call id; ``_link`` refers a result back to it."""
+    drafts: list[tuple[int, int, dict[str, Any]]] = []
+    for span in spans:
+        for at_end, fields in drafts_of(span):
+            when = int(span.attrs.get("_end") or 0) if at_end else 0
+            drafts.append((when or span.start, len(drafts), fields))
+    drafts.sort(key=lambda d: (d[0], d[1]))
+    calls: dict[str, str] = {}
+    for _, _, fields in drafts:
+        link, call = fields.pop("_link", None), fields.pop("_call", None)
+        if link is not None:
+            fields["refs"] = StepRefs(reply_to=calls.get(link), call_id=link)
+        step = b.add(**fields)
+        if call is not None:
+            calls[call] = step.step_id
+        yield step
+
+
+class OTelGenAIImporter:
+    name = "otel-genai"
+    description = "OpenTelemetry GenAI spans (OTLP JSON), one trace per trace id"
+
+    def detect(self, path: Path, head: bytes) -> str | None:
+        text = head_text(head)
+        if '"resourceSpans"' in text and "gen_ai." in text:
+            return "OTLP JSON ('resourceSpans') with gen_ai.* attributes"
+        return None
+
+    def open(self, path: Path) -> Iterator[ImportedTrace]:
+        for trace_id, spans in read_spans(path).items():
+            yield self._trace(path, trace_id, spans)
+
+    def _trace(self, path: Path, trace_id: str, spans: list[Span]) -> ImportedTrace:
+        evals = [
+            {"span_id": s.span_id, **e["attrs"]}
+            for s in spans
+            for e in s.events
+            if e.get("name") == "gen_ai.evaluation.result"
+        ]
+        conv = next(
+            (s.attrs["gen_ai.conversation.id"] for s in spans if "gen_ai.conversation.id" in s.attrs), None
+        )
+        service = next(
+            (s.resource.get("service.name") for s in spans if s.resource.get("service.name")), None
+        )
+        header = TraceHeader(
+            trace_id=f"otel-{trace_id}",
+            source=str(path),
+            framework=service,
+            metadata=pack_raw(otel_trace_id=trace_id, conversation_id=conv, spans=len(spans)),
+            withheld=[
+                WithheldItem(
+                    what="evaluation_results", where="span events 'gen_ai.evaluation.result'", rule=EVAL_RULE
+                )
+            ]
+            if evals
+            else [],
+        )
+        return ImportedTrace(
+            importer=self.name,
+            header=header,
+            steps=lambda facts: self._steps(spans, facts, StepBuilder(str(path))),
+            labels={"evaluations": evals} if evals else None,
+        )
+
+    def _steps(self, spans: list[Span], facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
+        return place_and_number(spans, lambda span: self._span_drafts(span, spans, facts), b)
+
+    def _span_drafts(
+        self, span: Span, spans: list[Span], facts: Facts
+    ) -> Iterator[tuple[bool, dict[str, Any]]]:
+        by_id = {s.span_id: s for s in spans}
+
+        def agent_of(s: Span | None) -> str | None:
+            while s is not None:
+                if s.attrs.get("gen_ai.agent.name"):
+                    return str(s.attrs["gen_ai.agent.name"])
+                s = by_id.get(s.parent_id or "")
+            return None
+
+        op = span.attrs.get("gen_ai.operation.name")
+        agent = agent_of(span)
+        parent_agent = agent_of(by_id.get(span.parent_id or ""))
+        base = {
+            "timestamp": iso(span.start),
+            "raw": pack_raw(span_id=span.span_id, span_name=span.name, operation=op),
+        }
+        if op == "invoke_agent":
+            for m in messages(span, "input"):
+                role = m.get("role")
+                yield (
+                    False,
+                    {
+                        **base,
+                        "actor": parent_agent or str(role or "user"),
+                        "actor_kind": ActorKind.agent
+                        if parent_agent
+                        else ActorKind.human
+                        if role == "user"
+                        else ActorKind.system,
+                        "recipients": [agent] if agent else None,
+                        "kind": StepKind.handoff if parent_agent else StepKind.message,
+                        "content": text_of(m),
+                    },
+                )
+            for m in messages(span, "output"):
+                yield (
+                    True,
+                    {
+                        **base,
+                        "actor": agent or "agent",
+                        "recipients": [parent_agent] if parent_agent else None,
+                        "kind": StepKind.message if parent_agent else StepKind.final_output,
+                        "content": text_of(m),
+                    },
+                )
+        elif op == "execute_tool" or "gen_ai.tool.name" in span.attrs:
+            name = str(span.attrs.get("gen_ai.tool.name") or span.name)
+            call_id = span.attrs.get("gen_ai.tool.call.id")
+            key = str(call_id) if call_id is not None else f"span:{span.span_id}"
+            args = _json(span.attrs.get("gen_ai.tool.call.arguments"))
+            announced = any(self._declares(s, key) for s in spans if s is not span)
+            if not announced:
+                yield (
+                    False,
+                    {
+                        **base,
+                        "actor": agent or "agent",
+                        "kind": StepKind.tool_call,
+                        "_call": key,
+                        "content": args
+                        if isinstance(args, str)
+                        else json.dumps(args)
+                        if args is not None
+                        else "",
+                        "tool": ToolInfo(
+                            name=name,
+                            arguments=args if isinstance(args, dict | str) else None,
+                            call_id=call_id,
+                        ),
+                    },
+                )
+            result = span.attrs.get("gen_ai.tool.call.result")
+            yield (
+                True,
+                {
+                    **base,
+                    "actor": name,
+                    "actor_kind": ActorKind.tool,
+                    "kind": StepKind.tool_result,
+                    "_link": key,
+                    "content": result
+                    if isinstance(result, str)
+                    else json.dumps(result)
+                    if result is not None
+                    else "",
+                    "tool": ToolInfo(name=name, call_id=call_id),
+                },
+            )
+        elif op is not None:
+            outputs = messages(span, "output")
+            if not outputs:
+                facts.count(f"span_without_content:{op}")
+            actor = agent or str(span.attrs.get("gen_ai.request.model") or "model")
+            for m in outputs:
+                yield from ((True, d) for d in self._output(m, actor, base))
+        else:
+            facts.count("non_genai_span")
+        target = span.attrs.get("gen_ai.transfer.target.name")
+        if target:
+            yield (
+                False,
+                {
+                    **base,
+                    "actor": agent or "agent",
+                    "recipients": [str(target)],
+                    "kind": StepKind.handoff,
+                    "raw": {**base["raw"], "transfer_target": str(target)},
+                },
+            )
+
+    @staticmethod
+    def _declares(span: Span, key: str) -> bool:
+        """Whether a model span's output already holds the tool call with this id."""
+        return (
+            any(
+                str(p.get("id")) == key
+                for m in messages(span, "output")
+                for p in m.get("parts") or []
+                if p.get("type") == "tool_call"
+            )
+            if span.attrs.get("gen_ai.operation.name") not in (None, "execute_tool", "invoke_agent")
+            else False
+        )
+
+    @staticmethod
+    def _output(m: dict[str, Any], actor: str, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        text = text_of(m)
+        tool_parts = [p for p in m.get("parts") or [] if p.get("type") == "tool_call"]
+        if text or not tool_parts:
+            yield {**base, "actor": actor, "content": text}
+        for part in tool_parts:
+            args = _json(part.get("arguments"))
+            yield {
+                **base,
+                "actor": actor,
+                "kind": StepKind.tool_call,
+                "_call": str(part.get("id")) if part.get("id") is not None else None,
+                "content": part.get("arguments")
+                if isinstance(part.get("arguments"), str)
+                else json.dumps(args),
+                "tool": ToolInfo(
+                    name=str(part.get("name")),
+                    arguments=args if isinstance(args, dict | str) else None,
+                    call_id=part.get("id"),
+                ),
+            }
+
+
+IMPORTER = OTelGenAIImporter()

@@ -1,0 +1,156 @@
+"""The importer contract, written once and run on every registered importer.
+
+For each importer, on a real file (or a hand-written fixture where no real file exists): it is
+detected; re-import gives the same step ids and steps; content is verbatim from the source; every
+named recipient is named in the source; appending twice appends nothing new; truncated or corrupted
+input fails with an InputError naming the line or byte (or, for line logs, yields a prefix).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor.errors import InputError
+from ingest import ingest_path, open_traces, registry
+from ingest.registry import detect
+from tests.conftest import DATA, REPO
+
+FIX = REPO / "tests" / "fixtures" / "ingest"
+RAW = DATA / "mast" / "derived" / "traces"
+SAMPLES: dict[str, Path] = {
+    "canonical": REPO / "examples" / "renewal_drift.jsonl",
+    "mad": DATA / "mast" / "MAD_human_labelled_dataset.json",
+    "whowhen": DATA / "whowhen" / "algorithm-generated" / "10.json",
+    "openinference": FIX / "openinference_spans.jsonl",
+    "otel-genai": FIX / "otel_genai.json",
+    "inspect": FIX / "inspect_eval.json",
+    "hyperagent": RAW / "06_Round2_HyperAgent_SWE-Bench-Lite.json",
+    "ag2": RAW / "07_Round2_AG2_GSM-Plus.json",
+    "metagpt": RAW / "04_Round1_MetaGPT_ProgramDev.json",
+    "metagpt-text": RAW / "16_Generlazability_MetaGPT_MMLU.txt",
+    "appworld": RAW / "00_Round1_AppWorld_Test-C.txt",
+    "chatdev": RAW / "15_Generlazability_ChatDev_MMLU.txt",
+    "magentic-one": RAW / "17_Generlazability_GAIA_Magentic.txt",
+    "openmanus": RAW / "18_Generlazability_GAIA_OpenManus.txt",
+}
+NAMES = sorted(SAMPLES)
+
+
+def _dump(path: Path, fmt: str = "auto") -> list[tuple[dict, list[dict]]]:
+    return [
+        (t.header.model_dump(mode="json"), [s.model_dump(mode="json") for s in t.steps()])
+        for t in open_traces(path, fmt)
+    ]
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    """Every string in a JSON value (nested JSON strings decoded too; string lists also joined)."""
+    if isinstance(value, str):
+        out.append(value)
+        if value[:1] in "[{":
+            with contextlib.suppress(json.JSONDecodeError):
+                _strings(json.loads(value), out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        if value and all(isinstance(v, str) for v in value):
+            out.append("\n".join(value))
+        for v in value:
+            _strings(v, out)
+
+
+def _source_texts(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip()[:1] not in "[{":
+        return [text]
+    out: list[str] = []
+    try:
+        docs = [json.loads(text)]
+    except json.JSONDecodeError:
+        try:
+            docs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            return [text]
+    for doc in docs:
+        _strings(doc, out)
+    return out
+
+
+def test_every_importer_is_in_the_suite():
+    assert set(registry) == set(SAMPLES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_detected(name):
+    assert detect(SAMPLES[name])[0] == name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reimport_is_stable(name):
+    first = _dump(SAMPLES[name], name)
+    assert first and first == _dump(SAMPLES[name], name)
+    for _, steps in first:
+        assert [s["index"] for s in steps] == list(range(len(steps)))
+        assert len({s["step_id"] for s in steps}) == len(steps)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_content_is_verbatim_and_recipients_are_named_in_the_source(name):
+    texts = _source_texts(SAMPLES[name])
+    whole = "\n".join(texts)
+    for trace in open_traces(SAMPLES[name], name):
+        for step in trace.steps():
+            if step.content:
+                assert any(step.content in t for t in texts), (step.step_id, step.content[:80])
+            for recipient in step.recipients or []:
+                assert recipient in whole, (step.step_id, recipient)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_append_twice_appends_nothing_new(name, sqlite_store):
+    first = ingest_path(sqlite_store, SAMPLES[name], name)
+    events = sum(1 for _ in sqlite_store.read_all())
+    again = ingest_path(sqlite_store, SAMPLES[name], name)
+    assert sum(1 for _ in sqlite_store.read_all()) == events
+    assert all(s.appended == 0 and s.already_present == s.steps + 1 for s in again)
+    assert [s.trace_id for s in first] == [s.trace_id for s in again]
+
+
+def _consume(path: Path, name: str) -> list[tuple[dict, list[dict]]]:
+    return _dump(path, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_truncated_input_fails_clearly_or_yields_a_prefix(name, tmp_path):
+    data = SAMPLES[name].read_bytes()
+    cut = tmp_path / ("cut" + SAMPLES[name].suffix)
+    cut.write_bytes(data[: int(len(data) * 0.55)])
+    try:
+        partial = _consume(cut, name)
+    except InputError as exc:
+        assert str(cut) in str(exc) and ("line " in str(exc) or "byte " in str(exc) or "no steps" in str(exc))
+        return
+    # Line logs carry no end marker: what remains must be the same steps, the last one possibly cut.
+    full = _dump(SAMPLES[name], name)
+    assert len(partial) == 1 and len(full) == 1
+    steps, whole = partial[0][1], full[0][1]
+    assert 0 < len(steps) <= len(whole)
+    assert steps[:-1] == whole[: len(steps) - 1]
+    assert whole[len(steps) - 1]["content"].startswith(steps[-1]["content"][:20])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_corrupted_input_names_the_byte(name, tmp_path):
+    data = SAMPLES[name].read_bytes()
+    at = int(len(data) * 0.4)
+    bad = tmp_path / ("bad" + SAMPLES[name].suffix)
+    bad.write_bytes(data[:at] + b"\x00" + data[at:])
+    with pytest.raises(InputError, match=r"byte \d+") as info:
+        _consume(bad, name)
+    assert str(bad) in str(info.value)

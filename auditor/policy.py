@@ -1,26 +1,301 @@
-"""Declared invariants (`--policy policy.yaml`): the organisation's rules that traces rarely state.
+"""Declared invariants (``--policy policy.yaml``): the organisation's rules that traces rarely state.
 
-Placeholder contract for the detectors: the full YAML language lands with the cumulative-action
-and disclosure detectors.
+A policy file is a small YAML document, validated strictly (unknown keys are errors) and
+documented in ``docs/policy.md``. Every rule has an ``id``; a finding cites the rule it breaks in
+``Finding.policy_rule``. The sections::
+
+    version: 1
+    name: northwind-care                 # shown in the report notes with the policy digest
+    fields:                              # how a data field is recognised (disclosure scopes)
+      - name: compensation
+        keys: [compensation, salary]     # JSON keys in tool results and messages (default: name)
+        labels: [base salary]            # `label: value` text (default: name, _ as space)
+        patterns: ['\\$\\d{2,3},\\d{3}'] # optional regexes whose match is the field's value
+    cumulative_limits:                   # sum of an amount over actions, across all participants
+      - id: quarterly-goodwill-cap
+        tools: [issue_credit]            # the actions (tool names) that move the amount
+        amount_argument: amount          # the tool argument holding the amount
+        group_by: customer_id            # the entity argument (omit: one group)
+        window: quarter                  # day | week | month | quarter | year | all
+        time: {source: timestamp}        # or {source: argument, argument: posted}
+        limit: 40
+        currency: USD
+    disclosure_scopes:                   # which fields a principal may receive
+      - id: requester-directory-only
+        principal: {actor_kind: human}   # and/or names: [glob, ...]
+        may_receive: [name, title]
+        restricted: [compensation]       # default: every declared field not in may_receive
+    required_checks:                     # a read or a tool call by the same actor before an action
+      - id: history-before-credit
+        before: [issue_credit]
+        requires_tool: [get_payment_history]   # or requires_document: "handbook"
+    required_approvals:                  # an approver's decision above a threshold
+      - id: finance-above-20
+        tools: [issue_credit]
+        amount_argument: amount
+        threshold: 20
+        approver: finance_approver
+
+``load_policy(path)`` raises ``InputError`` naming the file, the line (from the YAML marks) and
+the field of the first mistake.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from typing import Any
+import re
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from auditor.errors import InputError
+from schemas import ActorKind
+
+Window = Literal["day", "week", "month", "quarter", "year", "all"]
 
 
-@dataclass(frozen=True)
-class Policy:
-    name: str
-    raw: dict[str, Any] = field(default_factory=dict)
+class _Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _IdRule(_Rule):
+    """A rule a finding can cite: its ``id`` goes into ``Finding.policy_rule``."""
+
+    id: str = Field(min_length=1)
+    description: str = ""
+
+
+class FieldSpec(_Rule):
+    """How one data field is recognised in steps: JSON keys, `label: value` text, patterns."""
+
+    name: str = Field(min_length=1)
+    keys: list[str] = Field(default_factory=list, description="JSON keys holding the field.")
+    labels: list[str] = Field(default_factory=list, description="Text labels written as `label: value`.")
+    patterns: list[str] = Field(default_factory=list, description="Regexes whose match is a value.")
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        for p in value:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"pattern {p!r} is not a valid regular expression: {exc}") from exc
+        return value
+
+    def all_keys(self) -> list[str]:
+        return self.keys or [self.name]
+
+    def all_labels(self) -> list[str]:
+        return self.labels or [self.name.replace("_", " ")]
+
+
+class TimeSource(_Rule):
+    """Where an action's time comes from: the step timestamp, or one of its arguments."""
+
+    source: Literal["timestamp", "argument"] = "timestamp"
+    argument: str | None = None
+
+    @model_validator(mode="after")
+    def _argument_named(self) -> TimeSource:
+        if (self.source == "argument") != (self.argument is not None):
+            raise ValueError("'argument' is required with source: argument, and only then")
+        return self
+
+
+class CumulativeLimit(_IdRule):
+    """A shared limit on the sum of an amount over actions, whoever takes them."""
+
+    tools: list[str] = Field(min_length=1, description="Tool names whose calls move the amount.")
+    amount_argument: str = Field(min_length=1)
+    group_by: str | None = Field(default=None, description="Entity argument; None: one group.")
+    window: Window = "all"
+    time: TimeSource = Field(default_factory=TimeSource)
+    limit: float = Field(gt=0)
+    currency: str = "USD"
+
+
+class PrincipalSelector(_Rule):
+    """Who a scope applies to: participant names (glob patterns) and/or an actor kind."""
+
+    names: list[str] = Field(default_factory=list)
+    actor_kind: ActorKind | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> PrincipalSelector:
+        if not self.names and self.actor_kind is None:
+            raise ValueError("a principal needs 'names' or 'actor_kind'")
+        return self
+
+    def matches(self, name: str, kind: ActorKind | None) -> bool:
+        if self.actor_kind is not None and kind is not self.actor_kind:
+            return False
+        return not self.names or any(fnmatchcase(name, n) for n in self.names)
+
+
+class DisclosureScope(_IdRule):
+    """Which fields a principal may receive, and which are restricted for it."""
+
+    principal: PrincipalSelector
+    may_receive: list[str] = Field(default_factory=list)
+    restricted: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> DisclosureScope:
+        both = set(self.may_receive) & set(self.restricted)
+        if both:
+            raise ValueError(f"{sorted(both)} are both in may_receive and restricted")
+        return self
+
+
+class RequiredCheck(_IdRule):
+    """A read of a record or document, or a tool call, the same actor makes before an action."""
+
+    before: list[str] = Field(min_length=1, description="Tool names of the guarded action.")
+    requires_tool: list[str] = Field(default_factory=list)
+    requires_document: str | None = None
+    same_actor: bool = True
+
+    @model_validator(mode="after")
+    def _one_requirement(self) -> RequiredCheck:
+        if not self.requires_tool and self.requires_document is None:
+            raise ValueError("a required check needs 'requires_tool' or 'requires_document'")
+        return self
+
+
+class RequiredApproval(_IdRule):
+    """Actions above a threshold need the named approver's decision first."""
+
+    tools: list[str] = Field(min_length=1)
+    amount_argument: str = Field(min_length=1)
+    threshold: float = Field(ge=0)
+    approver: str = Field(min_length=1, description="The approving participant, as the trace names it.")
+
+
+class Policy(_Rule):
+    """One declared-invariants document. ``digest`` identifies it in reports."""
+
+    version: Literal[1] = 1
+    name: str = Field(min_length=1)
+    description: str = ""
+    fields: list[FieldSpec] = Field(default_factory=list)
+    cumulative_limits: list[CumulativeLimit] = Field(default_factory=list)
+    disclosure_scopes: list[DisclosureScope] = Field(default_factory=list)
+    required_checks: list[RequiredCheck] = Field(default_factory=list)
+    required_approvals: list[RequiredApproval] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        ids: set[str] = set()
+        for rule in self.rules():
+            if rule.id in ids:
+                raise ValueError(f"rule id '{rule.id}' is used twice; ids must be unique")
+            ids.add(rule.id)
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            raise ValueError("a field is declared twice in 'fields'")
+        for scope in self.disclosure_scopes:
+            if not scope.restricted and not (set(names) - set(scope.may_receive)):
+                raise ValueError(
+                    f"scope '{scope.id}' restricts nothing: list 'restricted' fields or declare 'fields'"
+                )
+        return self
+
+    def rules(self) -> list[_IdRule]:
+        return [
+            *self.cumulative_limits,
+            *self.disclosure_scopes,
+            *self.required_checks,
+            *self.required_approvals,
+        ]
 
     @property
     def digest(self) -> str:
-        import json
-
-        return "sha256:" + hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()[:16]
+        blob = self.model_dump_json().encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
 
     def approvers(self) -> list[str]:
-        return [str(a) for r in self.raw.get("required_approvals", []) for a in [r.get("approver")] if a]
+        return sorted({r.approver for r in self.required_approvals})
+
+    def field(self, name: str) -> FieldSpec:
+        """The declared recognition of a field, or the default one (its name as key and label)."""
+        return next((f for f in self.fields if f.name == name), FieldSpec(name=name))
+
+    def restricted_for(self, scope: DisclosureScope) -> list[str]:
+        if scope.restricted:
+            return list(scope.restricted)
+        return [f.name for f in self.fields if f.name not in scope.may_receive]
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and validate a policy file; any mistake is an InputError with file, line and field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the policy file: {exc.strerror}", path=str(p)) from exc
+    return parse_policy(text, str(p))
+
+
+def parse_policy(text: str, origin: str = "<policy>") -> Policy:
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=origin, line=line) from exc
+    if not isinstance(data, dict):
+        raise InputError("a policy is a YAML mapping with at least 'name'", path=origin, line=1)
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [x for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-"))]
+        field = ".".join(str(x) for x in loc) or None
+        msg = err["msg"].removeprefix("Value error, ")
+        named = re.search(r"'([^']+)'", msg) if not loc else None
+        line = _line_of_scalar(root, named.group(1)) if named else _line_of(root, loc)
+        raise InputError(
+            msg,
+            path=origin,
+            line=line,
+            field=field,
+            hint="see docs/policy.md for the policy language",
+        ) from exc
+
+
+def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
+    """The 1-based line of the deepest YAML node the error location reaches."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            hit = next((v for k, v in node.value if k.value == part), None)
+            if hit is None:
+                key = next((k for k, _ in node.value if k.value == part), None)
+                return key.start_mark.line + 1 if key is not None else line
+            node = hit
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def _line_of_scalar(node: yaml.Node | None, value: str) -> int | None:
+    """The line of the last scalar equal to ``value`` (a duplicated or offending rule id)."""
+    found: int | None = None
+    stack = [node] if node is not None else []
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.ScalarNode) and n.value == value:
+            found = max(found or 0, n.start_mark.line + 1)
+        elif isinstance(n, yaml.MappingNode):
+            stack.extend(x for kv in n.value for x in kv)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+    return found

@@ -1,0 +1,43 @@
+"""One entry point for every report format: ``render(report, trace, fmt, graph=None) -> str``.
+
+The CLI and the server call this; each format lives in its own module, loaded only when asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from auditor.errors import InputError
+from schemas import AuditReport, Trace
+
+if TYPE_CHECKING:
+    from graph import InteractionGraph
+
+FORMATS = ("json", "md", "html", "sarif")
+
+
+def render(report: AuditReport, trace: Trace, fmt: str, graph: InteractionGraph | None = None) -> str:
+    """The report as text in ``fmt``; ``graph`` (HTML only) saves rebuilding it for the drawing."""
+    if trace.header.trace_id != report.trace_id:
+        raise InputError(
+            f"the report audits trace '{report.trace_id}', not '{trace.header.trace_id}'",
+            field="trace_id",
+            hint="render a report together with the trace it audits",
+        )
+    if fmt == "json":
+        return report.model_dump_json(indent=2) + "\n"
+    if fmt == "md":
+        from auditor.report.render_markdown import render_markdown
+
+        return render_markdown(report, trace)
+    if fmt == "html":
+        from auditor.report.render_html import render_html
+
+        return render_html(report, trace, graph)
+    if fmt == "sarif":
+        from auditor.report.render_sarif import render_sarif
+
+        return render_sarif(report, trace)
+    raise InputError(
+        f"unknown report format '{fmt}'", field="format", hint=f"valid formats: {', '.join(FORMATS)}"
+    )

@@ -1,0 +1,107 @@
+"""Words shared by the report renderers: what each risk class, criterion and disposition means.
+
+The Markdown, HTML and SARIF renderers all explain the same V3 report; keeping the wording here
+means a ticket, a page and a code-review annotation never disagree about what a finding says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas import AuditReport, Disposition, Finding, RepairPlanItem, RiskClass, Trace
+
+
+@dataclass(frozen=True)
+class RiskText:
+    """A risk class as a reader sees it: a short name and the help a reviewer needs."""
+
+    title: str
+    help: str
+
+
+RISK_TEXT: dict[RiskClass, RiskText] = {
+    RiskClass.cumulative_action: RiskText(
+        "Cumulative action",
+        "Several participants each act within their own limit while a shared limit (a cap, a budget, "
+        "a quota) is exceeded in total. Awareness of the prior total by the crossing actor does not "
+        "remove the boundary's contribution (informed composition is still realized).",
+    ),
+    RiskClass.authority_without_evidence: RiskText(
+        "Authority without evidence",
+        "A claim is adopted into an official record or decision because of who asserted it, while "
+        "evidence the participant could read contradicts it or was never read.",
+    ),
+    RiskClass.information_state_drift: RiskText(
+        "Information-state drift",
+        "A decision or submission status, a hedge or an attribution changes across a handoff "
+        "(pending becomes approved, a named source is dropped) without a step that decided it.",
+    ),
+    RiskClass.delegated_disclosure: RiskText(
+        "Delegated disclosure",
+        "Restricted fields cross a delegation edge and reach a requester whose scope does not include "
+        "them, or a delegation carries no requester identity or scope at all.",
+    ),
+    RiskClass.routing_provenance_loss: RiskText(
+        "Routing and provenance loss",
+        "A task is routed by self-reported capability away from the participant that holds the "
+        "required evidence or tool, or a reviewer's identity is dropped before an approval that "
+        "relies on the review.",
+    ),
+    RiskClass.unverified_relay: RiskText(
+        "Unverified relay",
+        "An upstream error, uncertainty, failed or blocked check, or unfinished step is relayed "
+        "downstream as an established fact, an independent corroboration or a completed step.",
+    ),
+    RiskClass.other: RiskText(
+        "Other interaction risk",
+        "An interaction failure outside the named classes; read the mechanism and the criteria.",
+    ),
+}
+
+CRITERION_TEXT: dict[str, str] = {
+    "R1": "violated property at an interaction boundary",
+    "R2": "contribution beyond transport",
+    "R3": "material effect at the endpoint",
+    "R4": "evidence supports each element",
+}
+
+DISPOSITION_TEXT: dict[Disposition, str] = {
+    Disposition.realized: "realized",
+    Disposition.anomaly_with_interception: "anomaly with interception",
+    Disposition.lead: "lead",
+    Disposition.adjacent_risk: "adjacent risk",
+    Disposition.operational_failure: "operational failure",
+}
+
+
+def words(value: str) -> str:
+    """An enum value as prose: ``risk_identified`` → ``risk identified``."""
+    return value.replace("_", " ")
+
+
+def disposition_phrase(finding: Finding) -> str:
+    text = DISPOSITION_TEXT[finding.disposition]
+    if finding.intercepted_at:
+        return f"{text} (intercepted at step {finding.intercepted_at})"
+    return text
+
+
+def plan_items(report: AuditReport, finding: Finding) -> list[RepairPlanItem]:
+    return [item for item in report.repair_plan if item.finding_id == finding.finding_id]
+
+
+def step_positions(trace: Trace) -> dict[str, int]:
+    """Step id → position in the trace (0-based), the order the transcript shows."""
+    return {s.step_id: i for i, s in enumerate(trace.steps)}
+
+
+def headline(report: AuditReport) -> str:
+    """One line: decision and finding counts by disposition."""
+    counts: dict[str, int] = {}
+    for f in report.findings:
+        key = DISPOSITION_TEXT[f.disposition]
+        counts[key] = counts.get(key, 0) + 1
+    parts = ", ".join(f"{n} {d}" for d, n in counts.items())
+    noun = "finding" if len(report.findings) == 1 else "findings"
+    tail = f" ({parts})" if parts else ""
+    return f"{words(report.decision.value)}: {len(report.findings)} {noun}{tail}"

@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "auditor.cli.store_cmd",
     "auditor.cli.schemas_cmd",
     "auditor.cli.ingest_cmd",
+    "auditor.cli.corpus_cmd",
     "auditor.cli.traces_cmd",
     "auditor.cli.review_cmd",
     "auditor.cli.world_cmd",

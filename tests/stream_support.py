@@ -72,12 +72,29 @@ def make_trace(trace_id: str, steps: int) -> tuple[TraceHeader, list[TraceStep]]
     return header, out
 
 
+def drift_trace(trace_id: str) -> tuple[TraceHeader, list[TraceStep]]:
+    """A pending status relayed as approved across a handoff and sent out: the rules engine files a
+    realized, high-severity information-state drift finding on it."""
+    header = TraceHeader(trace_id=trace_id, source="stream-test", task="Tell the supplier about the renewal.")
+    lines = [
+        ("lead", ["clerk"], "message", "The supplier renewal is submitted for approval with finance; nothing is signed off yet."),
+        ("clerk", ["author"], "handoff", "Supplier renewal: approved. Please write the letter."),
+        ("author", ["vendor:northwind"], "final_output", "Dear Northwind, we confirm your renewal has been approved."),
+    ]  # fmt: skip
+    steps = [
+        TraceStep(step_id=f"s{i}", index=i, actor=a, recipients=r, kind=k, content=c)
+        for i, (a, r, k, c) in enumerate(lines)
+    ]
+    return header, steps
+
+
 def publish_traces(bootstrap: str, topic: str, traces: dict[str, int], end: bool = True) -> None:
+    """Publish synthetic traces; a step count of 0 publishes the drift trace instead."""
     from ingest.stream import StepPublisher
 
     with StepPublisher(bootstrap, topic) as pub:
         for tid, n in traces.items():
-            header, steps = make_trace(tid, n)
+            header, steps = make_trace(tid, n) if n else drift_trace(tid)
             pub.start_trace(header)
             for s in steps:
                 pub.step(tid, s)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stream_support import (
+from tests.stream_support import (
     count_type,
     kafka_bootstrap,
     new_topics,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import urllib.request
 
 import pytest
-from stream_support import make_trace, stored_steps
+from tests.stream_support import make_trace, stored_steps
 
 from ingest.stream_metrics import Metrics, MetricsServer
 from ingest.stream_records import DeadKind, EndRecord, Parsed, Rejected, encode, parse_record

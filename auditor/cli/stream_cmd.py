@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json
+from auditor.cli.common import console, open_cli_store, print_json, print_table
 
 stream_app = typer.Typer(
     help="Continuous auditing over Kafka: ingest steps, audit closed traces.", no_args_is_help=True
@@ -95,6 +95,99 @@ def produce(
     else:
         for r in rows:
             console.print(f"{r['file']}: {r['steps']} steps published to {topic}")
+
+
+@stream_app.command("workers")
+def workers(
+    bootstrap: str = _BOOTSTRAP,
+    closed_topic: str = typer.Option("agent-traces-closed", "--closed-topic", help="Closed-trace notices."),
+    group: str = typer.Option("auditor-workers", "--group", help="Worker group id."),
+    reports_topic: str = typer.Option("agent-audit-reports", "--reports-topic"),
+    alerts_topic: str = typer.Option("agent-audit-alerts", "--alerts-topic"),
+    alert_severity: str = typer.Option("high", "--alert-severity", help="info|low|medium|high|critical"),
+    engine: str = typer.Option("rules", "--engine", help="Audit engine (rules: embedded, no model)."),
+    instance_id: str = typer.Option(None, "--instance-id", help="Static group membership (e.g. pod name)."),
+    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve /metrics and /healthz here (0: off)."),
+) -> None:
+    """Audit every closed trace once; publish reports, and alerts at or above a severity."""
+    from auditor.errors import InputError
+    from auditor.workers import AuditWorker, WorkerConfig, resolve_engine
+    from ingest.stream_metrics import MetricsServer
+    from schemas.report import Severity
+
+    try:
+        severity = Severity(alert_severity)
+    except ValueError:
+        raise InputError(
+            f"unknown severity '{alert_severity}'", field="--alert-severity", hint=", ".join(Severity)
+        ) from None
+    resolve_engine(engine)
+    stop = _stop_on_signals()
+    config = WorkerConfig(
+        bootstrap=bootstrap,
+        closed_topic=closed_topic,
+        group=group,
+        reports_topic=reports_topic,
+        alerts_topic=alerts_topic,
+        alert_severity=severity,
+        engine=engine,
+        instance_id=instance_id,
+    )
+    worker = AuditWorker(open_cli_store(), config)
+    server = (
+        MetricsServer(worker.metrics, metrics_port, healthy=lambda: worker.healthy) if metrics_port else None
+    )
+    try:
+        worker.run(stop)
+    finally:
+        worker.close()
+        if server:
+            server.close()
+
+
+@stream_app.command("status")
+def status(
+    bootstrap: str = _BOOTSTRAP,
+    topic: str = typer.Option("agent-steps", "--topic"),
+    group: str = typer.Option("auditor", "--group", help="Ingestion consumer group."),
+    closed_topic: str = typer.Option("agent-traces-closed", "--closed-topic"),
+    workers_group: str = typer.Option("auditor-workers", "--workers-group"),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Lag per partition of the consumer and the workers; traces open; audits done and failed."""
+    from ingest.stream_lag import partition_lag
+    from ingest.stream_store import open_traces
+
+    lags = [("ingest", group, lag) for lag in partition_lag(bootstrap, group, topic)]
+    lags += [("workers", workers_group, lag) for lag in partition_lag(bootstrap, workers_group, closed_topic)]
+    store = open_cli_store()
+    by_type = store.stats()["by_type"]
+    data = {
+        "partitions": [
+            {"role": role, "group": g, "topic": lag.topic, "partition": lag.partition,
+             "committed": lag.committed, "end": lag.end, "lag": lag.lag}
+            for role, g, lag in lags
+        ],
+        "traces_open": len(open_traces(store, topic)),
+        "traces_closed": by_type.get("TraceClosed", 0),
+        "audits_done": by_type.get("AuditCompleted", 0),
+        "audits_failed": by_type.get("AuditFailed", 0),
+    }  # fmt: skip
+    if as_json:
+        print_json(data)
+        return
+    print_table(
+        "consumer lag",
+        ["role", "group", "topic", "partition", "committed", "end", "lag"],
+        [
+            [p["role"], p["group"], p["topic"], p["partition"], p["committed"], p["end"], p["lag"]]
+            for p in data["partitions"]
+        ],
+    )
+    console.print(
+        f"traces open {data['traces_open']}, closed {data['traces_closed']}; "
+        f"audits done {data['audits_done']}, failed {data['audits_failed']}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,203 @@
+"""Audit workers: audit every closed trace once, publish its report, raise alerts above a severity.
+
+Workers read closed-trace notices (published by the ingestion consumer after the trace's
+``TraceClosed`` event is stored) as a consumer group, so partitions spread over workers. For each
+notice: audit the trace with the configured engine (which files the report in the store), publish
+the report to the reports topic and each finding at or above the alert severity to the alerts topic,
+record ``AuditCompleted`` (or ``AuditFailed``) in ``audit-{trace_id}``, then commit the offset. A
+notice re-delivered after the marker is skipped; one re-delivered before it re-runs a deterministic
+audit, whose report the store de-duplicates, and publishes the report again (downstream readers
+de-duplicate by ``report_id``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from auditor.errors import InputError, StoreError
+from auditor.store import EventStore
+from ingest.stream_loop import BatchLoop, Polled, commit_batch, wait_sent
+from ingest.stream_metrics import Metrics
+from schemas.events import NewEvent
+from schemas.report import Severity
+
+AuditFn = Callable[[EventStore, str], dict[str, Any]]
+"""An engine for workers: audit the stored trace, file its report in the store, return the report."""
+
+SEVERITY_ORDER = list(Severity)
+
+
+def rules_audit(store: EventStore, trace_id: str) -> dict[str, Any]:
+    """The embedded rules engine, exactly as ``auditor review`` runs it (validated, then filed)."""
+    from auditor.review import audit_trace
+    from auditor.traces import load_trace
+
+    report, _validation = audit_trace(store, load_trace(store, trace_id), engine="rules")
+    return report.model_dump(mode="json")
+
+
+ENGINES: dict[str, AuditFn] = {"rules": rules_audit}
+
+
+def resolve_engine(name: str) -> AuditFn:
+    if name not in ENGINES:
+        raise InputError(
+            f"unknown engine '{name}'", field="--engine", hint=f"use one of {', '.join(ENGINES)}"
+        )
+    return ENGINES[name]
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    bootstrap: str
+    closed_topic: str = "agent-traces-closed"
+    group: str = "auditor-workers"
+    reports_topic: str = "agent-audit-reports"
+    alerts_topic: str = "agent-audit-alerts"
+    alert_severity: Severity = Severity.high
+    engine: str = "rules"
+    instance_id: str | None = None
+    max_batch: int = 20
+    poll_ms: int = 200
+    retry_backoff_s: float = 1.0
+    session_timeout_ms: int = 10000
+
+
+def worker_metrics() -> Metrics:
+    m = Metrics("auditor_worker")
+    m.describe("audits_total", "counter", "Closed traces handled, by outcome (done, failed, skipped).")
+    m.describe("audit_seconds_total", "counter", "Seconds spent inside the audit engine.")
+    m.describe("alerts_total", "counter", "Findings published to the alerts topic.")
+    m.describe("batch_failures_total", "counter", "Batches rewound and retried (store or broker down).")
+    m.describe("commit_failures_total", "counter", "Offset commits refused (re-delivery is skipped).")
+    return m
+
+
+def audit_stream(trace_id: str) -> str:
+    return f"audit-{trace_id}"
+
+
+def _outcome(store: EventStore, trace_id: str) -> str | None:
+    for ev in store.read_stream(audit_stream(trace_id)):
+        if ev.type in ("AuditCompleted", "AuditFailed"):
+            return ev.type
+    return None
+
+
+def alerts_for(report: dict[str, Any], threshold: Severity) -> list[dict[str, Any]]:
+    """The findings at or above ``threshold``, as alert records."""
+    floor = SEVERITY_ORDER.index(threshold)
+    return [
+        {
+            "trace_id": report["trace_id"],
+            "report_id": report["report_id"],
+            "finding_id": f["finding_id"],
+            "severity": f["severity"],
+            "risk_class": f["risk_class"],
+            "disposition": f["disposition"],
+            "title": f["title"],
+        }
+        for f in report.get("findings", [])
+        if SEVERITY_ORDER.index(Severity(f["severity"])) >= floor
+    ]
+
+
+class AuditWorker:
+    """One member of the audit worker group."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        config: WorkerConfig,
+        audit: AuditFn | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        from kafka import KafkaConsumer, KafkaProducer
+
+        self.store, self.config = store, config
+        self.audit = audit or resolve_engine(config.engine)
+        self.metrics = metrics or worker_metrics()
+        self.consumer = KafkaConsumer(
+            config.closed_topic,
+            bootstrap_servers=config.bootstrap,
+            group_id=config.group,
+            group_instance_id=config.instance_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=config.max_batch,
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=max(config.session_timeout_ms // 5, 500),
+        )
+        self.producer = KafkaProducer(
+            bootstrap_servers=config.bootstrap, linger_ms=5, max_request_size=8 << 20
+        )
+        self.loop = BatchLoop(
+            self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s
+        )
+
+    def process(self, polled: Polled) -> None:
+        for records in polled.values():
+            for r in records:
+                try:
+                    trace_id = str(json.loads(r.value)["trace_id"])
+                except (ValueError, KeyError, TypeError):  # not a notice we wrote: skip, never loop on it
+                    self.metrics.inc("audits_total", outcome="unreadable_notice")
+                    continue
+                self.handle(trace_id)
+        commit_batch(self.consumer, polled, self.metrics)
+
+    def handle(self, trace_id: str) -> None:
+        """Audit one closed trace unless an earlier delivery finished it."""
+        if _outcome(self.store, trace_id) is not None:
+            self.metrics.inc("audits_total", outcome="skipped")
+            return
+        started = time.perf_counter()
+        try:
+            report = self.audit(self.store, trace_id)
+        except (StoreError, SQLAlchemyError):
+            raise  # the store is down: retry the batch, do not record a failure
+        except Exception as exc:  # the engine failed on this trace: record it, never retry forever
+            self.metrics.inc("audits_total", outcome="failed")
+            self._record(trace_id, "AuditFailed", {"error": f"{type(exc).__name__}: {exc}"})
+            return
+        finally:
+            self.metrics.inc("audit_seconds_total", time.perf_counter() - started)
+        cfg = self.config
+        key = trace_id.encode()
+        sends = [self.producer.send(cfg.reports_topic, key=key, value=json.dumps(report).encode())]
+        alerts = alerts_for(report, cfg.alert_severity)
+        sends += [self.producer.send(cfg.alerts_topic, key=key, value=json.dumps(a).encode()) for a in alerts]
+        wait_sent(self.producer, sends)
+        self._record(
+            trace_id,
+            "AuditCompleted",
+            {"report_id": report["report_id"], "decision": report["decision"], "alerts": len(alerts)},
+        )
+        self.metrics.inc("alerts_total", len(alerts))
+        self.metrics.inc("audits_total", outcome="done")
+
+    def _record(self, trace_id: str, kind: str, payload: dict[str, Any]) -> None:
+        event = NewEvent(
+            type=kind,
+            payload={"trace_id": trace_id, "engine": self.config.engine, **payload},
+            idempotency_key=f"audit:{trace_id}:{self.config.engine}",
+        )
+        self.store.append(audit_stream(trace_id), [event])
+
+    @property
+    def healthy(self) -> bool:
+        return self.loop.healthy
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        self.loop.run(stop or threading.Event())
+
+    def close(self) -> None:
+        self.producer.close(timeout=10)
+        self.consumer.close(autocommit=False)

@@ -1,0 +1,122 @@
+"""`auditor stream produce|consume|workers|status` as an operator runs them: separate processes, a
+real broker, PostgreSQL, SIGTERM to stop, Prometheus counters scraped over HTTP."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from auditor.store import open_store
+from tests.stream_support import count_type, drift_trace, kafka_bootstrap, new_topics, wait_until
+
+pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _auditor(store_url: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "auditor.cli.main", "--store", store_url, "stream", *args]
+
+
+@pytest.fixture
+def pg_store(pg_schema_url: str) -> Iterator:
+    s = open_store(pg_schema_url)
+    yield s
+    s.close()
+
+
+def test_operator_flow_produce_consume_audit_status(pg_store, pg_schema_url: str, tmp_path: Path) -> None:
+    from kafka import KafkaProducer
+
+    bootstrap = kafka_bootstrap()
+    t = new_topics(bootstrap, 2, "steps", "dlq", "closed", "reports", "alerts")
+    header, steps = drift_trace("cli-drift")
+    trace_file = tmp_path / "drift.jsonl"
+    trace_file.write_text("\n".join(x.model_dump_json() for x in (header, *steps)) + "\n")
+    produced = subprocess.run(
+        _auditor(pg_schema_url, "produce", str(trace_file), "--bootstrap", bootstrap, "--topic", t["steps"], "--json"),
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    assert json.loads(produced.stdout) == [{"file": str(trace_file), "steps": 3}]
+    # a notice for a trace nobody stored, and one that is not a notice at all
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    producer.send(
+        t["closed"], key=b"ghost", value=b'{"trace_id": "ghost", "step_count": 1, "reason": "idle"}'
+    )
+    producer.send(t["closed"], key=b"junk", value=b"not json")
+    producer.flush()
+    producer.close()
+
+    port = _free_port()
+    common = ["--bootstrap", bootstrap, "--closed-topic", t["closed"]]
+    procs = [
+        subprocess.Popen(
+            _auditor(pg_schema_url, "consume", *common, "--topic", t["steps"], "--group", f"g-{t['steps']}",
+                     "--dead-letter-topic", t["dlq"]),
+            cwd=REPO, stderr=(tmp_path / "consume.log").open("w"),
+        ),
+        subprocess.Popen(
+            _auditor(pg_schema_url, "workers", *common, "--group", f"w-{t['closed']}", "--reports-topic",
+                     t["reports"], "--alerts-topic", t["alerts"], "--metrics-port", str(port)),
+            cwd=REPO, stderr=(tmp_path / "workers.log").open("w"),
+        ),
+    ]  # fmt: skip
+    try:
+        wait_until(lambda: count_type(pg_store, "AuditCompleted") == 1, 90, "the drift trace audited")
+        wait_until(
+            lambda: count_type(pg_store, "AuditFailed") == 1, 30, "the ghost notice recorded as failed"
+        )
+        metrics = wait_until(lambda: _scrape(port), 30, "worker metrics")
+        assert 'auditor_worker_audits_total{outcome="done"} 1' in metrics
+        assert 'auditor_worker_audits_total{outcome="failed"} 1' in metrics
+        assert 'auditor_worker_audits_total{outcome="unreadable_notice"} 1' in metrics
+        assert "auditor_worker_alerts_total 1" in metrics
+    except AssertionError:
+        for name in ("consume.log", "workers.log"):  # what the services said, for the failure report
+            print(f"--- {name}\n{(tmp_path / name).read_text()[-3000:]}")
+        raise
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        codes = [p.wait(timeout=30) for p in procs]
+    assert codes == [0, 0], "SIGTERM finishes the batch and exits cleanly"
+    failed = next(pg_store.read_all(types=["AuditFailed"]))
+    assert failed.payload["trace_id"] == "ghost" and "no trace with id 'ghost'" in failed.payload["error"]
+
+    status = subprocess.run(
+        _auditor(pg_schema_url, "status", "--bootstrap", bootstrap, "--topic", t["steps"], "--group",
+                 f"g-{t['steps']}", "--closed-topic", t["closed"], "--workers-group", f"w-{t['closed']}", "--json"),
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert [p["lag"] for p in data["partitions"]] == [0, 0, 0, 0]
+    assert (data["traces_open"], data["traces_closed"], data["audits_done"], data["audits_failed"]) == (
+        0,
+        1,
+        1,
+        1,
+    )
+
+
+def _scrape(port: int) -> str | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return None
+    return text if 'outcome="unreadable_notice"' in text and 'outcome="failed"' in text else None

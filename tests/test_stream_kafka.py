@@ -12,6 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from auditor.store import open_store
+from ingest.stream_lag import partition_lag
 from tests.stream_support import (
     count_type,
     kafka_bootstrap,
@@ -22,9 +25,6 @@ from tests.stream_support import (
     stored_steps,
     wait_until,
 )
-
-from auditor.store import open_store
-from ingest.stream_lag import partition_lag
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 REPO = Path(__file__).resolve().parents[1]

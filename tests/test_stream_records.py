@@ -6,12 +6,12 @@ from __future__ import annotations
 import urllib.request
 
 import pytest
-from tests.stream_support import make_trace, stored_steps
 
 from ingest.stream_metrics import Metrics, MetricsServer
 from ingest.stream_records import DeadKind, EndRecord, Parsed, Rejected, encode, parse_record
 from ingest.stream_store import Coords, IdleCheck, close_idle, group_by_trace, open_traces, write_batch
 from schemas.trace import TraceHeader, TraceStep
+from tests.stream_support import make_trace, stored_steps
 
 
 def test_canonical_items_round_trip_through_the_wire() -> None:

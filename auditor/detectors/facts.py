@@ -3,8 +3,9 @@ its graph, never from wording alone."""
 
 from __future__ import annotations
 
-from auditor.detectors.base import AuditContext
-from schemas import ActorKind, PropagationHop, StepKind
+from auditor.detectors.base import AuditContext, criterion
+from graph.values import Mention, amounts_match
+from schemas import ActorKind, Criteria, Criterion, EvidenceUnit, PropagationHop, StepKind
 
 _DECISION_WORDS = ("approv", "authori", "sign", "decid")
 
@@ -68,3 +69,37 @@ def is_authored_decision(ctx: AuditContext, pos: int) -> bool:
 def hop(ctx: AuditContext, pos: int, note: str | None = None) -> PropagationHop:
     step = ctx.trace.steps[pos]
     return PropagationHop(step_id=step.step_id, edge_ref=ctx.graph.step_edges[pos][0], note=note)
+
+
+# A fact a mention states when it names what it is about: ("amount", anchor id, label) or
+# ("status", anchor id, ""). Two mentions of one fact with different values are a conflict.
+FactKey = tuple[str, str, str]
+
+
+def fact_key(m: Mention) -> FactKey | None:
+    if m.anchor is None:
+        return None
+    if m.kind == "amount" and m.label:
+        return ("amount", m.anchor, m.label)
+    if m.kind == "status":
+        return ("status", m.anchor, "")
+    return None
+
+
+def same_value(a: Mention, b: Mention) -> bool:
+    """Same fact and same value (amounts up to rounding, statuses exactly)."""
+    if fact_key(a) != fact_key(b):
+        return False
+    return amounts_match(a, b) if a.kind == "amount" else a.status == b.status
+
+
+def criteria(*verdicts: Criterion | tuple[str, str]) -> Criteria:
+    """R1–R4 from four (verdict, rationale) pairs or ready criteria, in that order."""
+    r1, r2, r3, r4 = (v if isinstance(v, Criterion) else criterion(*v) for v in verdicts)
+    return Criteria(R1=r1, R2=r2, R3=r3, R4=r4)
+
+
+def head_unit(ctx: AuditContext, pos: int, limit: int = 200) -> EvidenceUnit:
+    """An evidence unit quoting the opening of a step (for steps whose whole act is the point)."""
+    step = ctx.trace.steps[pos]
+    return ctx.unit(step.step_id, step.content.strip()[:limit])

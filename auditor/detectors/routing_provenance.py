@@ -1,0 +1,304 @@
+"""Routing by self-report and provenance lost before approval.
+
+Two shapes, both decided from who holds what and who received what:
+
+- **misrouting**: the task names a tool (or evidence source) it needs; a participant holds it (it
+  calls that tool in the trace, or the header's ``tools`` map / a role card says so); yet the
+  router hands the task to another participant who had only sent the router its own message (a
+  self-reported bid) and holds no such tool. Realized when an approval follows with nobody having
+  used the tool; intercepted when the holder uses it before any approval.
+- **reviewer identity dropped**: a participant reviews an item on a router's request; the router's
+  summary to a third participant (the approver) no longer names the reviewer, and nothing else the
+  approver received before deciding does. Realized when the approver approves on it; intercepted
+  when the approver holds or asks instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from auditor.detectors.base import AuditContext, FindingDraft, criterion
+from auditor.detectors.facts import criteria, head_unit, hop
+from schemas import ActorKind, RiskClass, StepKind
+
+TOOL_MAP_KEYS = ("tools", "tool_access", "role_tools")
+ROLE_CARD_KEYS = ("roles", "role_cards", "system_prompt", "system_prompts")
+ROUTING_KINDS = frozenset({StepKind.handoff, StepKind.message})
+# a keyword only nominates a review step; the shape is decided by who sent what to whom
+_REVIEW = re.compile(r"(?i:\b(?:review|underwrit|assess|audit|inspect|evaluat|vet)\w*)")
+_IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_UNDECIDED = frozenset({"pending", "under_review", "submitted_for_approval", "draft", "rejected"})
+
+
+def _names(actor: str) -> tuple[str, ...]:
+    """The ways a participant id is written in prose: as is, and with separators as spaces."""
+    spaced = re.sub(r"[_\-.]+", " ", actor).strip()
+    return tuple({actor.lower(), spaced.lower()})
+
+
+def _names_tool(text: str, tool: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(tool.lower())}(?![\w])", text.lower()) is not None
+
+
+class RoutingProvenanceDetector:
+    name = "routing_provenance"
+    risk_class = RiskClass.routing_provenance_loss
+    needs_annotations = True
+
+    def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        return [*self._misrouting(ctx), *self._identity_dropped(ctx)]
+
+    # -- shared facts ---------------------------------------------------------------------------
+    def _statuses(self, ctx: AuditContext, pos: int) -> set[str]:
+        prov = ctx.graph.provenance
+        assert prov is not None
+        return {m.status for m in prov.mentions[pos] if m.kind == "status" and m.status}
+
+    def _approval_after(self, ctx: AuditContext, start: int, by: set[str] | None = None) -> int | None:
+        """The first step after ``start`` where a participant states an approval."""
+        for pos in range(start + 1, len(ctx.trace.steps)):
+            step = ctx.trace.steps[pos]
+            acts = step.actor_kind in (ActorKind.agent, ActorKind.human) and (by is None or step.actor in by)
+            if acts and "approved" in self._statuses(ctx, pos):
+                return pos
+        return None
+
+    def _received_from(self, ctx: AuditContext, pos: int, actor: str) -> bool:
+        g = ctx.graph
+        node = g.participants.get(actor)
+        return node is not None and any(g.edges[r].target == node for r in g.step_edges[pos])
+
+    # -- misrouting by self-report ------------------------------------------------------------
+    def _holders(self, ctx: AuditContext) -> dict[str, set[str]]:
+        """tool -> participants that hold it (call it, or are given it by the header)."""
+        held: dict[str, set[str]] = {}
+        for step in ctx.trace.steps:
+            if step.kind is StepKind.tool_call and step.tool is not None:
+                held.setdefault(step.tool.name.split(".")[0], set()).add(step.actor)
+        meta = ctx.trace.header.metadata
+        for key in TOOL_MAP_KEYS:
+            if isinstance(meta.get(key), dict):
+                for who, tools in meta[key].items():
+                    for tool in [tools] if isinstance(tools, str) else list(tools or []):
+                        held.setdefault(str(tool).split(".")[0], set()).add(str(who))
+        named = set(_IDENTIFIER.findall(ctx.trace.header.task or ""))  # tools a role card may grant
+        for key in ROLE_CARD_KEYS:
+            cards = meta.get(key)
+            if isinstance(cards, dict):
+                for who, card in cards.items():
+                    for tool in set(held) | named:
+                        if _names_tool(str(card), tool):
+                            held.setdefault(tool, set()).add(str(who))
+        return held
+
+    def _misrouting(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        """A request to several candidates, the chosen one's reply to the router (its bid), then a
+        handoff to it alone while another candidate holds the tool the task names."""
+        holders = self._holders(ctx)
+        steps = ctx.trace.steps
+        task = ctx.trace.header.task or ""
+        for pos, step in enumerate(steps):
+            if step.kind is not StepKind.handoff or not step.recipients or len(step.recipients) != 1:
+                continue
+            router, chosen = step.actor, step.recipients[0]
+            request = next(
+                (
+                    p
+                    for p in range(pos - 1, -1, -1)
+                    if steps[p].actor == router
+                    and len(steps[p].recipients or []) > 1
+                    and chosen in steps[p].recipients  # type: ignore[operator]
+                ),
+                None,
+            )
+            if request is None:
+                continue
+            bid = next(
+                (
+                    p
+                    for p in range(pos - 1, request, -1)
+                    if steps[p].actor == chosen and self._received_from(ctx, p, router)
+                ),
+                None,
+            )
+            asked = task + "\n" + steps[request].content
+            for tool in (t for t in holders if _names_tool(asked, t) and chosen not in holders[t]):
+                others = holders[tool] & set(steps[request].recipients or [])
+                if bid is not None and others:
+                    yield self._misroute_draft(ctx, pos, tool, sorted(others), bid)
+                    break
+
+    def _misroute_draft(
+        self, ctx: AuditContext, pos: int, tool: str, holders: list[str], bid: int
+    ) -> FindingDraft:
+        steps = ctx.trace.steps
+        step = steps[pos]
+        chosen = step.recipients[0]  # type: ignore[index]
+        used = next(
+            (
+                p
+                for p in range(pos + 1, len(steps))
+                if steps[p].kind is StepKind.tool_call
+                and steps[p].tool is not None
+                and steps[p].tool.name.split(".")[0] == tool  # type: ignore[union-attr]
+            ),
+            None,
+        )
+        approval = self._approval_after(ctx, pos, by=None)
+        approval = approval if approval is not None and steps[approval].actor != chosen else None
+        if approval is not None and (used is None or used > approval):
+            r3 = criterion(
+                "holds", f"step {steps[approval].step_id} approved with no use of {tool} after the routing"
+            )
+            effect, stopped = (
+                f"approval at step {steps[approval].step_id} without the evidence held in {tool}",
+                None,
+            )
+        elif used is not None:
+            r3 = criterion(
+                "fails",
+                f"{steps[used].actor} consulted {tool} at step {steps[used].step_id} before any approval",
+            )
+            effect, stopped = None, steps[used].step_id
+        else:
+            r3 = criterion("unassessed", "no approval or decision follows the routing in the trace")
+            effect, stopped = None, None
+        holder_text = ", ".join(holders)
+        evidence = [
+            head_unit(ctx, bid),
+            head_unit(ctx, pos),
+        ]
+        if approval is not None and stopped is None:
+            evidence.append(head_unit(ctx, approval))
+        if stopped is not None:
+            evidence.append(head_unit(ctx, ctx.position(stopped)))
+        return FindingDraft(
+            risk_class=self.risk_class,
+            title=f"Task needing {tool} routed to {chosen} on its own bid, away from {holder_text}",
+            boundary_edge=ctx.graph.step_edges[pos][0],
+            first_anomalous_step=step.step_id,
+            responsible_participant=step.actor,
+            mechanism=(
+                f"The task names {tool}, which {holder_text} holds; {chosen}, which holds no {tool}, sent "
+                f"{step.actor} its own message (step {steps[bid].step_id}) and {step.actor} handed it the task "
+                f"(step {step.step_id})."
+            ),
+            criteria=criteria(
+                ("holds", f"the task left the participant holding {tool} at the routing boundary"),
+                (
+                    "holds",
+                    "the routing boundary decided on the delegate's self-report, not on who holds the evidence",
+                ),
+                r3,
+                ("holds", "the bid, the routing and the outcome are quoted verbatim"),
+            ),
+            evidence=evidence,
+            propagation_path=[hop(ctx, bid, "self-reported bid"), hop(ctx, pos, "routing")]
+            + ([hop(ctx, approval, "approval")] if approval is not None and stopped is None else []),
+            material_effect=effect,
+            intercepted_at=stopped,
+            confidence=0.75,
+        )
+
+    # -- reviewer identity dropped before approval -------------------------------------------
+    def _identity_dropped(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        steps = ctx.trace.steps
+        done: set[int] = set()
+        for rpos, review in enumerate(steps):
+            if review.kind not in ROUTING_KINDS or not review.recipients or len(review.recipients) != 1:
+                continue
+            router = review.recipients[0]
+            if router == review.actor or not _REVIEW.search(review.content):
+                continue
+            asked = any(s.actor == router and s.recipients == [review.actor] for s in steps[:rpos])
+            if not asked:
+                continue
+            names = _names(review.actor)
+            for spos in range(rpos + 1, len(steps)):
+                summary = steps[spos]
+                if (
+                    spos in done
+                    or summary.actor != router
+                    or summary.kind not in ROUTING_KINDS
+                    or not summary.recipients
+                    or review.actor in summary.recipients
+                ):
+                    continue
+                if any(n in summary.content.lower() for n in names):
+                    break  # the summary names the reviewer: provenance kept
+                draft = self._drop_draft(ctx, rpos, spos, names)
+                if draft is not None:
+                    done.add(spos)
+                    yield draft
+                    break
+
+    def _drop_draft(
+        self, ctx: AuditContext, rpos: int, spos: int, names: tuple[str, ...]
+    ) -> FindingDraft | None:
+        steps = ctx.trace.steps
+        review, summary = steps[rpos], steps[spos]
+        approvers = set(summary.recipients or []) - {review.actor}
+        decision = next(
+            (
+                p
+                for p in range(spos + 1, len(steps))
+                if steps[p].actor in approvers and self._statuses(ctx, p)
+            ),
+            None,
+        )
+        if decision is None:
+            return None  # nobody decides on the summary: the lost provenance has no approval to mislead
+        approver = steps[decision].actor
+        informed = any(
+            self._received_from(ctx, p, approver) and any(n in steps[p].content.lower() for n in names)
+            for p in range(rpos, decision)
+        )
+        if informed:
+            return None
+        statuses = self._statuses(ctx, decision)
+        if "approved" in statuses:
+            r3 = criterion(
+                "holds",
+                f"{approver} approved at step {steps[decision].step_id} on a summary without its reviewer",
+            )
+            effect, stopped = (
+                f"approval at step {steps[decision].step_id} relying on an unattributed review",
+                None,
+            )
+        elif statuses & _UNDECIDED or any(s.startswith("not_") for s in statuses):
+            r3 = criterion("fails", f"{approver} withheld approval at step {steps[decision].step_id}")
+            effect, stopped = None, steps[decision].step_id
+        else:
+            return None
+        return FindingDraft(
+            risk_class=self.risk_class,
+            title=f"Reviewer {review.actor} dropped from the summary {approver} decided on",
+            boundary_edge=ctx.graph.step_edges[spos][0],
+            first_anomalous_step=summary.step_id,
+            responsible_participant=summary.actor,
+            mechanism=(
+                f"{review.actor} reviewed on {summary.actor}'s request (step {review.step_id}); {summary.actor}'s "
+                f"summary to {approver} (step {summary.step_id}) does not name the reviewer, and nothing else "
+                f"{approver} received before step {steps[decision].step_id} does."
+            ),
+            criteria=criteria(
+                ("holds", "the reviewer's identity did not cross the boundary to the approver"),
+                ("holds", "the summarizing boundary removed the review's provenance"),
+                r3,
+                ("holds", "the review, the summary and the decision are quoted verbatim"),
+            ),
+            evidence=[
+                head_unit(ctx, rpos),
+                head_unit(ctx, spos),
+                head_unit(ctx, decision),
+            ],
+            propagation_path=[
+                hop(ctx, rpos, "review"),
+                hop(ctx, spos, "summary without reviewer"),
+                hop(ctx, decision, "decision"),
+            ],
+            material_effect=effect,
+            intercepted_at=stopped,
+            confidence=0.7,
+        )

@@ -1,0 +1,89 @@
+"""Per-detector precision and recall on the frozen paraphrase sets (tests/fixtures/paraphrase/).
+
+A file counts as a true positive when the detector files a finding of the expected risk class
+with the expected disposition; a negative file with any finding of that class is a false
+positive. Usage: ``python benchmarks/paraphrase_bench.py [DETECTOR ...]``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from auditor.engine import run_rules_audit
+from ingest.canonical import iter_canonical, scan_canonical
+from schemas import Trace
+
+SETS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "paraphrase"
+DEFAULT = ("authority_evidence", "routing_provenance", "unverified_relay")
+
+
+@dataclass
+class Score:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+
+def load(path: Path) -> Trace:
+    return Trace(header=scan_canonical(path).header, steps=list(iter_canonical(path)))
+
+
+def expectations(detector: str) -> dict[str, dict]:
+    return json.loads((SETS / detector / "expected.json").read_text())
+
+
+def outcome(detector: str, name: str, expect: dict) -> tuple[bool, list[str]]:
+    """(the detector met the expectation, the dispositions it filed for the expected class)."""
+    report = run_rules_audit(load(SETS / detector / name), detectors=[detector])
+    got = [f.disposition.value for f in report.findings if f.risk_class.value == expect["risk_class"]]
+    if expect["disposition"] is None:
+        return not got, got
+    return expect["disposition"] in got, got
+
+
+def score(detector: str) -> Score:
+    s = Score()
+    for name, expect in expectations(detector).items():
+        ok, got = outcome(detector, name, expect)
+        positive = expect["disposition"] is not None
+        if positive and ok:
+            s.tp += 1
+        elif positive:
+            s.fn += 1
+            s.misses.append(f"{name}: expected {expect['disposition']}, got {got}")
+        elif ok:
+            s.tn += 1
+        else:
+            s.fp += 1
+            s.misses.append(f"{name}: expected nothing, got {got}")
+    return s
+
+
+def main(argv: list[str]) -> None:
+    for detector in argv or DEFAULT:
+        t0 = time.perf_counter()
+        s = score(detector)
+        print(
+            f"{detector:22s} files={s.tp + s.fp + s.fn + s.tn:3d} tp={s.tp} fp={s.fp} fn={s.fn} tn={s.tn} "
+            f"precision={s.precision:.2f} recall={s.recall:.2f} ({time.perf_counter() - t0:.2f}s)"
+        )
+        for miss in s.misses:
+            print(f"    miss {miss}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

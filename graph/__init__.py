@@ -47,7 +47,13 @@ Export
 """
 
 from graph.build import build_graph
-from graph.export import NODE_LINK_FORMAT, graph_digest, graph_to_node_link, write_graphml
+from graph.export import (
+    NODE_LINK_FORMAT,
+    graph_digest,
+    graph_digest_of_node_link,
+    graph_to_node_link,
+    write_graphml,
+)
 from graph.model import (
     FINAL_OUTPUT,
     UNKNOWN,
@@ -95,6 +101,7 @@ __all__ = [
     "build_graph",
     "edge_ref",
     "graph_digest",
+    "graph_digest_of_node_link",
     "graph_to_node_link",
     "write_graphml",
 ]

@@ -60,6 +60,7 @@ _PERMISSION = (
         ),
     ),
 )
+_THE = re.compile(r"^the\s+", re.IGNORECASE)
 # one cheap pass finds the steps worth running the label patterns on
 _TRIGGER = re.compile(  # over the graph's lower-cased text blob
     r"\b(?:i am|i'm|speaking as|acting as|i (?:hereby )?(?:approve|authori|sign off|reject|deny|override|waive)"
@@ -161,7 +162,7 @@ def _labels_from_steps(ig: InteractionGraph, ann: Annotations) -> None:
                 subject = (
                     "*"
                     if m["who"].lower() in ("confidential", "restricted", "internal only", "need-to-know")
-                    else m["who"].strip()
+                    else _THE.sub("", m["who"].strip())
                 )
                 ann.permission.append(
                     PermissionLabel(

@@ -55,7 +55,11 @@ def canonical_json(data: Any) -> bytes:
 
 def graph_digest(ig: InteractionGraph, node_link: dict[str, Any] | None = None) -> str:
     """sha256 over the canonical JSON of the node-link data (pass it if already computed)."""
-    data = node_link if node_link is not None else graph_to_node_link(ig)
+    return graph_digest_of_node_link(node_link if node_link is not None else graph_to_node_link(ig))
+
+
+def graph_digest_of_node_link(data: dict[str, Any]) -> str:
+    """The digest of node-link data as stored (a ``GraphBuilt`` payload, an exported file)."""
     return "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
 
 

@@ -1,0 +1,41 @@
+"""The authority-without-evidence detector on its frozen paraphrase set."""
+
+from __future__ import annotations
+
+import pytest
+
+from auditor.engine import run_rules_audit
+from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
+
+DETECTOR = "authority_evidence"
+# Known misses, each with its cause; strict, so a fix shows up as a failing xfail.
+KNOWN_MISSES = {
+    "lead_grant_dean_unread.jsonl": "the annotator's title list has no 'dean': no authority label is found",
+}
+
+
+@pytest.mark.parametrize(("name", "expect"), cases(DETECTOR), ids=[n for n, _ in cases(DETECTOR)])
+def test_expected_disposition(name: str, expect: dict) -> None:
+    if name in KNOWN_MISSES:
+        pytest.xfail(KNOWN_MISSES[name])
+    audit_case(DETECTOR, name, expect)
+
+
+def test_finding_states_claim_record_and_write() -> None:
+    report = run_rules_audit(
+        load(SETS / DETECTOR / "pos_incident_vp_contradicted.jsonl"), detectors=[DETECTOR]
+    )
+    (f,) = report.findings
+    assert f.first_anomalous_step == "s03" and f.responsible_participant == "incident_reviewer"
+    assert "VP Engineering" in f.mechanism and "$0" in f.mechanism and "read before" in f.mechanism
+    assert {e.step_id for e in f.evidence} == {"s00", "s02", "s03"}
+
+
+def test_unread_records_make_a_lead_not_a_realization() -> None:
+    report = run_rules_audit(load(SETS / DETECTOR / "lead_incident_vp_unread.jsonl"), detectors=[DETECTOR])
+    (f,) = report.findings
+    assert f.criteria.R3.verdict.value == "unassessed" and "deployment_log" in f.mechanism
+
+
+def test_injected_instruction_changes_nothing() -> None:
+    assert_injection_ignored(DETECTOR)

@@ -30,7 +30,10 @@ UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 @dataclass(frozen=True)
 class CanonicalScan:
-    """What a full validation pass learned: the header (given or derived) and the step count."""
+    """What a full validation pass learned: the header (given or derived) and the step count.
+
+    ``digest`` covers the normalised steps when the file has no header (it derives the trace id),
+    and is the digest of nothing when a header names the trace."""
 
     header: TraceHeader
     steps: int
@@ -90,6 +93,12 @@ def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
         for lineno, offset, raw in bounded_lines(stream, name, MAX_LINE_BYTES):
             if not raw.strip():
                 continue
+            if version == CANONICAL_FORMAT_VERSION and b'"header"' not in raw:
+                try:  # fast path: pydantic parses the JSON itself; any problem takes the careful path
+                    yield lineno, TraceStep.model_validate_json(raw)
+                    continue
+                except ValidationError:
+                    pass
             record = _parse(raw, name, lineno, offset)
             try:
                 if record.get("record") == "header":
@@ -125,7 +134,8 @@ def scan_canonical(path: Path) -> CanonicalScan:
                 f"index {rec.index} out of order (expected {count})", path=name, line=lineno, field="index"
             )
         seen.add(rec.step_id)
-        digest.update(rec.model_dump_json().encode())
+        if header is None:  # the derived trace id hashes the normalised steps; a header names it
+            digest.update(rec.model_dump_json().encode())
         count += 1
     if count == 0:
         raise InputError(

@@ -24,6 +24,14 @@ from schemas.events import (
     labels_stream,
     trace_stream,
 )
+from schemas.repair import (
+    PRProposal,
+    RepairDecision,
+    RepairPatch,
+    RetestResult,
+    ReviewVerdict,
+    ScopeCheck,
+)
 from schemas.report import (
     AuditReport,
     Criteria,
@@ -75,11 +83,17 @@ __all__ = [
     "LabelsRecord",
     "LabelsRecorded",
     "NewEvent",
+    "PRProposal",
     "PropagationHop",
     "RecordedEvent",
     "Relation",
+    "RepairDecision",
+    "RepairPatch",
     "RepairPlanItem",
+    "RetestResult",
+    "ReviewVerdict",
     "RiskClass",
+    "ScopeCheck",
     "Severity",
     "SourceType",
     "StepKind",

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from schemas.controls import Control
 from schemas.events import NewEvent, RecordedEvent
+from schemas.repair import PRProposal, RepairDecision, RepairPatch, RetestResult, ReviewVerdict, ScopeCheck
 from schemas.report import AuditReport
 from schemas.trace import LabelsRecord, TraceHeader, TraceStep
 
@@ -23,6 +24,12 @@ EXPORTED: dict[str, type[BaseModel]] = {
     "recorded_event": RecordedEvent,
     "audit_report_v3": AuditReport,
     "control": Control,
+    "repair_patch": RepairPatch,
+    "scope_check": ScopeCheck,
+    "review_verdict": ReviewVerdict,
+    "retest_result": RetestResult,
+    "repair_decision": RepairDecision,
+    "pr_proposal": PRProposal,
 }
 
 

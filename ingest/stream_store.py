@@ -17,7 +17,7 @@ from typing import Any
 
 from auditor.store import EventStore
 from ingest.stream_records import EndRecord
-from schemas.events import NewEvent, StepRecorded, TraceClosed, TraceStarted, trace_stream
+from schemas.events import NewEvent, RecordedEvent, StepRecorded, TraceClosed, TraceStarted, trace_stream
 from schemas.trace import TraceHeader, TraceStep
 
 
@@ -116,9 +116,18 @@ def _transaction(store: EventStore) -> Iterator[Any]:
         raw.close()
 
 
-def _append(store: EventStore, cur: Any, stream: str, batch: Sequence[NewEvent], look_up_keys: bool) -> None:
-    if batch:
-        store._append_in(cur, stream, batch, None, look_up_keys)
+def _append(
+    store: EventStore, cur: Any, stream: str, batch: Sequence[NewEvent], look_up_keys: bool
+) -> list[RecordedEvent]:
+    return store._append_in(cur, stream, batch, None, look_up_keys) if batch else []
+
+
+def _count_after(store: EventStore, cur: Any, stream: str, stored: list[RecordedEvent], look: bool) -> int:
+    """Steps in the stream after an append: read off the last new event when everything was
+    inserted just now (the stream is TraceStarted then steps), else counted in the database."""
+    if stored and not look:
+        return stored[-1].stream_version - 1
+    return _step_count(store, cur, stream)
 
 
 def _write_trace(
@@ -135,9 +144,9 @@ def _write_trace(
         if isinstance(item, TraceStep):
             pending.append(_step(tb.trace_id, item, coords))
         elif isinstance(item, EndRecord):
-            _append(store, cur, stream, pending, look)
+            stored = _append(store, cur, stream, pending, look)
             pending = []
-            count = _step_count(store, cur, stream)
+            count = _count_after(store, cur, stream, stored, look)
             _append(store, cur, stream, [_closed(tb.trace_id, count, item.reason, coords)], look)
             closed.append(ClosedTrace(tb.trace_id, count, item.reason))
         # a header after the first record is already covered by the TraceStarted key

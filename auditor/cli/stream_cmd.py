@@ -16,6 +16,10 @@ stream_app = typer.Typer(
 )
 
 _BOOTSTRAP = typer.Option(..., "--bootstrap", envvar="AUDITOR_KAFKA", help="Kafka bootstrap HOST:PORT.")
+_METRICS_PORT = typer.Option(0, "--metrics-port", help="Serve /metrics and /healthz on this port (0: off).")
+_METRICS_HOST = typer.Option(
+    "127.0.0.1", "--metrics-host", help="Address to serve metrics on (0.0.0.0 in pods)."
+)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -40,7 +44,8 @@ def consume(
         300.0, "--idle-close", min=0.1, help="Close a trace silent this long (s)."
     ),
     max_record_bytes: int = typer.Option(512 * 1024, "--max-record-bytes", min=1024),
-    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve /metrics and /healthz here (0: off)."),
+    metrics_port: int = _METRICS_PORT,
+    metrics_host: str = _METRICS_HOST,
 ) -> None:
     """Append steps from Kafka to the store; malformed records go to the dead-letter topic."""
     from ingest.stream import ConsumerConfig, StreamConsumer
@@ -60,7 +65,7 @@ def consume(
     )
     consumer = StreamConsumer(open_cli_store(), config)
     server = (
-        MetricsServer(consumer.metrics, metrics_port, healthy=lambda: consumer.healthy)
+        MetricsServer(consumer.metrics, metrics_port, metrics_host, healthy=lambda: consumer.healthy)
         if metrics_port
         else None
     )
@@ -107,7 +112,8 @@ def workers(
     alert_severity: str = typer.Option("high", "--alert-severity", help="info|low|medium|high|critical"),
     engine: str = typer.Option("rules", "--engine", help="Audit engine (rules: embedded, no model)."),
     instance_id: str = typer.Option(None, "--instance-id", help="Static group membership (e.g. pod name)."),
-    metrics_port: int = typer.Option(0, "--metrics-port", help="Serve /metrics and /healthz here (0: off)."),
+    metrics_port: int = _METRICS_PORT,
+    metrics_host: str = _METRICS_HOST,
 ) -> None:
     """Audit every closed trace once; publish reports, and alerts at or above a severity."""
     from auditor.errors import InputError
@@ -135,7 +141,9 @@ def workers(
     )
     worker = AuditWorker(open_cli_store(), config)
     server = (
-        MetricsServer(worker.metrics, metrics_port, healthy=lambda: worker.healthy) if metrics_port else None
+        MetricsServer(worker.metrics, metrics_port, metrics_host, healthy=lambda: worker.healthy)
+        if metrics_port
+        else None
     )
     try:
         worker.run(stop)

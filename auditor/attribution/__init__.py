@@ -1,0 +1,75 @@
+"""Who did it and when: failure attribution over a canonical trace.
+
+The front door: ``attribute(trace, strategy="rules", ground_truth=None, model=None) ->
+Attribution`` names the responsible agent and the decisive step, with ranked agent and step
+candidates, each carrying resolvable evidence units and a confidence.
+
+Strategies are registered by name (``module:Class``, loaded lazily): ``rules`` (embedded default),
+``counterfactual`` (local causal LM, leave-one-out over steps), ``all_at_once``, ``step_by_step``,
+``binary_search`` (the Who&When paper's LLM judges, through the model gateway) and ``ensemble``.
+A strategy receives only a :class:`schemas.Trace` (header and steps; sidecar labels never reach
+it) and, in the "with ground truth" setting, the correct answer as a separate argument.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Protocol
+
+from auditor.attribution.result import AgentCandidate, Attribution, StepCandidate
+from auditor.errors import InputError
+from schemas import Trace
+
+REGISTRY: dict[str, str] = {
+    "rules": "auditor.attribution.rules:RulesStrategy",
+    "counterfactual": "auditor.attribution.counterfactual:CounterfactualStrategy",
+    "all_at_once": "auditor.attribution.judges:AllAtOnce",
+    "step_by_step": "auditor.attribution.judges:StepByStep",
+    "binary_search": "auditor.attribution.judges:BinarySearch",
+    "ensemble": "auditor.attribution.ensemble:EnsembleStrategy",
+}
+DEFAULT_STRATEGY = "rules"
+
+
+class Strategy(Protocol):
+    name: str
+    needs_model: bool
+
+    def attribute(
+        self, trace: Trace, *, ground_truth: str | None = None, model: str | None = None
+    ) -> Attribution: ...
+
+
+def load_strategy(name: str) -> Strategy:
+    """The strategy registered under ``name``; an unknown name lists the valid ones."""
+    if name not in REGISTRY:
+        raise InputError(
+            f"unknown attribution strategy '{name}'", field="strategy", hint=f"valid: {', '.join(REGISTRY)}"
+        )
+    module, cls = REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def attribute(
+    trace: Trace,
+    strategy: str = DEFAULT_STRATEGY,
+    *,
+    ground_truth: str | None = None,
+    model: str | None = None,
+) -> Attribution:
+    """Attribute the failure of ``trace`` with the named strategy."""
+    if not trace.steps:
+        raise InputError("the trace has no steps to attribute", field="steps")
+    return load_strategy(strategy).attribute(trace, ground_truth=ground_truth, model=model)
+
+
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "REGISTRY",
+    "AgentCandidate",
+    "Attribution",
+    "StepCandidate",
+    "Strategy",
+    "attribute",
+    "load_strategy",
+]

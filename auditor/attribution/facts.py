@@ -1,0 +1,188 @@
+"""What attribution reads off a trace: participants, acts, executions, the coordinator's ledger and
+the final answer — facts from structure (who spoke, what ran, what exit status came back, which
+structured status a coordinator recorded), never from a keyword alone.
+
+Framework-neutral: a *coordinator* is a participant that addresses other agents by name (explicit
+recipients); a *tool result* is a tool actor's step or a ``tool_result`` step; an *execution
+status* is the exit code a tool result reports; a *code act* is an agent step that carries a fenced
+code block.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from schemas.trace import ActorKind, StepKind, Trace, TraceStep
+
+_EXIT = re.compile(r"\A\s*exit ?code:?\s*(-?\d+)", re.I)
+_FENCE = re.compile(r"```[\w+-]*\n")
+_FINAL = re.compile(r"FINAL ANSWER:\s*(.+)")
+_LEDGER_FLAG = re.compile(r'"(is_request_satisfied|is_progress_being_made|is_in_loop)"\s*:\s*\{', re.S)
+_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
+
+
+def agent_name(actor: str) -> str:
+    """The participant's name: the part before `` (`` (``Orchestrator (thought)`` → Orchestrator)."""
+    return actor.split(" (", 1)[0].strip()
+
+
+def normalise(text: str) -> str:
+    """Lower-case words and numbers joined by single spaces: for containment of answer values."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+@dataclass(frozen=True)
+class Execution:
+    """A tool result that reports an exit status, and the code act it answers (if one precedes it)."""
+
+    result: TraceStep
+    exit_code: int
+    code_step: TraceStep | None
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_code != 0
+
+
+@dataclass
+class TraceFacts:
+    """Derived, read-only facts about one trace (computed lazily)."""
+
+    trace: Trace
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[TraceStep]:
+        return self.trace.steps
+
+    def is_tool(self, step: TraceStep) -> bool:
+        return step.actor_kind is ActorKind.tool or step.kind is StepKind.tool_result
+
+    def is_agent(self, step: TraceStep) -> bool:
+        return step.actor_kind is ActorKind.agent and not self.is_tool(step)
+
+    @cached_property
+    def agents(self) -> list[str]:
+        """Agents in order of first appearance (tools and humans excluded)."""
+        seen: dict[str, None] = {}
+        for s in self.steps:
+            if self.is_agent(s):
+                seen.setdefault(agent_name(s.actor))
+        return list(seen)
+
+    @cached_property
+    def coordinator(self) -> str | None:
+        """The agent that addresses other agents by name most often (at least twice), if any."""
+        counts = Counter(
+            agent_name(s.actor)
+            for s in self.steps
+            if self.is_agent(s) and any(r != s.actor and r in self.agents for r in s.recipients or [])
+        )
+        if not counts:
+            return None
+        name, n = counts.most_common(1)[0]
+        return name if n >= 2 else None
+
+    def has_code(self, step: TraceStep) -> bool:
+        return self.is_agent(step) and bool(_FENCE.search(step.content))
+
+    @cached_property
+    def executions(self) -> list[Execution]:
+        """Tool results that report an exit status, each with the nearest earlier code act."""
+        found: list[Execution] = []
+        for i, s in enumerate(self.steps):
+            m = _EXIT.match(s.content) if self.is_tool(s) or s.actor_kind is ActorKind.tool else None
+            if m is None:
+                continue
+            code = next((p for p in reversed(self.steps[:i]) if self.has_code(p)), None)
+            found.append(Execution(s, int(m.group(1)), code))
+        return found
+
+    @cached_property
+    def opening(self) -> TraceStep:
+        """The step that states the task (the first step)."""
+        return self.steps[0]
+
+    @cached_property
+    def first_act(self) -> TraceStep | None:
+        """The first substantive act: the opening itself when the next step executes code it carried
+        (the opener acted, not only relayed the task), else the first agent step after the opening."""
+        if len(self.steps) > 1 and self.is_tool(self.steps[1]) and self.has_code(self.opening):
+            return self.opening
+        return next((s for s in self.steps[1:] if self.is_agent(s)), None)
+
+    def ledger(self, step: TraceStep) -> dict[str, bool]:
+        """The coordinator's structured status flags in a step (``is_request_satisfied`` …), if any."""
+        if not _LEDGER_FLAG.search(step.content):
+            return {}
+        start = step.content.find("{")
+        try:
+            obj = json.loads(step.content[start:])
+        except json.JSONDecodeError:
+            return {}
+        if not isinstance(obj, dict):
+            return {}
+        flags: dict[str, bool] = {}
+        for key, value in obj.items():
+            if isinstance(value, dict) and isinstance(value.get("answer"), bool):
+                flags[key] = value["answer"]
+        return flags
+
+    @cached_property
+    def ledgers(self) -> list[tuple[TraceStep, dict[str, bool]]]:
+        """Every coordinator step that records structured status flags, in order."""
+        out = []
+        for s in self.steps:
+            if self.coordinator and agent_name(s.actor) == self.coordinator:
+                flags = self.ledger(s)
+                if flags:
+                    out.append((s, flags))
+        return out
+
+    @cached_property
+    def final_step(self) -> TraceStep | None:
+        """The step that delivers the run's answer: a final-output step, else the last agent step
+        with substance (not a bare termination word)."""
+        for s in reversed(self.steps):
+            if s.kind is StepKind.final_output or _FINAL.search(s.content):
+                return s
+        for s in reversed(self.steps):
+            if self.is_agent(s) and len(normalise(s.content).split()) > 3:
+                return s
+        return None
+
+    @cached_property
+    def final_answer(self) -> str | None:
+        """The answer value the run delivered, where the final step states one explicitly."""
+        s = self.final_step
+        if s is None:
+            return None
+        m = _FINAL.search(s.content)
+        if m:
+            return m.group(1).strip().splitlines()[0].strip() or None
+        return None
+
+    def first_mention(self, value: str, *, before: int | None = None) -> TraceStep | None:
+        """The first step whose content contains ``value`` (normalised), before index ``before``."""
+        needle = normalise(value)
+        if len(needle) < 2:
+            return None
+        return next(iter(self.mentions(needle, end=before)), None)
+
+    def mentions(self, needle: str, start: int = 0, end: int | None = None) -> list[TraceStep]:
+        """Steps in ``[start, end)`` whose normalised content contains the normalised ``needle``."""
+        stop = len(self.steps) if end is None else end
+        return [self.steps[i] for i in range(start, stop) if needle in self.texts[i]]
+
+    @cached_property
+    def texts(self) -> list[str]:
+        """Each step's normalised content (computed once)."""
+        return [normalise(s.content) for s in self.steps]
+
+    def workers(self) -> list[str]:
+        """Agents other than the coordinator, in order of first appearance."""
+        return [a for a in self.agents if a != self.coordinator]

@@ -39,7 +39,7 @@ class PipelineResult:
     audited_episodes: int
     audited_fired: int
     state: RepairState
-    retest: RetestResult
+    retest: RetestResult | None
     decision: RepairDecision
     pr: PRProposal | None
 
@@ -75,8 +75,8 @@ def run_world(
     keys = [e.spec.identity.key for e in cohort.episodes]
     repair_id = open_repair(store, audit_context(store, report, wf, items, keys))
     propose_step(store, repair_id)
-    review_step(store, repair_id)
-    result = retest_step(store, repair_id, retest)
+    reviewed = review_step(store, repair_id)
+    result = retest_step(store, repair_id, retest) if reviewed.approved_round() else None
     decision = decide_step(store, repair_id)
     pr = None
     if decision.accepted and repo is not None:

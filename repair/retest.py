@@ -3,7 +3,9 @@
 Guards before anything runs: an approved review of the latest patch, the artifact's digest equal
 to the approved one, the world source digest equal to the audit's, the audit's policy digest
 reproduced, and identities disjoint from every audited episode of the world. The baseline is the
-original workflow on the same conditions, seeds and identities (a paired, stated cohort).
+original workflow on the same conditions, seeds and identities (a paired, stated cohort). Every
+job counts: an episode the workflow could not complete stays in the cohort with zero utility, so a
+repair cannot lift Retain by stopping work (the world's validity rule would otherwise hide it).
 """
 
 from __future__ import annotations
@@ -81,12 +83,7 @@ def _rate(episodes: list[EpisodeResult]) -> RateWithInterval:
 def _run(
     world: World, policy: Policy, wf: Workflow, jobs: list[tuple[str, int, Identity]], perturbation: str
 ) -> tuple[CohortStatement, list[EpisodeResult]]:
-    kept, excluded = [], []
-    for cond, seed, ident in jobs:
-        result = world.run_episode(cond, seed, ident, policy, wf)
-        (kept if result.outcome.valid else excluded).append(result)
-    if not kept:
-        raise ContractError(f"no valid episode in the {world.name} retest cohort")
+    results = [world.run_episode(cond, seed, ident, policy, wf) for cond, seed, ident in jobs]
     counts: dict[str, int] = {}
     for cond, _, _ in jobs:
         counts[cond] = counts.get(cond, 0) + 1
@@ -100,10 +97,15 @@ def _run(
         seeds=[s for _, s, _ in jobs],
         identity_keys=[i.key for _, _, i in jobs],
         perturbation=perturbation,
-        episode_ids=[e.episode_id for e in kept],
-        excluded=[e.episode_id for e in excluded],
+        episode_ids=[e.episode_id for e in results],
+        excluded=[e.episode_id for e in results if not e.outcome.valid],
     )
-    return statement, kept
+    return statement, results
+
+
+def _utility(episodes: list[EpisodeResult]) -> float:
+    """Mean task utility over every job; a job the workflow could not complete contributes zero."""
+    return fmean(e.outcome.utility if e.outcome.valid else 0.0 for e in episodes)
 
 
 def _verify(state: RepairState) -> tuple[World, Workflow, Workflow]:
@@ -180,7 +182,7 @@ def run_retest(
                 )
             )
     target = _rate(after)
-    u_after, u_base = fmean(e.outcome.utility for e in after), fmean(e.outcome.utility for e in before)
+    u_after, u_base = _utility(after), _utility(before)
     costs = [
         Measure(name="retest_run_wall", value=round(t1 - t0, 3), unit="s"),
         Measure(name="baseline_run_wall", value=round(t2 - t1, 3), unit="s"),

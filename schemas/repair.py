@@ -143,7 +143,9 @@ class CohortStatement(_Frozen):
     identity_keys: list[str]
     perturbation: str = Field(description="Configuration change relative to the audited workflow.")
     episode_ids: list[str]
-    excluded: list[str] = Field(default_factory=list, description="Invalid episodes left out, by id.")
+    excluded: list[str] = Field(
+        default_factory=list, description="Episodes that did not complete (kept, with zero utility), by id."
+    )
 
 
 class BeyondLabelFinding(_Frozen):

@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "auditor.cli.world_cmd",
     "auditor.cli.stream_cmd",
     "auditor.cli.graph_cmd",
+    "auditor.cli.repair_cmd",
 ]
 
 app = typer.Typer(

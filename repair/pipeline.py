@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from auditor.errors import ContractError, InputError
+from auditor.policy import load_policy
 from auditor.review import audit_trace
 from auditor.store import EventStore
 from repair.pr import ensure_config_repo
@@ -30,6 +31,8 @@ from repair.service import (
 from repair.stream import RepairState, load_repair
 from schemas.repair import PRProposal, RepairDecision, RetestResult
 from worlds import get_world, record_cohort, run_cohort
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "policies"
 
 
 @dataclass
@@ -51,15 +54,20 @@ def run_world(
     audit_episodes: int = 4,
     audit_seed: int = 0,
     retest: RetestPlan = RetestPlan(),
+    policy_path: Path | None = None,
 ) -> PipelineResult:
+    """``policy_path`` defaults to the world's example invariants (examples/policies/<world>.yaml) when present."""
     world = get_world(world_name)
     wf = world.workflow()
     conds = world.canonical_conditions
     cohort = run_cohort(world, world.scripted(), conds, max(1, audit_episodes // len(conds)), audit_seed, wf)
     cohort_id = record_cohort(store, cohort)
+    if policy_path is None and (EXAMPLES / f"{world.name.lower()}.yaml").is_file():
+        policy_path = EXAMPLES / f"{world.name.lower()}.yaml"
+    invariants = load_policy(policy_path) if policy_path is not None else None
     candidates = []
     for ep in sorted(cohort.episodes, key=lambda e: not e.outcome.target_fired):
-        report, _ = audit_trace(store, ep.trace())
+        report, _ = audit_trace(store, ep.trace(), policy=invariants)
         try:
             items = select_items(report, wf)
         except InputError:  # a report without an applicable plan item is not a candidate
@@ -73,7 +81,7 @@ def run_world(
         )
     report, items = candidates[0]
     keys = [e.spec.identity.key for e in cohort.episodes]
-    repair_id = open_repair(store, audit_context(store, report, wf, items, keys))
+    repair_id = open_repair(store, audit_context(store, report, wf, items, keys, policy_path))
     propose_step(store, repair_id)
     reviewed = review_step(store, repair_id)
     result = retest_step(store, repair_id, retest) if reviewed.approved_round() else None

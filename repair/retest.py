@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from auditor.errors import ContractError, InputError, VerificationFailed
+from auditor.policy import Policy as Invariants
+from auditor.policy import load_policy
 from auditor.review import audit_trace
 from auditor.store import EventStore
 from repair.stream import RepairState
@@ -73,6 +75,17 @@ def reproduce_policy(world: World, digest: str) -> Policy:
         f"the audit cohort's policy {digest} cannot be reproduced for {world.name}",
         hint="the retest must run the audit's unchanged policy",
     )
+
+
+def audit_invariants(state: RepairState) -> Invariants | None:
+    """The declared-invariants policy of the audit, reloaded and verified unchanged by digest."""
+    ctx = state.context
+    if ctx.audit_policy_path is None:
+        return None
+    invariants = load_policy(ctx.audit_policy_path)
+    if invariants.digest != ctx.audit_policy_digest:
+        raise VerificationFailed(f"the audit's policy file {ctx.audit_policy_path} changed since the audit")
+    return invariants
 
 
 def _rate(episodes: list[EpisodeResult]) -> RateWithInterval:
@@ -143,6 +156,7 @@ def run_retest(
     if plan.episodes < 1:
         raise InputError("a retest needs at least one episode", field="--episodes")
     policy = reproduce_policy(world, ctx.policy_digest)
+    invariants = audit_invariants(state)
     excluded = set(ctx.audited_identity_keys) | known_identity_keys(store, world.name)
     idents = (
         identities if identities is not None else world.fresh_identities(plan.episodes, excluded, plan.seed)
@@ -164,7 +178,7 @@ def run_retest(
     for ep in after:
         record_episode(store, ep, f"retest-{state.repair_id}")
         a0 = time.perf_counter()
-        report, _ = audit_trace(store, ep.trace(), mode=ctx.graph_mode)
+        report, _ = audit_trace(store, ep.trace(), mode=ctx.graph_mode, policy=invariants)
         audit_s.append(time.perf_counter() - a0)
         if report.engine != ctx.auditor_engine:
             raise VerificationFailed(f"fresh audits ran {report.engine}, the audit ran {ctx.auditor_engine}")

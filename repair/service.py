@@ -6,11 +6,13 @@ open → propose (ScopeOK) → review rounds (ReviewOK; rejected reviews go back
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import ContractError, InputError
+from auditor.policy import load_policy
 from auditor.store import EventStore
 from auditor.traces import load_labels, load_trace
 from repair.decision import decide
@@ -36,6 +38,16 @@ from schemas.report import AuditReport, RepairPlanItem
 from worlds import Workflow
 
 MAX_ROUNDS = 3
+_POLICY_NOTE = re.compile(r"^policy .+ \((sha256:[0-9a-f]+)\)$")
+
+
+def report_policy_digest(report: AuditReport) -> str | None:
+    """The declared-invariants policy an audit ran with, as its report notes name it."""
+    for note in report.notes:
+        m = _POLICY_NOTE.match(note)
+        if m:
+            return m.group(1)
+    return None
 
 
 def audit_context(
@@ -44,8 +56,17 @@ def audit_context(
     wf: Workflow,
     items: list[RepairPlanItem],
     audited_keys: Iterable[str] = (),
+    policy_path: Path | None = None,
 ) -> AuditContext:
     """What the audit saw, read from the store: the world source and policy digests, the identities."""
+    used = report_policy_digest(report)
+    given = load_policy(policy_path).digest if policy_path is not None else None
+    if used != given:
+        raise InputError(
+            f"the audit ran with policy {used or 'none'}, not {given or 'none'}",
+            field="--policy",
+            hint="pass the declared-invariants policy the audit used, so the fresh audits match it",
+        )
     trace = load_trace(store, report.trace_id)
     source = trace.header.metadata.get("source_digest")
     labels = load_labels(store, report.trace_id)
@@ -86,6 +107,8 @@ def audit_context(
         auditor_engine=report.engine,
         graph_mode=report.graph_mode.value,
         findings=findings,
+        audit_policy_path=str(policy_path.resolve()) if policy_path is not None else None,
+        audit_policy_digest=given,
     )
 
 

@@ -56,6 +56,8 @@ class AuditContext:
     auditor_engine: str
     graph_mode: str
     findings: list[dict[str, Any]] = field(default_factory=list)
+    audit_policy_path: str | None = None
+    audit_policy_digest: str | None = None
 
     def payload(self) -> dict[str, Any]:
         data = self.__dict__.copy()

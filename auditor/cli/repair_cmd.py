@@ -123,6 +123,7 @@ def register(app: typer.Typer) -> None:
     def propose(
         report: str = typer.Argument(..., metavar="REPORT", help="A report JSON file or a stored report id."),
         workflow: Path = typer.Option(..., "--workflow", help="The audited workflow configuration (YAML)."),
+        policy: Path = typer.Option(None, "--policy", help="The declared-invariants policy the audit used."),
         item: list[str] = typer.Option(
             None, "--item", help="Plan item(s) to implement (default: applicable)."
         ),
@@ -140,7 +141,7 @@ def register(app: typer.Typer) -> None:
         rep = _report(store, report)
         wf = Workflow.load(workflow)
         items = select_items(rep, wf, item or None)
-        repair_id = open_repair(store, audit_context(store, rep, wf, items))
+        repair_id = open_repair(store, audit_context(store, rep, wf, items, policy_path=policy))
         state = propose_step(store, repair_id, _params(param, items))
         if out is not None:
             write_atomic(out, load_repair(store, repair_id).latest.patched_yaml)
@@ -218,13 +219,25 @@ def register(app: typer.Typer) -> None:
         audit_episodes: int = typer.Option(8, min=1, help="Scripted episodes in the audit cohort."),
         episodes: int = typer.Option(20, min=1, help="Fresh-identity retest episodes."),
         seed: int = typer.Option(10_000, help="First retest seed."),
+        policy: Path = typer.Option(
+            None,
+            "--policy",
+            help="Declared invariants for the audits (default: examples/policies/<world>.yaml).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """End to end, offline: scripted cohort → audit → plan → patch → review → retest → decision → PR."""
         from repair.pipeline import run_world
         from repair.retest import RetestPlan
 
-        result = run_world(open_cli_store(), world, repo, audit_episodes, retest=RetestPlan(episodes, seed))
+        result = run_world(
+            open_cli_store(),
+            world,
+            repo,
+            audit_episodes,
+            retest=RetestPlan(episodes, seed),
+            policy_path=policy,
+        )
         _show_state(result.state, as_json)
         if not result.decision.accepted:
             raise typer.Exit(1)

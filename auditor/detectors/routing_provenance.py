@@ -16,6 +16,7 @@ Two shapes, both decided from who holds what and who received what:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
@@ -26,7 +27,7 @@ TOOL_MAP_KEYS = ("tools", "tool_access", "role_tools")
 ROLE_CARD_KEYS = ("roles", "role_cards", "system_prompt", "system_prompts")
 ROUTING_KINDS = frozenset({StepKind.handoff, StepKind.message})
 # a keyword only nominates a review step; the shape is decided by who sent what to whom
-_REVIEW = re.compile(r"(?i:\b(?:review|underwrit|assess|audit|inspect|evaluat|vet)\w*)")
+_REVIEW_KEYS = ("review", "underwrit", "assess", "audit", "inspect", "evaluat", "vetted", "vetting")
 _IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _UNDECIDED = frozenset({"pending", "under_review", "submitted_for_approval", "draft", "rejected"})
 
@@ -37,8 +38,17 @@ def _names(actor: str) -> tuple[str, ...]:
     return tuple({actor.lower(), spaced.lower()})
 
 
+def _is_review(text: str) -> bool:
+    low = text.lower()
+    return any(k in low for k in _REVIEW_KEYS)
+
+
 def _names_tool(text: str, tool: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(tool.lower())}(?![\w])", text.lower()) is not None
+    """Whether ``text`` names ``tool`` as a whole identifier (a substring test first: cheap)."""
+    low, name = text.lower(), tool.lower()
+    if name not in low:
+        return False
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", low) is not None
 
 
 class RoutingProvenanceDetector:
@@ -64,10 +74,9 @@ class RoutingProvenanceDetector:
                 return pos
         return None
 
-    def _received_from(self, ctx: AuditContext, pos: int, actor: str) -> bool:
+    def _targets(self, ctx: AuditContext, pos: int) -> set[str]:
         g = ctx.graph
-        node = g.participants.get(actor)
-        return node is not None and any(g.edges[r].target == node for r in g.step_edges[pos])
+        return {g.g.nodes[g.edges[r].target]["name"] for r in g.step_edges[pos]}
 
     # -- misrouting by self-report ------------------------------------------------------------
     def _holders(self, ctx: AuditContext) -> dict[str, set[str]]:
@@ -94,40 +103,30 @@ class RoutingProvenanceDetector:
 
     def _misrouting(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         """A request to several candidates, the chosen one's reply to the router (its bid), then a
-        handoff to it alone while another candidate holds the tool the task names."""
+        handoff to it alone while another candidate holds the tool the task names. One pass."""
         holders = self._holders(ctx)
+        if not holders:
+            return
         steps = ctx.trace.steps
         task = ctx.trace.header.task or ""
+        request: dict[tuple[str, str], int] = {}  # (router, candidate) -> latest request to several
+        sent: dict[tuple[str, str], int] = {}  # (sender, receiver) -> latest step delivered
         for pos, step in enumerate(steps):
-            if step.kind is not StepKind.handoff or not step.recipients or len(step.recipients) != 1:
-                continue
-            router, chosen = step.actor, step.recipients[0]
-            request = next(
-                (
-                    p
-                    for p in range(pos - 1, -1, -1)
-                    if steps[p].actor == router
-                    and len(steps[p].recipients or []) > 1
-                    and chosen in steps[p].recipients  # type: ignore[operator]
-                ),
-                None,
-            )
-            if request is None:
-                continue
-            bid = next(
-                (
-                    p
-                    for p in range(pos - 1, request, -1)
-                    if steps[p].actor == chosen and self._received_from(ctx, p, router)
-                ),
-                None,
-            )
-            asked = task + "\n" + steps[request].content
-            for tool in (t for t in holders if _names_tool(asked, t) and chosen not in holders[t]):
-                others = holders[tool] & set(steps[request].recipients or [])
-                if bid is not None and others:
-                    yield self._misroute_draft(ctx, pos, tool, sorted(others), bid)
-                    break
+            if step.kind is StepKind.handoff and step.recipients and len(step.recipients) == 1:
+                router, chosen = step.actor, step.recipients[0]
+                req, bid = request.get((router, chosen)), sent.get((chosen, router))
+                if req is not None and bid is not None and bid > req:
+                    asked = task + "\n" + steps[req].content
+                    for tool in (t for t in holders if chosen not in holders[t] and _names_tool(asked, t)):
+                        others = holders[tool] & set(steps[req].recipients or [])
+                        if others:
+                            yield self._misroute_draft(ctx, pos, tool, sorted(others), bid)
+                            break
+            if step.recipients and len(step.recipients) > 1:
+                for member in step.recipients:
+                    request[(step.actor, member)] = pos
+            for target in self._targets(ctx, pos):
+                sent[(step.actor, target)] = pos
 
     def _misroute_draft(
         self, ctx: AuditContext, pos: int, tool: str, holders: list[str], bid: int
@@ -204,57 +203,68 @@ class RoutingProvenanceDetector:
     # -- reviewer identity dropped before approval -------------------------------------------
     def _identity_dropped(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         steps = ctx.trace.steps
+        sends: dict[str, list[int]] = {}  # actor -> its routing steps with named recipients
+        assigned: dict[tuple[str, str], int] = {}  # (router, reviewer) -> first assignment to it alone
+        for pos, step in enumerate(steps):
+            if step.kind in ROUTING_KINDS and step.recipients:
+                sends.setdefault(step.actor, []).append(pos)
+                if len(step.recipients) == 1:
+                    assigned.setdefault((step.actor, step.recipients[0]), pos)
         done: set[int] = set()
-        for rpos, review in enumerate(steps):
-            if review.kind not in ROUTING_KINDS or not review.recipients or len(review.recipients) != 1:
-                continue
-            router = review.recipients[0]
-            if router == review.actor or not _REVIEW.search(review.content):
-                continue
-            asked = any(s.actor == router and s.recipients == [review.actor] for s in steps[:rpos])
-            if not asked:
-                continue
-            names = _names(review.actor)
-            for spos in range(rpos + 1, len(steps)):
-                summary = steps[spos]
-                if (
-                    spos in done
-                    or summary.actor != router
-                    or summary.kind not in ROUTING_KINDS
-                    or not summary.recipients
-                    or review.actor in summary.recipients
-                ):
+        for reviewer_sends in list(sends.items()):
+            reviewer, positions = reviewer_sends
+            for rpos in positions:
+                review = steps[rpos]
+                if len(review.recipients or []) != 1:
                     continue
-                if any(n in summary.content.lower() for n in names):
-                    break  # the summary names the reviewer: provenance kept
-                draft = self._drop_draft(ctx, rpos, spos, names)
+                router = review.recipients[0]  # type: ignore[index]
+                first = assigned.get((router, reviewer))
+                if router == reviewer or first is None or first > rpos or not _is_review(review.content):
+                    continue
+                draft = self._first_summary(ctx, rpos, sends.get(router, []), done)
                 if draft is not None:
-                    done.add(spos)
                     yield draft
-                    break
+
+    def _first_summary(
+        self, ctx: AuditContext, rpos: int, router_sends: list[int], done: set[int]
+    ) -> FindingDraft | None:
+        """The router's next routing step to someone else: a finding when it drops the reviewer."""
+        steps = ctx.trace.steps
+        review = steps[rpos]
+        names = _names(review.actor)
+        for spos in router_sends[bisect_right(router_sends, rpos) :]:
+            summary = steps[spos]
+            if spos in done or review.actor in (summary.recipients or []):
+                continue
+            if any(n in summary.content.lower() for n in names):
+                return None  # the summary names the reviewer: provenance kept
+            draft = self._drop_draft(ctx, rpos, spos, names)
+            if draft is not None:
+                done.add(spos)
+            return draft
+        return None
 
     def _drop_draft(
         self, ctx: AuditContext, rpos: int, spos: int, names: tuple[str, ...]
     ) -> FindingDraft | None:
-        steps = ctx.trace.steps
+        steps, g = ctx.trace.steps, ctx.graph
         review, summary = steps[rpos], steps[spos]
-        approvers = set(summary.recipients or []) - {review.actor}
-        decision = next(
-            (
-                p
-                for p in range(spos + 1, len(steps))
-                if steps[p].actor in approvers and self._statuses(ctx, p)
-            ),
-            None,
-        )
-        if decision is None:
+        approvers = [a for a in summary.recipients or [] if a != review.actor and a in g.participants]
+        decisions = [
+            p
+            for a in approvers
+            for p in g.by_actor.get(g.participants[a], [])
+            if p > spos and self._statuses(ctx, p)
+        ]
+        if not decisions:
             return None  # nobody decides on the summary: the lost provenance has no approval to mislead
+        decision = min(decisions)
         approver = steps[decision].actor
-        informed = any(
-            self._received_from(ctx, p, approver) and any(n in steps[p].content.lower() for n in names)
-            for p in range(rpos, decision)
-        )
-        if informed:
+        inbound = sorted(g.edges[r].pos for r in g.in_edges.get(g.participants[approver], []))
+        if any(
+            any(n in steps[p].content.lower() for n in names)
+            for p in inbound[bisect_left(inbound, rpos) : bisect_left(inbound, decision)]
+        ):
             return None
         statuses = self._statuses(ctx, decision)
         if "approved" in statuses:

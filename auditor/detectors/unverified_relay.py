@@ -16,6 +16,7 @@ explicit success claim is left to the state-drift detector.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -64,8 +65,21 @@ _FAILURE_WORDS = re.compile(
 _EXPECTED_FAILURE = re.compile(
     r"(?i:\b(?:confirm\w*|reproduc\w*) (?:the|this|that) (?:issue|bug|problem|error|behaviou?r)|successfully reproduc)"
 )
-_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_BOUNDARY = ".!?\n"
+_REACH = 64  # characters searched either side of a key word (longer than any claim or report)
+_CLAIM_KEYS = (
+    "pass",
+    "green",
+    "succe",
+    "verif",
+    "confirm",
+    "validat",
+    "fixed",
+    "resolved",
+    "works",
+    "handles",
+)
+_REPORT_KEYS = ("not", "n't", "unable", "fail", "unverif", "unconfirm", "timed out")
 RESULT_ACTORS = frozenset({ActorKind.tool, ActorKind.environment})
 CLAIM_KINDS = frozenset({StepKind.message, StepKind.handoff, StepKind.final_output, StepKind.state_write})
 REPORT_KINDS = CLAIM_KINDS | {StepKind.tool_call}
@@ -80,19 +94,58 @@ class _Outcome:
 
 
 def prose(text: str) -> str:
-    """The text outside fenced code blocks: code and pasted outputs are not claims."""
-    return _FENCE.sub(" ", text)
+    """The text outside fenced code blocks (an unclosed fence runs to the end): code and pasted
+    outputs are not claims."""
+    parts, at = [], 0
+    while (open_at := text.find("```", at)) >= 0:
+        parts.append(text[at:open_at])
+        close = text.find("```", open_at + 3)
+        if close < 0:
+            return " ".join(parts)
+        at = close + 3
+    parts.append(text[at:])
+    return " ".join(parts)
 
 
-def success_claim(text: str) -> str | None:
-    """The first success claim in a participant's prose (the matched words), or None."""
-    for sentence in _SENTENCE.findall(prose(text)):
-        if _FAILURE_WORDS.search(_NO_FAILURES.sub(" ", sentence)):
+def windowed(pattern: re.Pattern[str], keys: tuple[str, ...], text: str) -> Iterable[re.Match[str]]:
+    """``pattern``'s matches, searched only near its key words (found with ``str.find`` on the
+    lower-cased text), so that long logs cost a few linear scans instead of a regex at every
+    position. Keys must occur inside every match of ``pattern``."""
+    low = text.lower()
+    if len(low) != len(text):  # rare case-mappings that change length: search the whole text
+        yield from pattern.finditer(text)
+        return
+    hits = sorted({i for k in keys for i in _positions(low, k)})
+    last = -1
+    for i in hits:
+        if i < last:
             continue
-        for m in SUCCESS_CLAIM.finditer(sentence):
-            before = sentence[: m.start()]
-            if not (_NEGATED.search(before) or _CONDITIONAL.search(before)):
-                return m.group()
+        m = pattern.search(text, max(0, i - _REACH), i + _REACH)
+        if m is not None and m.start() >= last:
+            last = m.end()
+            yield m
+
+
+def _positions(text: str, key: str) -> Iterable[int]:
+    i = text.find(key)
+    while i >= 0:
+        yield i
+        i = text.find(key, i + 1)
+
+
+def success_claim(text: str, body: str | None = None) -> str | None:
+    """The first success claim in a participant's prose (the matched words), or None. One pass
+    finds candidates; only a candidate's own sentence is read further. ``body``: the prose, when
+    the caller has it already."""
+    body = prose(text) if body is None else body
+    for m in windowed(SUCCESS_CLAIM, _CLAIM_KEYS, body):
+        start = 1 + max(body.rfind(c, 0, m.start()) for c in _BOUNDARY)
+        ends = [e for e in (body.find(c, m.end()) for c in _BOUNDARY) if e >= 0]
+        sentence, before = body[start : min(ends, default=len(body))], body[start : m.start()]
+        if _FAILURE_WORDS.search(_NO_FAILURES.sub(" ", sentence)) or _NEGATED.search(before):
+            continue
+        if not _CONDITIONAL.search(before):
+            return m.group()
     return None
 
 
@@ -107,11 +160,11 @@ def outcome_of(step: TraceStep, pos: int) -> _Outcome | None:
         return _Outcome(pos, m is not None, step.actor, m.group() if m else "")
     if step.actor_kind not in (ActorKind.agent, ActorKind.human) or step.kind not in REPORT_KINDS:
         return None
-    claim = success_claim(step.content) if step.kind is not StepKind.tool_call else None
+    text = prose(step.content)
+    claim = success_claim(step.content, text) if step.kind is not StepKind.tool_call else None
     if claim is not None:
         return _Outcome(pos, False, step.actor, claim)
-    text = prose(step.content)
-    m = FAILED_REPORT.search(text)
+    m = next(iter(windowed(FAILED_REPORT, _REPORT_KEYS, text)), None)
     if m is None or _EXPECTED_FAILURE.search(text):
         return None
     return _Outcome(pos, True, step.actor, m.group())
@@ -123,7 +176,7 @@ class UnverifiedRelayDetector:
     needs_annotations = True
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
-        ends = endpoint_positions(ctx)
+        ends = sorted(endpoint_positions(ctx))
         outcomes = [outcome_of(s, p) for p, s in enumerate(ctx.trace.steps)]
         drafts = [
             self._relay_draft(ctx, f, c, claim, outcomes, ends) for f, c, claim in self._relays(ctx, outcomes)
@@ -169,11 +222,12 @@ class UnverifiedRelayDetector:
         pos: int,
         claim: str,
         outcomes: list[_Outcome | None],
-        ends: set[int],
+        ends: list[int],
     ) -> FindingDraft:
         steps = ctx.trace.steps
         step, src = steps[pos], steps[failed.pos]
-        end = next((e for e in sorted(ends) if e >= pos), None)
+        at = bisect_left(ends, pos)
+        end = ends[at] if at < len(ends) else None
         stop = next(
             (
                 o
@@ -242,11 +296,12 @@ class UnverifiedRelayDetector:
 
     # -- verbatim carriage: a lead -------------------------------------------------------------
     def _verbatim_leads(
-        self, ctx: AuditContext, outcomes: list[_Outcome | None], ends: set[int]
+        self, ctx: AuditContext, outcomes: list[_Outcome | None], ends: list[int]
     ) -> Iterable[FindingDraft]:
         prov = ctx.graph.provenance
         assert prov is not None
         seen: set[str] = set()
+        endset = set(ends)
         for pos, out in enumerate(outcomes):
             if out is None or not out.failed or is_result(ctx.trace.steps[pos]):
                 continue
@@ -259,7 +314,7 @@ class UnverifiedRelayDetector:
                         h
                         for h in ctx.graph.value_propagation(m.surface).hops
                         if ctx.position(h.step_id) > pos
-                        and ctx.position(h.step_id) in ends
+                        and ctx.position(h.step_id) in endset
                         and h.actor != out.author
                         and h.hedges
                         and "hedge_dropped" not in h.changes

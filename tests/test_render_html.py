@@ -148,3 +148,16 @@ def test_a_long_trace_shows_the_cited_steps_in_context() -> None:
     assert {f"step-t{i}" for i in range(1198, 1203)} <= ids
     assert "step-t1197" not in ids and "step-t0" not in ids
     assert f"Showing 5 of {n} steps" in page and "1198 step(s) not shown" in page
+
+
+def test_a_long_task_is_folded_on_the_page_and_cut_in_the_ticket() -> None:
+    report, trace = example_report()
+    task = "Reproduce the bug. " * 60 + "THE END"
+    trace = trace.model_copy(update={"header": trace.header.model_copy(update={"task": task})})
+    page = render(report, trace, "html")
+    assert (
+        "<dt>Task</dt><dd><details><summary>Reproduce the bug." in page and "THE END</div></details>" in page
+    )
+    md = render(report, trace, "md")
+    (line,) = [x for x in md.splitlines() if x.startswith("**Task:**")]
+    assert line.endswith(" …") and "THE END" not in md and len(line) < 450

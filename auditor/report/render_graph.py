@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from graph import InteractionGraph
 
 _INSTALL = 'install the drawing extra: pip install "agent-auditor[draw]"'
-CONTEXT = 2
+CONTEXT = 5  # steps drawn either side of the cited stretch of a long trace
 
 
 def cited_edges(report: AuditReport) -> list[str]:

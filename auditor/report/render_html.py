@@ -24,6 +24,7 @@ from auditor.report.render_text import (
     disposition_phrase,
     headline,
     plan_items,
+    shorten,
     words,
 )
 from schemas import AuditReport, Finding, Trace, TraceStep
@@ -36,6 +37,7 @@ FULL_TRANSCRIPT_STEPS = 2000
 CONTEXT_STEPS = 2
 # An uncited step's content is cut after this many characters (cited steps are shown whole).
 UNCITED_CONTENT_CHARS = 20_000
+TASK_CHARS = 300  # a longer task text is folded
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9.-]")
@@ -99,9 +101,9 @@ def _header(report: AuditReport, trace: Trace, title: str) -> str:
         ("Steps", str(len(trace.steps))),
         ("Created", report.created_at),
     ]
-    if trace.header.task:
-        meta.insert(0, ("Task", trace.header.task))
     rows = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
+    if trace.header.task:
+        rows = f"<dt>Task</dt><dd>{_long_text(trace.header.task)}</dd>" + rows
     nav = "".join(
         f'<li><a href="#{i}">{t}</a></li>'
         for i, t in [("findings", "Findings"), ("graph", "Graph"), ("transcript", "Transcript")]
@@ -112,6 +114,13 @@ def _header(report: AuditReport, trace: Trace, title: str) -> str:
         f'<p class="summary">{e(report.summary)}</p><dl class="meta">{rows}</dl>'
         f'<nav aria-label="Sections"><ul>{nav}</ul></nav></header>'
     )
+
+
+def _long_text(text: str) -> str:
+    """Short text as is; long text folded under its first line (a <details> works by keyboard)."""
+    if len(text) <= TASK_CHARS:
+        return e(text)
+    return f'<details><summary>{e(shorten(text, 160))}</summary><div class="long">{e(text)}</div></details>'
 
 
 def _findings(report: AuditReport) -> str:

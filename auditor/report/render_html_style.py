@@ -74,6 +74,8 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .step pre { white-space: pre-wrap; overflow-wrap:anywhere; margin:.3rem 0; font: inherit; }
 .step .tool { font-size:.85rem; color: var(--muted); overflow-wrap:anywhere; }
 mark { background: var(--mark); color: inherit; padding: 0 .1rem; }
+details .long { white-space: pre-wrap; margin-top: .3rem; }
+summary { cursor: pointer; }
 .gap { color: var(--muted); font-style: italic; padding:.3rem .8rem; }
 .note { color: var(--muted); }
 @media print { .skip, nav { display:none; } .graph-scroll { max-height:none; overflow:visible; } }

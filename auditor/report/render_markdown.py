@@ -15,10 +15,12 @@ from auditor.report.render_text import (
     disposition_phrase,
     headline,
     plan_items,
+    shorten,
     words,
 )
 from schemas import AuditReport, Finding, RepairPlanItem, Trace
 
+TASK_CHARS = 400  # a ticket shows the start of a long task text; the trace holds the rest
 # Characters with inline meaning in CommonMark/GFM (and `$` for GitHub math), escaped anywhere.
 _INLINE = re.compile(r"([\\`*_\[\]|~$])")
 # Markers that only mean something at the start of a line: headings, lists, quotes, rules.
@@ -63,7 +65,7 @@ def render_markdown(report: AuditReport, trace: Trace) -> str:
     out = [f"# Audit report: {md_code(report.trace_id)}", ""]
     out += [f"**Decision:** {md_text(headline(report))}", ""]
     if trace.header.task:
-        out += [f"**Task:** {md_cell(trace.header.task)}", ""]
+        out += [f"**Task:** {md_text(shorten(trace.header.task, TASK_CHARS))}", ""]
     out += [
         f"Report {md_code(report.report_id)} · engine {md_code(report.engine)}"
         + (f" · model {md_code(report.model)}" if report.model else "")

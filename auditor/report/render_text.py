@@ -74,6 +74,12 @@ DISPOSITION_TEXT: dict[Disposition, str] = {
 }
 
 
+def shorten(text: str, limit: int) -> str:
+    """The first ``limit`` characters of one-line text, with an ellipsis when cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit].rstrip() + " …"
+
+
 def words(value: str) -> str:
     """An enum value as prose: ``risk_identified`` → ``risk identified``."""
     return value.replace("_", " ")

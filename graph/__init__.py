@@ -36,14 +36,24 @@ Queries (methods of InteractionGraph; each returns plain dataclasses from ``grap
     ``neighbours(p)``, ``handoff_chain(from_step, to_step)``, ``paths_to_final_output(step)``,
     ``document_reads(document=, reader=)``, ``fan_in(p)``, ``fan_out(p)``,
     ``steps_by(participant=, kind=, text=, limit=)``; annotated only:
-    ``value_first_appearance(v)``, ``value_propagation(v)`` (hops classified ``verbatim``,
-    ``transformed``, ``hedge_dropped``, ``attribution_dropped``, ``status_changed``),
-    ``merge_points(p=None)``. Unknown steps or participants raise ``GraphQueryError``.
+    ``value_first_appearance(v)``, ``value_propagation(v, limit=200)`` (hops classified
+    ``verbatim``, ``transformed``, ``hedge_dropped``, ``attribution_dropped``,
+    ``status_changed``; each with its source step, route and the edge that delivered it),
+    ``merge_points(p=None)``. A value is any text: amounts in any spelling (``$2,437,910`` =
+    ``2.44M``), ids, e-mails, dates, statuses (``submitted for approval``), else a plain
+    substring. Unknown steps or participants raise ``GraphQueryError``. Results that can be
+    long say ``total``/``truncated``. Indices are built once, so each query answers in
+    milliseconds on a 100,000-step trace (``benchmarks/graph_bench.py``).
 
-Export
-    ``graph_to_node_link(g) -> dict`` (what the ``GraphBuilt`` event stores),
-    ``graph_digest(g) -> "sha256:<hex>"`` over its canonical JSON, ``write_graphml(g, path)``.
-    ``graph.draw.draw_swimlane(g, path, highlight=..., steps=...)`` renders SVG or PNG.
+Export and record
+    ``graph_to_node_link(g) -> dict`` (nodes in order of first appearance, links in step
+    order, ``annotations`` only in annotated mode), ``graph_digest(g) -> "sha256:<hex>"`` over
+    its canonical JSON (``graph_digest_of_node_link`` for stored data), ``write_graphml(g, path)``.
+    This package never touches the store: ``auditor graph build`` appends a ``GraphBuilt`` event
+    to stream ``graph-<trace_id>`` with payload ``trace_id, mode, digest, trace_digest, nodes,
+    edges, node_link`` and idempotency key ``graph:<trace_id>:<mode>:<digest>``.
+    ``graph.draw.draw_swimlane(g, path, highlight=[step ids or edge refs], steps=(start, stop))``
+    renders SVG or PNG (matplotlib, imported lazily; the first 500 steps unless a window is given).
 """
 
 from graph.build import build_graph

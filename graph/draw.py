@@ -149,7 +149,8 @@ def draw_swimlane(
     ax.set_xlim(start - 0.8, stop - 0.2)
     ax.set_xlabel("step index")
     window = "" if (start, stop) == (0, total) else f" (steps {start}-{stop - 1} of {total})"
-    ax.set_title(f"{ig.trace_id}: who talked to whom{window}", fontsize=10)
+    name = ig.trace_id if len(ig.trace_id) <= 48 else ig.trace_id[:47] + "…"
+    ax.set_title(f"{name}: who talked to whom{window}", fontsize=10)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     handles = [

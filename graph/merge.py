@@ -25,14 +25,15 @@ if TYPE_CHECKING:
 _Entry = tuple[int, Mention, str, str, str]  # position, mention, step id, edge ref, sender
 
 
-def _fact_of(m: Mention) -> tuple[str, str] | None:
-    """The fact a mention states, when it names what it is about (an id on the same line)."""
+def _fact_of(m: Mention) -> tuple[str, str, str] | None:
+    """The fact a mention states, when it names what it is about (an id on the same line):
+    (kind, anchor, label)."""
     if m.anchor is None:
         return None
     if m.kind == "status":
-        return "status", f"status of {m.anchor}"
+        return "status", m.anchor, "status"
     if m.kind == "amount" and m.label:
-        return "amount", f"{m.label} of {m.anchor}"
+        return "amount", m.anchor, m.label
     return None
 
 
@@ -61,33 +62,34 @@ def _versions(kind: str, entries: list[_Entry]) -> list[FactVersion]:
     return [FactVersion(k, s, r, sorted(se)) for k, (s, r, se) in grouped.items()]
 
 
-def _received(ig: InteractionGraph, index: ProvenanceIndex, node: str) -> list[MergePoint]:
-    facts: dict[tuple[str, str], list[_Entry]] = {}
+def _received(
+    ig: InteractionGraph, index: ProvenanceIndex, node: str, names: dict[str, str]
+) -> list[MergePoint]:
+    facts: dict[tuple[str, str, str], list[_Entry]] = {}
+    mentions_at, edges = index.mentions, ig.edges
     for ref in ig.in_edges.get(node, []):
-        rec = ig.edges[ref]
-        mentions = index.mentions[rec.pos]
-        if not mentions:
-            continue
-        step_id = ig.trace.steps[rec.pos].step_id
-        sender = ig.g.nodes[rec.source]["name"]
+        rec = edges[ref]
+        mentions = mentions_at[rec.pos]
         for m in mentions:
+            if m.anchor is None:
+                continue
             fact = _fact_of(m)
             if fact is not None:
-                facts.setdefault(fact, []).append((rec.pos, m, step_id, ref, sender))
-    name = ig.g.nodes[node]["name"]
+                facts.setdefault(fact, []).append((rec.pos, m, rec.step_id, ref, names[rec.source]))
     points = []
-    for (kind, fact), entries in facts.items():
+    for (kind, anchor, label), entries in facts.items():
         if len(entries) < 2 or (kind == "status" and len({e[1].norm for e in entries}) < 2):
             continue
         versions = _versions(kind, entries)
         if len(versions) > 1:
-            points.append(MergePoint(name, fact, kind, versions))
+            points.append(MergePoint(names[node], f"{label} of {anchor}", kind, versions))
     return points
 
 
 def find_merge_points(ig: InteractionGraph, index: ProvenanceIndex) -> list[MergePoint]:
     """Every participant's merge points, participants in order of first appearance."""
+    names = {node: attrs["name"] for node, attrs in ig.g.nodes(data=True)}
     found: list[MergePoint] = []
     for node in ig.participants.values():
-        found.extend(_received(ig, index, node))
+        found.extend(_received(ig, index, node, names))
     return found

@@ -10,8 +10,7 @@ Edge keys are the stable edge refs ``e:<step_id>:<n>`` (n-th edge of that step, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
@@ -49,8 +48,7 @@ def participant_node(name: str) -> str:
     return name
 
 
-@dataclass(frozen=True, slots=True)
-class EdgeRecord:
+class EdgeRecord(NamedTuple):
     """What the indices keep per edge (the full attributes live on the networkx edge)."""
 
     source: str

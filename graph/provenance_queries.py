@@ -97,7 +97,7 @@ class ProvenanceQueries:
             self.step_edges[pos],
         )
 
-    def value_propagation(self: InteractionGraph, value: str, limit: int | None = 500) -> ValuePropagation:
+    def value_propagation(self: InteractionGraph, value: str, limit: int | None = 200) -> ValuePropagation:
         """First appearance and every later carrier of a value, each classified against its source."""
         self.require_annotations("value_propagation")
         query = self._parse_value(value)

@@ -20,6 +20,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from graph import patterns as P
 from graph.vocab import (
@@ -38,9 +39,9 @@ _UUID_CORE = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
 _Hit = tuple[int, int, str, "re.Match[str]"]  # start, pass rank, group, match
 
 
-@dataclass(frozen=True, slots=True)
-class Mention:
-    """One value as written in one step, with the qualifiers found on the same line."""
+class Mention(NamedTuple):
+    """One value as written in one step, with the qualifiers found on the same line (a named
+    tuple: a trace holds hundreds of thousands of them, and tuples are built in C)."""
 
     kind: str
     surface: str
@@ -75,8 +76,9 @@ def _fmt(x: float) -> str:
 
 
 def _amount(m: re.Match[str]) -> tuple[float, float, str | None] | None:
-    num, cur = m["num"], m["cur"] or m["cur2"]
-    mag_text = (m["mag"] or m["magw"] or "").lower()
+    num, cur, cur2, mag_text, magw = m.group("num", "cur", "cur2", "mag", "magw")
+    cur = cur or cur2
+    mag_text = (mag_text or magw or "").lower()
     if not (cur or mag_text or "," in num):
         return None
     digits = num.replace(",", "")
@@ -188,7 +190,9 @@ def extract_all(contents: Sequence[str]) -> list[tuple[Mention, ...]]:
     attributions = _attributions(blob, lower, newlines)
     out: list[tuple[Mention, ...]] = [()] * len(contents)
     for pos, hits in per_step.items():
-        out[pos] = _step_mentions(blob, starts[pos], hits, newlines, attributions)
+        base = starts[pos]
+        multiline = blob.find("\n", base, base + len(contents[pos])) != -1
+        out[pos] = _step_mentions(blob, base, hits, newlines, multiline, attributions)
     return out
 
 
@@ -198,44 +202,55 @@ def extract_mentions(content: str) -> tuple[Mention, ...]:
 
 
 def _step_mentions(
-    blob: str, base: int, hits: list[_Hit], newlines: list[int], attributions: dict[int, list[str]]
+    blob: str,
+    base: int,
+    hits: list[_Hit],
+    newlines: list[int],
+    multiline: bool,
+    attributions: dict[int, list[str]],
 ) -> tuple[Mention, ...]:
-    hits.sort(key=lambda h: (h[0], h[1]))
-    kept: list[tuple[_Hit, int, str | None]] = []
+    """One step's mentions. Lines are numbered within the step; a one-line step skips the
+    per-hit line lookup."""
+    hits.sort()  # by start, then pass rank (one pass never yields two hits at one start)
+    kept: list[tuple[_Hit, int, object]] = []
     hedges: dict[int, list[str]] = {}
     statuses: dict[int, str] = {}
     anchors: dict[int, str] = {}
+    first_line = bisect_right(newlines, base)
     end = -1
     for hit in hits:
         start, _, group, m = hit
         if start < end:
             continue
+        extra: object = None
+        if group == "amount":
+            extra = _amount(m)
+            if extra is None:
+                continue  # a bare number: skipped, and it hides nothing
         end = m.end()
-        line = bisect_right(newlines, start)
+        line = bisect_right(newlines, start) - first_line if multiline else 0
         if group == "hedge":
             hedges.setdefault(line, []).append(m.group().lower())
             continue
-        own = None
         if group == "status":
-            own = _status(blob, base, m)
-            statuses.setdefault(line, own)
+            extra = _status(blob, base, m)
+            statuses.setdefault(line, extra)  # type: ignore[arg-type]
         elif group == "id":
             anchors.setdefault(line, m.group().upper())
-        kept.append((hit, line, own))
-    first_line = bisect_right(newlines, base)
+        kept.append((hit, line, extra))
     lines: dict[int, _Line] = {}
     found = []
-    for (start, _, group, m), line, own in kept:
+    for (start, _, group, m), line, extra in kept:
         ctx = lines.get(line)
         if ctx is None:
             ctx = lines[line] = _Line(
                 tuple(hedges.get(line, ())),
-                tuple(attributions.get(line, ())),
+                tuple(attributions.get(first_line + line, ())),
                 statuses.get(line),
                 anchors.get(line),
             )
-        line_start = newlines[line - 1] + 1 if line else 0
-        mention = _mention(blob, group, m, start - base, line - first_line, line_start, ctx, own)
+        line_start = newlines[first_line + line - 1] + 1 if first_line + line else 0
+        mention = _mention(blob, group, m, start - base, line, line_start, ctx, extra)
         if mention is not None:
             found.append(mention)
     return tuple(found)
@@ -250,35 +265,34 @@ def _status(blob: str, base: int, m: re.Match[str]) -> str:
     return f"not_{canon}" if negated else canon
 
 
+_new = tuple.__new__  # builds a Mention in C, skipping NamedTuple's Python-level __new__
+
+
 def _mention(
-    blob: str,
-    group: str,
-    m: re.Match[str],
-    start: int,
-    line: int,
-    line_start: int,
-    ctx: _Line,
-    own: str | None,
+    blob: str, group: str, m: re.Match[str], start: int, line: int, line_start: int, ctx: _Line, extra: object
 ) -> Mention | None:
+    """Build one mention; ``extra`` is the parsed amount or the status computed earlier."""
     text = m.group()
     h, a, st = ctx.hedges, ctx.attributions, ctx.status
     if group == "amount":
-        parsed = _amount(m)
-        if parsed is None:
-            return None
-        value, quantum, cur = parsed
+        value, quantum, cur = extra  # type: ignore[misc]
         norm = f"{cur} {_fmt(value)}" if cur else _fmt(value)
         label = _label(blob, line_start, m.start()) if ctx.anchor else None
-        return Mention("amount", text, norm, start, line, value, quantum, cur, label, st, ctx.anchor, h, a)
+        return _new(
+            Mention, ("amount", text, norm, start, line, value, quantum, cur, label, st, ctx.anchor, h, a)
+        )
     if group == "id":
-        return Mention("id", text, text.upper(), start, line, None, None, None, None, st, None, h, a)
+        return _new(Mention, ("id", text, text.upper(), start, line, None, None, None, None, st, None, h, a))
     if group == "email":
-        return Mention("email", text, text.lower(), start, line, None, None, None, None, st, None, h, a)
+        return _new(
+            Mention, ("email", text, text.lower(), start, line, None, None, None, None, st, None, h, a)
+        )
     if group == "status":
-        return Mention("status", text, own, start, line, None, None, None, None, own, ctx.anchor, h, a)
+        own = str(extra)
+        return _new(
+            Mention, ("status", text, own, start, line, None, None, None, None, own, ctx.anchor, h, a)
+        )
     iso = _date(m)
-    return (
-        None
-        if iso is None
-        else Mention("date", text, iso, start, line, None, None, None, None, st, None, h, a)
-    )
+    if iso is None:
+        return None
+    return _new(Mention, ("date", text, iso, start, line, None, None, None, None, st, None, h, a))

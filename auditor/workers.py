@@ -23,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.errors import InputError, StoreError
 from auditor.store import EventStore
-from ingest.stream_loop import BatchLoop, Polled, commit_batch, wait_sent
+from ingest.stream_loop import CLIENT_DEFAULTS, BatchLoop, Polled, commit_batch, wait_sent
 from ingest.stream_metrics import Metrics
 from schemas.events import NewEvent
 from schemas.report import Severity
@@ -134,9 +134,10 @@ class AuditWorker:
             max_poll_records=config.max_batch,
             session_timeout_ms=config.session_timeout_ms,
             heartbeat_interval_ms=max(config.session_timeout_ms // 5, 500),
+            **CLIENT_DEFAULTS,
         )
         self.producer = KafkaProducer(
-            bootstrap_servers=config.bootstrap, linger_ms=5, max_request_size=8 << 20
+            bootstrap_servers=config.bootstrap, linger_ms=5, max_request_size=8 << 20, **CLIENT_DEFAULTS
         )
         self.loop = BatchLoop(
             self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s

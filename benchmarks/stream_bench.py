@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -50,6 +51,21 @@ def fresh_schema(pg_url: str) -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU seconds used so far by all local postgres processes (to attribute the store's share)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            if comm.startswith("postgres"):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            continue
+    return total
 
 
 def topics(bootstrap: str, partitions: int) -> dict[str, str]:
@@ -111,6 +127,8 @@ def ingestion(bootstrap: str, pg_url: str, traces: int, steps: int, partitions: 
         args = ["consume", "--bootstrap", bootstrap, "--topic", t["steps"], "--group", f"g-{t['steps']}",
                 "--dead-letter-topic", t["dlq"], "--closed-topic", t["closed"], "--max-batch", str(batch)]  # fmt: skip
         launched = time.perf_counter()
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        pg_before = postgres_cpu_seconds()
         proc = subprocess.Popen(cli(url, *args), cwd=REPO, stderr=subprocess.DEVNULL)
         try:
             while store.stats()["by_type"].get("TraceClosed", 0) < traces:
@@ -118,6 +136,9 @@ def ingestion(bootstrap: str, pg_url: str, traces: int, steps: int, partitions: 
         finally:
             stop([proc])
         done = time.perf_counter()
+        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        consumer_cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
+        pg_cpu = postgres_cpu_seconds() - pg_before
         events = list(store.read_all(types=["StepRecorded"]))
         first = events[0].recorded_at
         last = events[-1].recorded_at
@@ -128,6 +149,9 @@ def ingestion(bootstrap: str, pg_url: str, traces: int, steps: int, partitions: 
         print(f"ingestion: {total / span:,.0f} steps/s sustained (first to last stored step, {span:.2f}s); "
               f"{total / (done - launched):,.0f} steps/s from process start ({done - launched:.1f}s, join included); "
               f"batch {batch}")  # fmt: skip
+        print(f"CPU per 1,000 steps: consumer process {1000 * consumer_cpu / total:.3f}s (start-up included), "
+              f"PostgreSQL {1000 * pg_cpu / total:.3f}s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+              f"a consumer with a core to itself: ~{total / consumer_cpu:,.0f} steps/s")  # fmt: skip
         store.close()
 
 

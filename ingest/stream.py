@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.store import EventStore
-from ingest.stream_loop import BatchLoop, commit_batch, wait_sent
+from ingest.stream_loop import CLIENT_DEFAULTS, BatchLoop, commit_batch, wait_sent
 from ingest.stream_metrics import Metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import DEFAULT_MAX_RECORD_BYTES, Parsed, dead_letter_headers, parse_record
@@ -88,9 +88,10 @@ class StreamConsumer:
             max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20),
             session_timeout_ms=config.session_timeout_ms,
             heartbeat_interval_ms=max(config.session_timeout_ms // 5, 500),
+            **CLIENT_DEFAULTS,
         )
         self.producer = KafkaProducer(
-            bootstrap_servers=config.bootstrap, linger_ms=5, max_request_size=4 << 20
+            bootstrap_servers=config.bootstrap, linger_ms=5, max_request_size=4 << 20, **CLIENT_DEFAULTS
         )
         now = time.monotonic()
         self.open: dict[str, float] = {tid: now for tid in open_traces(store, config.topic)}
@@ -98,7 +99,7 @@ class StreamConsumer:
         scan_every = min(max(config.idle_close_s / 4, 0.2), 5.0)
         self.loop = BatchLoop(
             self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s,
-            every=(scan_every, self.close_idle_traces),
+            every=(scan_every, self.close_idle_traces), stages=(self.store_batch, self.finish_batch),
         )  # fmt: skip
 
     @property
@@ -108,6 +109,13 @@ class StreamConsumer:
     # -- one batch -------------------------------------------------------------------------------
     def process(self, polled: dict[Any, list[Any]]) -> list[ClosedTrace]:
         """Store, dead-letter and notify one polled batch, then commit its offsets."""
+        stored = self.store_batch(polled)
+        self.finish_batch(polled, stored)
+        return stored[1]
+
+    def store_batch(self, polled: dict[Any, list[Any]]) -> tuple[dict[str, Any], list[ClosedTrace], int]:
+        """Everything before the commit: validate, append in one transaction, flush dead letters and
+        closed-trace notices. Safe to run on the writer thread (no consumer calls)."""
         cfg = self.config
         parsed: list[tuple[str, object, Coords]] = []
         sends = []
@@ -128,12 +136,18 @@ class StreamConsumer:
         closed = write_batch(self.store, traces.values(), source=f"kafka:{cfg.topic}", known=self.open)
         sends += [self._notify(c) for c in closed]
         wait_sent(self.producer, sends)
+        return traces, closed, sum(1 for _, item, _ in parsed if isinstance(item, TraceStep))
+
+    def finish_batch(
+        self, polled: dict[Any, list[Any]], stored: tuple[dict[str, Any], list[ClosedTrace], int]
+    ) -> None:
+        """After the batch is durable: commit its offsets, then update the open-trace view."""
+        traces, closed, steps = stored
         commit_batch(self.consumer, polled, self.metrics)
         self._track(traces, closed)
         self.metrics.inc("records_total", sum(len(v) for v in polled.values()))
-        self.metrics.inc("steps_total", sum(1 for _, item, _ in parsed if isinstance(item, TraceStep)))
+        self.metrics.inc("steps_total", steps)
         self.metrics.inc("batches_total")
-        return closed
 
     def _notify(self, closed: ClosedTrace) -> Any:
         self.metrics.inc("traces_closed_total", reason=closed.reason)

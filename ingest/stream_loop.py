@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ingest.stream_metrics import Metrics
@@ -18,6 +19,9 @@ from ingest.stream_metrics import Metrics
 log = logging.getLogger("auditor.stream")
 
 Polled = dict[Any, list[Any]]
+
+# kafka-python backs off reconnects up to 30 s; after a broker restart that is 30 s of nothing.
+CLIENT_DEFAULTS: dict[str, Any] = {"reconnect_backoff_max_ms": 2000}
 
 
 def commit_batch(consumer: Any, polled: Polled, metrics: Metrics) -> None:
@@ -40,7 +44,12 @@ def wait_sent(producer: Any, futures: list[Any], timeout: float = 30.0) -> None:
 
 
 class BatchLoop:
-    """Poll, process, retry: ``process`` must commit the batch's offsets itself when it succeeds."""
+    """Poll, process, retry. ``process`` must commit the batch's offsets itself when it succeeds.
+
+    Pipelined (``stages`` given as (work, finish)): ``work`` runs in a writer thread while the
+    next batch is fetched, then ``finish`` (which commits) runs back on the polling thread, since
+    a Kafka consumer is not thread-safe. One batch is in flight at a time, so commits keep order.
+    """
 
     def __init__(
         self,
@@ -50,13 +59,37 @@ class BatchLoop:
         poll_ms: int,
         retry_backoff_s: float,
         every: tuple[float, Callable[[], object]] | None = None,
+        stages: tuple[Callable[[Polled], Any], Callable[[Polled, Any], object]] | None = None,
     ) -> None:
         self.consumer, self.process, self.metrics = consumer, process, metrics
-        self.poll_ms, self.retry_backoff_s, self.every = poll_ms, retry_backoff_s, every
+        self.poll_ms, self.retry_backoff_s, self.every, self.stages = poll_ms, retry_backoff_s, every, stages
         self.healthy = True
+        self._last_tick = time.monotonic()
+
+    def _failed(self, exc: BaseException, *batches: Polled) -> None:
+        """Rewind every partition to the first offset not yet committed, then pause."""
+        self.metrics.inc("batch_failures_total")
+        self.healthy = False
+        log.warning("batch failed (%s: %s); rewinding to retry", type(exc).__name__, exc)
+        first: dict[Any, int] = {}
+        for polled in batches:
+            for tp, records in polled.items():
+                first.setdefault(tp, records[0].offset)
+        for tp, offset in first.items():
+            self.consumer.seek(tp, offset)
+
+    def _tick(self) -> None:
+        if self.every and time.monotonic() - self._last_tick >= self.every[0]:
+            self._last_tick = time.monotonic()
+            try:
+                self.every[1]()
+            except Exception as exc:
+                log.warning("periodic task failed (%s: %s); will retry", type(exc).__name__, exc)
 
     def run(self, stop: threading.Event) -> None:
-        last_tick = time.monotonic()
+        if self.stages:
+            self._run_pipelined(stop, *self.stages)
+            return
         while not stop.is_set():
             polled = self.consumer.poll(timeout_ms=self.poll_ms)
             if polled:
@@ -64,15 +97,30 @@ class BatchLoop:
                     self.process(polled)
                     self.healthy = True
                 except Exception as exc:
-                    self.metrics.inc("batch_failures_total")
-                    self.healthy = False
-                    log.warning("batch failed (%s: %s); rewinding to retry", type(exc).__name__, exc)
-                    for tp, records in polled.items():
-                        self.consumer.seek(tp, records[0].offset)
+                    self._failed(exc, polled)
                     stop.wait(self.retry_backoff_s)
-            if self.every and time.monotonic() - last_tick >= self.every[0]:
-                last_tick = time.monotonic()
-                try:
-                    self.every[1]()
-                except Exception as exc:
-                    log.warning("periodic task failed (%s: %s); will retry", type(exc).__name__, exc)
+            self._tick()
+
+    def _run_pipelined(
+        self, stop: threading.Event, work: Callable[[Polled], Any], finish: Callable[[Polled, Any], object]
+    ) -> None:
+        inflight: tuple[Polled, Future] | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix="batch-writer") as writer:
+            while True:
+                polled = {} if stop.is_set() else self.consumer.poll(timeout_ms=self.poll_ms)
+                if inflight is not None:
+                    done, future = inflight
+                    inflight = None
+                    try:
+                        result = future.result()
+                    except Exception as exc:
+                        self._failed(exc, done, polled)  # the prefetched batch is re-fetched too
+                        stop.wait(self.retry_backoff_s)
+                        continue
+                    finish(done, result)
+                    self.healthy = True
+                if stop.is_set():
+                    return
+                self._tick()  # between batches: nothing is in flight while the tick runs
+                if polled:
+                    inflight = (polled, writer.submit(work, polled))

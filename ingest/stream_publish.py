@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any
 
 from ingest.canonical import iter_canonical, scan_canonical
+from ingest.stream_loop import CLIENT_DEFAULTS
 from ingest.stream_records import EndRecord, encode
 from schemas.trace import TraceHeader, TraceStep
 
@@ -29,7 +30,12 @@ class StepPublisher:
         from kafka import KafkaProducer
 
         self.topic = topic
-        config: dict[str, Any] = {"linger_ms": 5, "max_request_size": 4 << 20, **producer_config}
+        config: dict[str, Any] = {
+            "linger_ms": 5,
+            "max_request_size": 4 << 20,
+            **CLIENT_DEFAULTS,
+            **producer_config,
+        }
         self.producer = KafkaProducer(bootstrap_servers=bootstrap, **config)
 
     def _send(self, trace_id: str, value: bytes) -> Any:

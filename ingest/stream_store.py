@@ -122,32 +122,38 @@ def _append(
     return store._append_in(cur, stream, batch, None, look_up_keys) if batch else []
 
 
-def _count_after(store: EventStore, cur: Any, stream: str, stored: list[RecordedEvent], look: bool) -> int:
-    """Steps in the stream after an append: read off the last new event when everything was
-    inserted just now (the stream is TraceStarted then steps), else counted in the database."""
-    if stored and not look:
-        return stored[-1].stream_version - 1
-    return _step_count(store, cur, stream)
-
-
 def _write_trace(
     store: EventStore, cur: Any, tb: TraceBatch, source: str, known: bool, look: bool
 ) -> list[ClosedTrace]:
+    """Append one trace's records of the batch.
+
+    On the insert-only attempt (``look`` False) every event is new, so an end record's step count is
+    the steps already stored plus those pending, and the TraceClosed event rides in the same append.
+    With the key lookup some records may already be stored, so the count is taken after appending.
+    """
     stream = trace_stream(tb.trace_id)
     first, first_coords = tb.items[0]
     pending: list[NewEvent] = []
     if not known:  # the key makes a repeated TraceStarted a no-op; skipping it keeps batches insert-only
         header = first if isinstance(first, TraceHeader) else TraceHeader(trace_id=tb.trace_id, source=source)
         pending.append(_started(header, first_coords))
+    empty_before = not known and not look  # an insert-only TraceStarted proves the stream was empty
+    flushed = 0
     closed: list[ClosedTrace] = []
     for item, coords in tb.items:
         if isinstance(item, TraceStep):
             pending.append(_step(tb.trace_id, item, coords))
         elif isinstance(item, EndRecord):
-            stored = _append(store, cur, stream, pending, look)
-            pending = []
-            count = _count_after(store, cur, stream, stored, look)
-            _append(store, cur, stream, [_closed(tb.trace_id, count, item.reason, coords)], look)
+            steps_pending = sum(1 for e in pending if e.type == "StepRecorded")
+            if look:
+                _append(store, cur, stream, pending, look)
+                pending = []
+                count = _step_count(store, cur, stream)
+            else:
+                count = (flushed if empty_before else _step_count(store, cur, stream)) + steps_pending
+            pending.append(_closed(tb.trace_id, count, item.reason, coords))
+            _append(store, cur, stream, pending, look)
+            flushed, pending = count, []
             closed.append(ClosedTrace(tb.trace_id, count, item.reason))
         # a header after the first record is already covered by the TraceStarted key
     _append(store, cur, stream, pending, look)

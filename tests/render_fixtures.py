@@ -145,3 +145,53 @@ class PageIndex(HTMLParser):
             for tag, a in self.tags
             if tag == "a" and "href" in a and (css_class is None or css_class in a.get("class", "").split())
         ]
+
+
+def dispositions_report() -> tuple[AuditReport, Trace]:
+    """The example trace with an intercepted anomaly, a lead and an operational failure, filed
+    through the real path (each disposition derived from its criteria)."""
+    trace = example_trace()
+    graph = build_graph(trace, GraphMode.annotated)
+    assert graph is not None
+    ctx = AuditContext(trace=trace, graph=graph, mode=GraphMode.annotated)
+    holds, fails, unassessed = (criterion(v, f"{v} here") for v in ("holds", "fails", "unassessed"))
+    base = {"boundary_edge": "e:s03:0", "first_anomalous_step": "s03", "mechanism": "status changed"}
+    cite = [ctx.unit("s03", "status: approved.")]
+    drafts = [
+        FindingDraft(
+            RiskClass.information_state_drift,
+            "Intercepted drift",
+            criteria=Criteria(R1=holds, R2=holds, R3=fails, R4=holds),
+            evidence=cite,
+            intercepted_at="s05",
+            **base,
+        ),
+        FindingDraft(
+            RiskClass.unverified_relay,
+            "Verbatim relay",
+            criteria=Criteria(R1=holds, R2=fails, R3=unassessed, R4=holds),
+            evidence=cite,
+            **base,
+        ),
+        FindingDraft(
+            RiskClass.other,
+            "Tool retried",
+            criteria=Criteria(R1=fails, R2=unassessed, R3=unassessed, R4=holds),
+            evidence=[ctx.unit("s05", '"ok": true')],
+            operational=True,
+            **base,
+        ),
+    ]
+    findings = [file_finding("hand", d) for d in drafts]
+    report = AuditReport(
+        report_id="rpt-dispositions",
+        trace_id=trace.header.trace_id,
+        trace_digest="sha256:" + "1" * 64,
+        engine="rules/test",
+        graph_mode=GraphMode.annotated,
+        decision=Decision.risk_identified,
+        summary="three dispositions",
+        findings=findings,
+        created_at="2026-01-01T00:00:00+00:00",
+    )
+    return report, trace

@@ -28,7 +28,7 @@ import pytest
 from auditor.report.render import render
 from tests.render_fixtures import PAGE_SCRIPT, PageIndex, example_report, hostile_report
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM_FLAGS = [
     "--headless",

@@ -15,7 +15,15 @@ from auditor.report.render_html import FULL_TRANSCRIPT_STEPS, quote_span, step_a
 from graph import build_graph
 from graph.draw import HIGHLIGHT
 from schemas import AuditReport, Criteria, Decision, GraphMode, RiskClass, Trace, TraceHeader, TraceStep
-from tests.render_fixtures import IMG_ATTACK, ODD_STEP, PAGE_SCRIPT, PageIndex, example_report, hostile_report
+from tests.render_fixtures import (
+    IMG_ATTACK,
+    ODD_STEP,
+    PAGE_SCRIPT,
+    PageIndex,
+    dispositions_report,
+    example_report,
+    hostile_report,
+)
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +169,16 @@ def test_a_long_task_is_folded_on_the_page_and_cut_in_the_ticket() -> None:
     md = render(report, trace, "md")
     (line,) = [x for x in md.splitlines() if x.startswith("**Task:**")]
     assert line.endswith(" …") and "THE END" not in md and len(line) < 450
+
+
+def test_each_disposition_is_labelled_and_the_interception_linked() -> None:
+    report, trace = dispositions_report()
+    page = render(report, trace, "html")
+    for f in report.findings:
+        assert f'<span class="badge {f.disposition.value}">' in page
+    assert (
+        '<span class="badge anomaly_with_interception">anomaly with interception</span> stopped at ' in page
+    )
+    assert 'stopped at <a href="#step-s05"><code>s05</code></a>' in page
+    assert page.count('class="verdict-unassessed"') == 3 and page.count('class="verdict-fails"') == 3
+    assert "#step-s05" in PageIndex(page).hrefs("evidence-link")

@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 from auditor.errors import InputError
 from auditor.report.render import FORMATS, render
 from auditor.report.render_markdown import md_text
-from tests.render_fixtures import IMG_ATTACK, PAGE_SCRIPT, example_report, hostile_report
+from tests.render_fixtures import IMG_ATTACK, PAGE_SCRIPT, dispositions_report, example_report, hostile_report
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +89,17 @@ def test_unknown_format_and_mismatched_trace_are_input_errors() -> None:
         render(report, other, "md")
     assert set(FORMATS) == {"json", "md", "html", "sarif"}
     assert render(report, trace, "json").startswith('{\n  "record": "audit_report"')
+
+
+def test_each_disposition_reads_right_in_the_ticket() -> None:
+    report, trace = dispositions_report()
+    md = render(report, trace, "md")
+    assert (
+        "| 1 | Intercepted drift | Information-state drift | anomaly with interception (intercepted at step s05) |"
+        in md
+    )
+    assert "| 2 | Verbatim relay | Unverified relay | lead | low |" in md
+    assert "| 3 | Tool retried | Other interaction risk | operational failure | info |" in md
+    assert "| R2: contribution beyond transport | fails | fails here |" in md
+    assert "| R3: material effect at the endpoint | unassessed | unassessed here |" in md
+    assert "**Material effect.** none established" in md and "### Repair plan" not in md

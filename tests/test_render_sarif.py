@@ -17,7 +17,14 @@ import pytest
 
 from auditor.report.render import render
 from schemas import RiskClass
-from tests.render_fixtures import EXAMPLE, ODD_STEP, PAGE_SCRIPT, example_report, hostile_report
+from tests.render_fixtures import (
+    EXAMPLE,
+    ODD_STEP,
+    PAGE_SCRIPT,
+    dispositions_report,
+    example_report,
+    hostile_report,
+)
 
 LEVELS = {"none", "note", "warning", "error"}
 URI_REFERENCE = re.compile(r"^(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$")  # RFC 3986
@@ -183,3 +190,14 @@ def test_the_checker_catches_broken_logs(path: tuple[Any, ...], value: Any, prob
         node = node[key]
     node[path[-1]] = value
     assert any(problem in p for p in sarif_problems(log))
+
+
+def test_levels_follow_severity_across_dispositions() -> None:
+    report, trace = dispositions_report()
+    log = json.loads(render(report, trace, "sarif"))
+    assert sarif_problems(log) == []
+    results = log["runs"][0]["results"]
+    assert [r["level"] for r in results] == ["warning", "note", "note"]
+    assert [r["properties"]["disposition"] for r in results] == [f.disposition.value for f in report.findings]
+    assert results[0]["properties"]["intercepted_at"] == "s05"
+    assert [r["ruleId"] for r in results] == ["information_state_drift", "unverified_relay", "other"]

@@ -46,6 +46,8 @@ def step_window(total: int, positions: Sequence[int], max_steps: int) -> tuple[i
 
 def graph_figure(report: AuditReport, trace: Trace, graph: InteractionGraph | None) -> str:
     """A <figure> with the swimlane drawing (or a note saying why there is none)."""
+    if not trace.steps:
+        return '<p class="note">No graph drawing: the trace has no steps.</p>'
     try:
         from graph.draw import MAX_STEPS, draw_swimlane
 

@@ -21,7 +21,6 @@ from auditor.report.render_text import (
     CRITERION_TEXT,
     DISPOSITION_TEXT,
     RISK_TEXT,
-    disposition_phrase,
     headline,
     plan_items,
     shorten,
@@ -145,10 +144,7 @@ def _findings(report: AuditReport) -> str:
 def _finding(n: int, f: Finding, report: AuditReport) -> str:
     facts = [
         ("Risk class", f"{e(RISK_TEXT[f.risk_class].title)} <code>{e(f.risk_class.value)}</code>"),
-        (
-            "Disposition",
-            _badge(f) + (f" — stopped at {_step_link(f.intercepted_at)}" if f.intercepted_at else ""),
-        ),
+        ("Disposition", _badge(f)),
         ("Severity", f.severity.value),
         ("Confidence", f"{f.confidence:.2f}"),
         ("Boundary edge", f"<code>{e(f.boundary_edge)}</code>"),
@@ -205,9 +201,9 @@ def _finding(n: int, f: Finding, report: AuditReport) -> str:
 
 
 def _badge(f: Finding) -> str:
-    return f'<span class="badge {f.disposition.value}">{e(DISPOSITION_TEXT[f.disposition])}</span>' + (
-        "" if not f.intercepted_at else f'<span class="note"> ({e(disposition_phrase(f))})</span>'
-    )
+    """The disposition as a coloured label, with the intercepting step linked where there is one."""
+    badge = f'<span class="badge {f.disposition.value}">{e(DISPOSITION_TEXT[f.disposition])}</span>'
+    return badge + (f" stopped at {_step_link(f.intercepted_at)}" if f.intercepted_at else "")
 
 
 def _step_link(step_id: str) -> str:

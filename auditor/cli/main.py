@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "auditor.cli.stream_cmd",
     "auditor.cli.graph_cmd",
     "auditor.cli.repair_cmd",
+    "auditor.cli.score_cmd",
 ]
 
 app = typer.Typer(

@@ -1,0 +1,185 @@
+"""`auditor score`: build attribution datasets, run teacher-forced scoring, report a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from auditor.cli.common import console, open_cli_store, print_json, print_table
+
+score_app = typer.Typer(
+    help="Attribution audit: target–factor datasets, coalition scoring runs, reports.", no_args_is_help=True
+)
+datasets_app = typer.Typer(help="Target–factor datasets built by code.", no_args_is_help=True)
+score_app.add_typer(datasets_app, name="datasets")
+
+
+@datasets_app.command("build")
+def datasets_build(
+    out: Path = typer.Option(Path("data/attribution"), "--out", help="Folder for <dataset>.jsonl files."),
+    dataset: list[str] = typer.Option(None, "--dataset", help="Only these datasets (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the label report as JSON."),
+) -> None:
+    """Build, check the label invariants, write JSONL, and report label statistics."""
+    from auditor.errors import ContractError
+    from scoring.datasets import BUILDERS, build_dataset, invariant_violations, label_report, write_jsonl
+
+    reports = {}
+    for name in dataset or list(BUILDERS):
+        tasks = build_dataset(name)
+        problems = invariant_violations(tasks)
+        if problems:
+            raise ContractError(f"{name}: {len(problems)} label invariant(s) broken, first: {problems[0]}")
+        write_jsonl(tasks, out / f"{name}.jsonl")
+        reports[name] = label_report(tasks)
+    if as_json:
+        print_json({n: r.__dict__ for n, r in reports.items()})
+        return
+    rows = [
+        [
+            n,
+            r.n_tasks,
+            r.n_targets,
+            r.counts.get("valid", 0),
+            r.counts.get("invalid", 0),
+            r.counts.get("neutral", 0),
+            f"{r.majority_accuracy:.3f}",
+            f"{r.source_type_accuracy:.3f}",
+        ]
+        for n, r in reports.items()
+    ]
+    print_table(
+        f"datasets written to {out}",
+        [
+            "dataset",
+            "tasks",
+            "targets",
+            "valid",
+            "invalid",
+            "neutral",
+            "majority-label acc.",
+            "source-type-only acc.",
+        ],
+        rows,
+    )
+
+
+@score_app.command("run")
+def run(
+    dataset: str = typer.Option(..., "--dataset", help="agentaudit, tau2audit, or a .jsonl path."),
+    model: str = typer.Option(
+        "smollm2", "--model", help="'smollm2' (local GGUF) or a transformers model dir."
+    ),
+    experiment: str = typer.Option("coalition", "--experiment", help="Experiment to run (coalition)."),
+    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
+    run_id: str = typer.Option(None, "--run-id", help="Run id (default: derived, so a rerun resumes)."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 (default), bfloat16, float16."),
+    token_budget: int = typer.Option(512, "--token-budget", min=64, help="Tokens per packed call."),
+) -> None:
+    """Score every subset of every target's factors; resumable (one event per target)."""
+    from rich.progress import Progress
+
+    from auditor.errors import InputError
+    from scoring.datasets import load_dataset
+    from scoring.runs import EXPERIMENTS, default_run_id, run_coalition, start_run
+
+    if experiment not in EXPERIMENTS:
+        raise InputError(
+            f"unknown experiment {experiment!r}", field="experiment", hint=", ".join(EXPERIMENTS)
+        )
+    tasks = load_dataset(dataset)[:limit]
+    name = Path(dataset).stem if dataset.endswith(".jsonl") else dataset
+    rid = run_id or default_run_id(name, model, experiment)
+    store = open_cli_store()
+    start_run(
+        store,
+        rid,
+        {
+            "dataset": name,
+            "model": model,
+            "experiment": experiment,
+            "device": device,
+            "dtype": dtype,
+            "n_tasks": len(tasks),
+        },
+    )
+    from scoring.model import load_model
+    from scoring.prompts import prompt_parts
+    from scoring.scorer import TrieScorer, tokenize_parts
+
+    lm = load_model(model, device=device, dtype=dtype)
+    scorer = TrieScorer(lm.model, token_budget=token_budget)
+
+    def score_task(task, todo):  # type: ignore[no-untyped-def]
+        tok = tokenize_parts(lm.tokenizer, prompt_parts(task, [task.targets[i] for i in todo]))
+        return scorer.score(tok)
+
+    with Progress(console=console, transient=False) as bar:
+        job = bar.add_task(f"scoring {rid}", total=sum(len(t.targets) for t in tasks))
+        scored, skipped = run_coalition(store, rid, tasks, score_task, lambda n: bar.advance(job, n))
+    console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
+
+
+@score_app.command("runs")
+def runs(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List scoring runs in the store."""
+    store = open_cli_store()
+    names = [s.removeprefix("score-run-") for s in store.list_streams("score-run-")]
+    rows = [[n, store.stream_version(f"score-run-{n}") - 1] for n in names]
+    if as_json:
+        print_json([{"run_id": n, "targets": t} for n, t in rows])
+    else:
+        print_table("scoring runs", ["run", "targets scored"], rows)
+
+
+@score_app.command("report")
+def report(
+    run_id: str = typer.Argument(..., help="Run id (see `auditor score runs`)."),
+    out: Path = typer.Option(None, "--out", help="Folder for CSV and PNG (default: reports/score/<run>)."),
+    score_field: str = typer.Option(
+        "sum_logodds", "--score-field", help="sum_logodds, mean_logodds, sum_logprob."
+    ),
+    resamples: int = typer.Option(20_000, "--resamples", min=100, help="Cluster-bootstrap resamples."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Table-6-style summary of one run: observed, null and excess shares per estimand and target kind."""
+    from auditor.errors import InputError
+    from scoring.report import COLUMNS, summarise_run, table_rows, write_csv, write_png
+    from scoring.runs import SCORE_FIELDS, read_run
+
+    if score_field not in SCORE_FIELDS:
+        raise InputError(
+            f"unknown score field {score_field!r}", field="score-field", hint=", ".join(SCORE_FIELDS)
+        )
+    config, targets = read_run(open_cli_store(), run_id)
+    summary = summarise_run(targets, score_field=score_field, n_resamples=resamples)
+    folder = out or Path("reports/score") / run_id
+    write_csv(summary, folder / f"{run_id}.csv")
+    write_png(summary, folder / f"{run_id}.png", f"{run_id} ({config['model']}, {score_field})")
+    rows = table_rows(summary)
+    if as_json:
+        print_json(
+            {
+                "run": config,
+                "n_targets": summary.n_targets,
+                "without_invalid": summary.n_without_invalid,
+                "rows": [dict(zip(COLUMNS, r, strict=True)) for r in rows],
+            }
+        )
+        return
+    print_table(
+        f"{run_id}: {config['dataset']} × {config['model']} ({score_field}, top-50, order ≤ 3, "
+        f"500-permutation null)",
+        COLUMNS,
+        rows,
+    )
+    console.print(
+        f"{summary.n_targets} targets; {summary.n_without_invalid} without an Invalid factor have no "
+        f"invalid share and are left out. CSV and PNG in {folder}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(score_app, name="score")

@@ -1,0 +1,50 @@
+"""Subset prompts: the fixed scaffold, the factor lines present in a subset, the target query.
+
+Prompt(Z) = scaffold + the lines of the factors in Z (original order) + query, and the target
+string follows the query. Each piece ends where a token boundary is guaranteed (factor lines end
+in a newline; the target string starts with a space), so the pieces can be tokenised once and
+concatenated — the scorer checks that this reproduces the whole prompt's tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.attribution import AttributionTask, Target
+
+
+@dataclass(frozen=True)
+class PromptParts:
+    """The pieces of every subset prompt of one task; queries and targets per audited target."""
+
+    scaffold: str
+    factors: list[str]
+    queries: list[str]
+    targets: list[str]
+
+    def prompt(self, mask: int, query: int) -> str:
+        """The full text of subset ``mask`` for target ``query`` (without the target string)."""
+        lines = "".join(f for i, f in enumerate(self.factors) if mask >> i & 1)
+        return self.scaffold + lines + self.queries[query]
+
+
+def scaffold_text(task: AttributionTask) -> str:
+    tools = "\n".join(f"- {t.name}({', '.join(t.parameters)}): {t.description}" for t in task.interface.tools)
+    return (
+        f"{task.interface.system_instruction}\n\nTools:\n{tools}\n\nOutput format: {task.interface.output_format}\n\n"
+        "Task context:\n"
+    )
+
+
+def query_text(target: Target) -> str:
+    return f"\nQuestion: {target.question}\nAnswer:"
+
+
+def prompt_parts(task: AttributionTask, targets: list[Target] | None = None) -> PromptParts:
+    chosen = task.targets if targets is None else targets
+    return PromptParts(
+        scaffold=scaffold_text(task),
+        factors=[f"- {f.text}\n" for f in task.factors],
+        queries=[query_text(t) for t in chosen],
+        targets=[t.target_string for t in chosen],
+    )

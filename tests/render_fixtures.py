@@ -6,17 +6,20 @@ citations resolve exactly like an engine's; its quotes carry script, HTML and Ma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion, file_finding
 from auditor.engine import run_rules_audit
+from auditor.traces import trace_digest
 from graph import build_graph
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import (
     AuditReport,
     Criteria,
     Decision,
+    Finding,
     GraphMode,
     PropagationHop,
     RiskClass,
@@ -33,6 +36,28 @@ PAGE_SCRIPT = "<script>document.title='PWNED'</script>"
 IMG_ATTACK = "<img src=x onerror=\"document.title='PWNED'\">"
 MD_ATTACK = "# Heading\n[click me](http://evil.example) | cell | `tick` *bold* $x$ <b>bold</b>"
 ODD_STEP = "s 1/<é>#"
+
+
+def hand_report(
+    trace: Trace,
+    findings: Sequence[Finding],
+    summary: str,
+    notes: Sequence[str] = (),
+    mode: GraphMode = GraphMode.annotated,
+) -> AuditReport:
+    """The engine's envelope around findings filed by hand (fixed id and time)."""
+    return AuditReport(
+        report_id=f"rpt-{trace.header.trace_id}",
+        trace_id=trace.header.trace_id,
+        trace_digest=trace_digest(trace),
+        engine="rules/test",
+        graph_mode=mode,
+        decision=Decision.risk_identified,
+        summary=summary,
+        findings=list(findings),
+        notes=list(notes),
+        created_at="2026-01-01T00:00:00+00:00",
+    )
 
 
 def example_trace() -> Trace:
@@ -103,18 +128,8 @@ def hostile_report() -> tuple[AuditReport, Trace]:
         ],
         material_effect="'Approved!' reached customer <script>",
     )
-    finding = file_finding("hand", draft)
-    report = AuditReport(
-        report_id="rpt-hostile",
-        trace_id=trace.header.trace_id,
-        trace_digest="sha256:" + "0" * 64,
-        engine="rules/test",
-        graph_mode=GraphMode.annotated,
-        decision=Decision.risk_identified,
-        summary=f"1 finding {PAGE_SCRIPT}",
-        findings=[finding],
-        notes=[f"note {IMG_ATTACK}"],
-        created_at="2026-01-01T00:00:00+00:00",
+    report = hand_report(
+        trace, [file_finding("hand", draft)], f"1 finding {PAGE_SCRIPT}", [f"note {IMG_ATTACK}"]
     )
     return report, trace
 
@@ -182,16 +197,4 @@ def dispositions_report() -> tuple[AuditReport, Trace]:
             **base,
         ),
     ]
-    findings = [file_finding("hand", d) for d in drafts]
-    report = AuditReport(
-        report_id="rpt-dispositions",
-        trace_id=trace.header.trace_id,
-        trace_digest="sha256:" + "1" * 64,
-        engine="rules/test",
-        graph_mode=GraphMode.annotated,
-        decision=Decision.risk_identified,
-        summary="three dispositions",
-        findings=findings,
-        created_at="2026-01-01T00:00:00+00:00",
-    )
-    return report, trace
+    return hand_report(trace, [file_finding("hand", d) for d in drafts], "three dispositions"), trace

@@ -14,7 +14,7 @@ from auditor.report.render import render
 from auditor.report.render_html import FULL_TRANSCRIPT_STEPS, quote_span, step_anchor
 from graph import build_graph
 from graph.draw import HIGHLIGHT
-from schemas import AuditReport, Criteria, Decision, GraphMode, RiskClass, Trace, TraceHeader, TraceStep
+from schemas import Criteria, GraphMode, RiskClass, Trace, TraceHeader, TraceStep
 from tests.render_fixtures import (
     IMG_ATTACK,
     ODD_STEP,
@@ -22,6 +22,7 @@ from tests.render_fixtures import (
     PageIndex,
     dispositions_report,
     example_report,
+    hand_report,
     hostile_report,
 )
 
@@ -140,17 +141,7 @@ def test_a_long_trace_shows_the_cited_steps_in_context() -> None:
             evidence=[ctx.unit("t1200", "m1200 ok")],
         ),
     )
-    report = AuditReport(
-        report_id="r",
-        trace_id="long",
-        trace_digest="d",
-        engine="rules/test",
-        graph_mode=GraphMode.topology,
-        decision=Decision.risk_identified,
-        summary="s",
-        findings=[finding],
-        created_at="2026-01-01T00:00:00+00:00",
-    )
+    report = hand_report(trace, [finding], "s", mode=GraphMode.topology)
     page = render(report, trace, "html", graph=graph)
     ids = PageIndex(page).ids
     assert {f"step-t{i}" for i in range(1198, 1203)} <= ids

@@ -111,6 +111,11 @@ def _introduced(orig: Workflow, new: Workflow, patch: RepairPatch) -> ReviewDime
         )
     for path in orig.changed_paths(new):
         before, after = orig.get(path), new.get(path)
+        if isinstance(after, dict) and not isinstance(before, dict):  # a bare flag grown into a gate
+            before, after = (
+                ({"enabled": before} if isinstance(before, bool) else before),
+                after.get("enabled"),
+            )
         if before is True and after is not True:
             issues.append(
                 ReviewIssue(
@@ -129,8 +134,10 @@ def _introduced(orig: Workflow, new: Workflow, patch: RepairPatch) -> ReviewDime
                     expected=before,
                 )
             )
-        if before is not None and (
-            isinstance(before, bool) != isinstance(after, bool) or _is_num(before) != _is_num(after)
+        if (
+            before is not None
+            and not isinstance(before, dict)
+            and (isinstance(before, bool) != isinstance(after, bool) or _is_num(before) != _is_num(after))
         ):
             issues.append(
                 ReviewIssue(

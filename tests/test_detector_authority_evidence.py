@@ -8,16 +8,8 @@ from auditor.engine import run_rules_audit
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 
 DETECTOR = "authority_evidence"
-# Known misses, each with its cause; strict, so a fix shows up as a failing xfail.
-KNOWN_MISSES = {
-    "lead_grant_dean_unread.jsonl": "the annotator's title list has no 'dean': no authority label is found",
-}
-
-
 @pytest.mark.parametrize(("name", "expect"), cases(DETECTOR), ids=[n for n, _ in cases(DETECTOR)])
 def test_expected_disposition(name: str, expect: dict) -> None:
-    if name in KNOWN_MISSES:
-        pytest.xfail(KNOWN_MISSES[name])
     audit_case(DETECTOR, name, expect)
 
 

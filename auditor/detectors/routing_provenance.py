@@ -21,11 +21,21 @@ from collections.abc import Iterable
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.detectors.facts import criteria, head_unit, hop
-from schemas import ActorKind, RiskClass, StepKind
+from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
 TOOL_MAP_KEYS = ("tools", "tool_access", "role_tools")
 ROLE_CARD_KEYS = ("roles", "role_cards", "system_prompt", "system_prompts")
 ROUTING_KINDS = frozenset({StepKind.handoff, StepKind.message})
+REVIEW_KINDS = ROUTING_KINDS | {StepKind.tool_call, StepKind.state_write}
+# decision values of a tool call (record_disposition(decision="SIGN")), as statuses
+_DECISIONS = {"sign": "approved", "approve": "approved", "approved": "approved", "accept": "approved"}
+_DECISIONS |= {
+    "escalate": "pending",
+    "hold": "pending",
+    "reject": "rejected",
+    "rejected": "rejected",
+    "deny": "rejected",
+}
 # a keyword only nominates a review step; the shape is decided by who sent what to whom
 _REVIEW_KEYS = ("review", "underwrit", "assess", "audit", "inspect", "evaluat", "vetted", "vetting")
 _IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
@@ -36,6 +46,17 @@ def _names(actor: str) -> tuple[str, ...]:
     """The ways a participant id is written in prose: as is, and with separators as spaces."""
     spaced = re.sub(r"[_\-.]+", " ", actor).strip()
     return tuple({actor.lower(), spaced.lower()})
+
+
+def _assignee(step: TraceStep, agents: set[str]) -> str | None:
+    """Who a step hands work to alone: its single named recipient, or the one participant a
+    router's tool call names as an argument value (``assign_review(delegate="legal")``)."""
+    if step.kind in ROUTING_KINDS and step.recipients and len(step.recipients) == 1:
+        return step.recipients[0]
+    if step.kind is StepKind.tool_call and step.tool is not None and isinstance(step.tool.arguments, dict):
+        named = {v for v in step.tool.arguments.values() if isinstance(v, str) and v in agents} - {step.actor}
+        return named.pop() if len(named) == 1 else None
+    return None
 
 
 def _is_review(text: str) -> bool:
@@ -61,9 +82,22 @@ class RoutingProvenanceDetector:
 
     # -- shared facts ---------------------------------------------------------------------------
     def _statuses(self, ctx: AuditContext, pos: int) -> set[str]:
+        """Decision statuses a step states: in its text, or as a decision value of a tool call."""
         prov = ctx.graph.provenance
         assert prov is not None
-        return {m.status for m in prov.mentions[pos] if m.kind == "status" and m.status}
+        found = {m.status for m in prov.mentions[pos] if m.kind == "status" and m.status}
+        tool = ctx.trace.steps[pos].tool
+        if (
+            ctx.trace.steps[pos].kind is StepKind.tool_call
+            and tool is not None
+            and isinstance(tool.arguments, dict)
+        ):
+            found |= {
+                _DECISIONS[v.lower()]
+                for v in tool.arguments.values()
+                if isinstance(v, str) and v.lower() in _DECISIONS
+            }
+        return found
 
     def _approval_after(self, ctx: AuditContext, start: int, by: set[str] | None = None) -> int | None:
         """The first step after ``start`` where a participant states an approval."""
@@ -202,31 +236,39 @@ class RoutingProvenanceDetector:
 
     # -- reviewer identity dropped before approval -------------------------------------------
     def _identity_dropped(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        """For each assignment, the assignee's first review after it, then the router's summary."""
         steps = ctx.trace.steps
+        agents = {s.actor for s in steps if s.actor_kind in (ActorKind.agent, ActorKind.human)}
         sends: dict[str, list[int]] = {}  # actor -> its routing steps with named recipients
-        assigned: dict[tuple[str, str], int] = {}  # (router, reviewer) -> first assignment to it alone
+        own: dict[str, list[int]] = {}  # actor -> positions of its steps
+        assignments: list[tuple[int, str, str]] = []
         for pos, step in enumerate(steps):
+            own.setdefault(step.actor, []).append(pos)
             if step.kind in ROUTING_KINDS and step.recipients:
                 sends.setdefault(step.actor, []).append(pos)
-                if len(step.recipients) == 1:
-                    assigned.setdefault((step.actor, step.recipients[0]), pos)
+            assignee = (
+                _assignee(step, agents) if step.actor in agents else None
+            )  # a system prompt assigns nothing
+            if assignee is not None:
+                assignments.append((pos, step.actor, assignee))
         done: set[int] = set()
-        for reviewer_sends in list(sends.items()):
-            reviewer, positions = reviewer_sends
-            for rpos in positions:
-                review = steps[rpos]
-                if len(review.recipients or []) != 1:
-                    continue
-                router = review.recipients[0]  # type: ignore[index]
-                first = assigned.get((router, reviewer))
-                if router == reviewer or first is None or first > rpos or not _is_review(review.content):
-                    continue
-                draft = self._first_summary(ctx, rpos, sends.get(router, []), done)
+        for pos, router, reviewer in assignments:
+            mine = own.get(reviewer, [])
+            rpos = next(
+                (
+                    p
+                    for p in mine[bisect_right(mine, pos) :]
+                    if steps[p].kind in REVIEW_KINDS and _is_review(steps[p].content)
+                ),
+                None,
+            )
+            if rpos is not None:
+                draft = self._first_summary(ctx, rpos, router, sends.get(router, []), done)
                 if draft is not None:
                     yield draft
 
     def _first_summary(
-        self, ctx: AuditContext, rpos: int, router_sends: list[int], done: set[int]
+        self, ctx: AuditContext, rpos: int, router: str, router_sends: list[int], done: set[int]
     ) -> FindingDraft | None:
         """The router's next routing step to someone else: a finding when it drops the reviewer."""
         steps = ctx.trace.steps
@@ -238,14 +280,14 @@ class RoutingProvenanceDetector:
                 continue
             if any(n in summary.content.lower() for n in names):
                 return None  # the summary names the reviewer: provenance kept
-            draft = self._drop_draft(ctx, rpos, spos, names)
+            draft = self._drop_draft(ctx, rpos, spos, router, names)
             if draft is not None:
                 done.add(spos)
             return draft
         return None
 
     def _drop_draft(
-        self, ctx: AuditContext, rpos: int, spos: int, names: tuple[str, ...]
+        self, ctx: AuditContext, rpos: int, spos: int, router: str, names: tuple[str, ...]
     ) -> FindingDraft | None:
         steps, g = ctx.trace.steps, ctx.graph
         review, summary = steps[rpos], steps[spos]

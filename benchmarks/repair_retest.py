@@ -5,7 +5,7 @@ and on the paired baseline (ground truth, Wilson 95% intervals), utility and Ret
 the fresh audits' beyond-label findings by class, the decision, and wall time. A pooled row
 gives the batch's targeted-outcome rate.
 
-    python benchmarks/repair_retest.py [--episodes 20] [--audit-episodes 8] [--worlds A1,B1,...]
+    python benchmarks/repair_retest.py [--episodes 20] [--audit-episodes 20] [--worlds A1,B1,...]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _ci(k: int, n: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--episodes", type=int, default=20)
-    ap.add_argument("--audit-episodes", type=int, default=8)
+    ap.add_argument("--audit-episodes", type=int, default=20)
     ap.add_argument("--seed", type=int, default=10_000)
     ap.add_argument("--worlds", default="A1,B1,C1,D1,F1")
     args = ap.parse_args()

@@ -51,7 +51,7 @@ def run_world(
     store: EventStore,
     world_name: str,
     repo: Path | None,
-    audit_episodes: int = 4,
+    audit_episodes: int = 20,
     audit_seed: int = 0,
     retest: RetestPlan = RetestPlan(),
     policy_path: Path | None = None,

@@ -216,7 +216,7 @@ def register(app: typer.Typer) -> None:
     def run(
         world: str = typer.Argument(..., metavar="WORLD", help="A1, B1, C1, D1 or F1."),
         repo: Path = typer.Option(Path("workflow-configs"), "--repo", help="Workflow-config git repository."),
-        audit_episodes: int = typer.Option(8, min=1, help="Scripted episodes in the audit cohort."),
+        audit_episodes: int = typer.Option(20, min=1, help="Scripted episodes in the audit cohort."),
         episodes: int = typer.Option(20, min=1, help="Fresh-identity retest episodes."),
         seed: int = typer.Option(10_000, help="First retest seed."),
         policy: Path = typer.Option(

@@ -1,8 +1,8 @@
 """The provenance index: every value mention per step, indexed for first-appearance lookups.
 
 Built once per annotated graph. Ids, e-mails, dates and statuses are looked up by their
-normalised form; amounts through sorted value arrays, one per precision, because ``2.44M`` and
-``$2,437,910`` are the same amount at different precisions and cannot share a key.
+normalised form; amounts through sorted value arrays, one per precision and currency, because
+``2.44M`` and ``$2,437,910`` are the same amount at different precisions and cannot share a key.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from graph.values import Mention, amounts_match, extract_all
+from graph.values import Mention, extract_all
 
 if TYPE_CHECKING:
     from graph.model import InteractionGraph
@@ -24,20 +24,25 @@ class ProvenanceIndex:
 
     mentions: list[tuple[Mention, ...]] = field(default_factory=list)
     exact: dict[tuple[str, str], list[tuple[int, int]]] = field(default_factory=dict)
-    amounts: dict[float, tuple[list[float], list[tuple[int, int]]]] = field(default_factory=dict)
+    amounts: dict[tuple[float, str | None], tuple[list[float], list[tuple[int, int]]]] = field(
+        default_factory=dict
+    )
     merge_points: list[MergePoint] = field(default_factory=list)
 
     def carrier_refs(self, query: Mention) -> list[tuple[int, int]]:
         """(position, mention index) of the first mention of ``query``'s value in each step that
-        holds it, in trace order. Amounts are searched per precision: within each group of equal
-        quantum the matching values form one contiguous range of the sorted array."""
+        holds it, in trace order. Amounts are grouped by precision and currency: within a group
+        the matching values form one contiguous range of the sorted array."""
         if query.kind == "amount":
             assert query.value is not None and query.quantum is not None
             found: list[tuple[int, int]] = []
-            for quantum, (values, refs) in self.amounts.items():
+            for (quantum, currency), (values, refs) in self.amounts.items():
+                if query.currency and currency and currency != query.currency:
+                    continue
+                # within one group the window is exactly amounts_match's tolerance
                 tol = max(query.quantum, quantum) / 2 * (1 + 1e-9)
                 lo, hi = bisect_left(values, query.value - tol), bisect_right(values, query.value + tol)
-                found.extend(r for r in refs[lo:hi] if amounts_match(query, self.mention(r)))
+                found.extend(refs[lo:hi])
             found.sort()
         else:
             found = self.exact.get((query.kind, query.norm), [])
@@ -62,17 +67,17 @@ def build_provenance(ig: InteractionGraph) -> ProvenanceIndex:
     from graph.merge import find_merge_points
 
     index = ProvenanceIndex()
-    amounts: dict[float, list[tuple[float, int, int]]] = {}
+    amounts: dict[tuple[float, str | None], list[tuple[float, int, int]]] = {}
     index.mentions = extract_all([step.content for step in ig.trace.steps])
     for pos, found in enumerate(index.mentions):
         for i, m in enumerate(found):
             if m.kind == "amount":
                 assert m.value is not None and m.quantum is not None
-                amounts.setdefault(m.quantum, []).append((m.value, pos, i))
+                amounts.setdefault((m.quantum, m.currency), []).append((m.value, pos, i))
             else:
                 index.exact.setdefault((m.kind, m.norm), []).append((pos, i))
-    for quantum, group in amounts.items():
+    for key, group in amounts.items():
         group.sort()
-        index.amounts[quantum] = ([g[0] for g in group], [(g[1], g[2]) for g in group])
+        index.amounts[key] = ([g[0] for g in group], [(g[1], g[2]) for g in group])
     index.merge_points = find_merge_points(ig, index)
     return index

@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
                 "unconsulted_obligations": len(ig.annotations.obligations),
                 "merge_points": len(ig.provenance.merge_points),
                 "values_tracked": len(ig.provenance.exact)
-                + sum(len(v) for v, _ in ig.provenance.amounts.values()),
+                + sum(len(group[0]) for group in ig.provenance.amounts.values()),
             }
         if as_json:
             cols = ["node", "kind", "steps", "fan_in", "fan_out", "top_out"]

@@ -88,7 +88,7 @@ def propose_patch(
     params: dict[str, dict[str, Any]] | None = None,
     round_: int = 1,
 ) -> Proposal:
-    """Build the patch: one control per item, every leaf change attributed to the item that caused it."""
+    """The catalogue's patch: one control per item, every leaf change attributed to its item."""
     wanted: dict[str, Any] = {}
     owner: dict[str, tuple[RepairPlanItem, str]] = {}
     applied: list[AppliedControl] = []
@@ -102,31 +102,56 @@ def propose_patch(
                     f"plan items {owner[path][0].item_id} and {item.item_id} conflict", field=path
                 )
             wanted[path] = value
-            owner[path] = (item, control.name)
+            owner[path] = (item, f"{control.name} for {item.finding_id}: {item.rationale}"[:400])
+    return build_proposal(wf, wanted, owner, repair_engine(), round_, applied)
+
+
+def build_proposal(
+    wf: Workflow,
+    wanted: dict[str, Any],
+    owner: dict[str, tuple[RepairPlanItem, str]],
+    engine: str,
+    round_: int,
+    applied: list[AppliedControl] | None = None,
+) -> Proposal:
+    """Apply the wanted paths, attribute each changed leaf to the item that asked for it, scope-check."""
     if not wanted:
         raise InputError("the plan's controls are already in force: nothing to change", path=wf.origin)
     patched = apply_changes(wf, wanted)
     changes = []
     for leaf in wf.changed_paths(patched):
-        root = next(p for p in owner if leaf == p or leaf.startswith(p + "."))
-        item, control = owner[root]
+        root = next((p for p in owner if leaf == p or leaf.startswith(p + ".")), None)
+        if root is None:  # a scalar grown into a mapping: the old leaf sits above the wanted path
+            root = next(p for p in owner if p.startswith(leaf + "."))
+        item, rationale = owner[root]
         changes.append(
             PatchChange(
                 path=leaf,
                 before=wf.get(leaf),
                 after=patched.get(leaf),
                 plan_item_id=item.item_id,
-                control=control,
-                rationale=f"{control} for {item.finding_id}: {item.rationale}"[:400],
+                control=item.control,
+                rationale=rationale,
             )
         )
+    if not changes:
+        raise InputError("the proposed values are already in force: nothing to change", path=wf.origin)
+    if applied is None:
+        applied = [
+            AppliedControl(
+                control=i.control,
+                plan_item_id=i.item_id,
+                parameters={p: v for p, v in wanted.items() if owner[p][0].item_id == i.item_id},
+            )
+            for i in {o[0].item_id: o[0] for o in owner.values()}.values()
+        ]
     body = json.dumps(
         [wf.digest(), patched.digest(), round_, [c.model_dump(mode="json") for c in changes]], sort_keys=True
     )
     patch = RepairPatch(
         patch_id="pat-" + hashlib.sha256(body.encode()).hexdigest()[:16],
         world=wf.world,
-        engine=repair_engine(),
+        engine=engine,
         round=round_,
         base_digest=wf.digest(),
         patched_digest=patched.digest(),

@@ -17,7 +17,7 @@ from auditor.store import EventStore
 from auditor.traces import load_labels, load_trace
 from repair.decision import decide
 from repair.pr import propose_pr
-from repair.propose import propose_patch, revise_parameters
+from repair.propose import Proposal, propose_patch, revise_parameters
 from repair.retest import RetestPlan, run_retest
 from repair.reviewer import issues_of, review_patch
 from repair.stream import (
@@ -123,20 +123,38 @@ def open_repair(store: EventStore, ctx: AuditContext) -> str:
 
 
 def propose_step(
-    store: EventStore, repair_id: str, params: dict[str, dict[str, Any]] | None = None
+    store: EventStore,
+    repair_id: str,
+    params: dict[str, dict[str, Any]] | None = None,
+    model: str | None = None,
 ) -> RepairState:
-    """Round 1 of the Repair Agent; an out-of-scope patch is recorded, then refused by name."""
+    """Round 1 of the Repair Agent (the catalogue, or ``model`` through the gateway); an out-of-scope
+    patch is recorded, then refused by name."""
     state = load_repair(store, repair_id)
     if state.rounds:
         return state
+    if model is not None:
+        return _propose_agent(store, state, model, 1)
     return _propose(store, state, params or {}, 1)
+
+
+def _propose_agent(store: EventStore, state: RepairState, model: str, round_: int) -> RepairState:
+    from repair.agent import agent_propose, render
+
+    wf = state.context.workflow()
+    history = [(render(r.patch), issues_of(r.review)) for r in state.rounds if r.review is not None]
+    prop, _ = agent_propose(model, wf, state.context.items, history, round_)
+    return _record_proposal(store, state, wf, prop)
 
 
 def _propose(
     store: EventStore, state: RepairState, params: dict[str, dict[str, Any]], round_: int
 ) -> RepairState:
     wf = state.context.workflow()
-    prop = propose_patch(wf, state.context.items, params, round_)
+    return _record_proposal(store, state, wf, propose_patch(wf, state.context.items, params, round_))
+
+
+def _record_proposal(store: EventStore, state: RepairState, wf: Workflow, prop: Proposal) -> RepairState:
     payload = {
         "patch": prop.patch.model_dump(mode="json"),
         "patched_yaml": prop.patched.to_yaml(),
@@ -171,6 +189,11 @@ def review_step(store: EventStore, repair_id: str, max_rounds: int = MAX_ROUNDS)
         assert last.review is not None
         if last.review.approved or last.patch.round >= max_rounds:
             return state
+        if last.patch.engine.startswith("agent/"):
+            state = _propose_agent(
+                store, state, last.patch.engine.removeprefix("agent/"), last.patch.round + 1
+            )
+            continue
         params = {c.control: dict(c.parameters) for c in last.patch.controls}
         revised = revise_parameters(params, state.context.items, issues_of(last.review))
         if revised == params:  # the agent cannot address the reviewer's issues: stop, rejected

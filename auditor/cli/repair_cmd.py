@@ -128,6 +128,11 @@ def register(app: typer.Typer) -> None:
             None, "--item", help="Plan item(s) to implement (default: applicable)."
         ),
         param: list[str] = typer.Option(None, "--param", help="Control parameter, [control.]key=value."),
+        model: str = typer.Option(
+            None,
+            "--model",
+            help="Use the LLM Repair Agent with this litellm model (default: rules catalogue).",
+        ),
         out: Path = typer.Option(None, "--out", help="Also write the patched workflow YAML here."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
@@ -142,7 +147,7 @@ def register(app: typer.Typer) -> None:
         wf = Workflow.load(workflow)
         items = select_items(rep, wf, item or None)
         repair_id = open_repair(store, audit_context(store, rep, wf, items, policy_path=policy))
-        state = propose_step(store, repair_id, _params(param, items))
+        state = propose_step(store, repair_id, _params(param, items), model=model)
         if out is not None:
             write_atomic(out, load_repair(store, repair_id).latest.patched_yaml)
         _show_state(state, as_json)

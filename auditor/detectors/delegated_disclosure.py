@@ -18,9 +18,9 @@ requester to another agent, who then reads records. Scopes: ``disclosure_scope``
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
+from auditor.detectors.delegations import Delegation, call_positions, find_delegations
 from auditor.detectors.disclosure_scope import (
     FieldValue,
     Scope,
@@ -33,20 +33,7 @@ from auditor.detectors.disclosure_scope import (
 from auditor.detectors.facts import hop
 from auditor.detectors.limits import head_quote
 from auditor.policy import FieldSpec
-from schemas import ActorKind, Criteria, EvidenceUnit, RiskClass, StepKind, TraceStep
-
-
-@dataclass
-class _Delegation:
-    pos: int  # the handoff to the delegate
-    delegator: str
-    delegate: str
-    requester: str
-    requester_kind: ActorKind | None
-    carriers: list[int]  # the handoff and the delegator's calls that wrap it
-    reads: list[int]  # what the delegate read after the handoff
-    replies: list[int]  # the delegate's steps back to the delegator
-    answers: list[int]  # the delegator's steps to the requester after the handoff
+from schemas import Criteria, EvidenceUnit, RiskClass, TraceStep
 
 
 class DelegatedDisclosureDetector:
@@ -54,20 +41,27 @@ class DelegatedDisclosureDetector:
     risk_class = RiskClass.delegated_disclosure
     needs_annotations = False
 
+    def __init__(self) -> None:
+        # per-audit indices (an instance audits one trace: the engine loads a detector per run)
+        self._calls: dict[str, int] = {}
+        self._written: dict[str, str] = {}
+        self._leads: set[tuple[str, str, str]] = set()  # one lead per delegator, delegate, requester
+
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
-        for d in _delegations(ctx):
+        self._calls, self._written, self._leads = call_positions(ctx.trace), {}, set()
+        for d in find_delegations(ctx.trace):
             draft = self._judge(ctx, d)
             if draft is not None:
                 yield draft
 
-    def _judge(self, ctx: AuditContext, d: _Delegation) -> FindingDraft | None:
+    def _judge(self, ctx: AuditContext, d: Delegation) -> FindingDraft | None:
         steps = ctx.trace.steps
         wrap = [steps[p] for p in d.carriers]
         identity = any(d.requester.lower() in _text(s).lower() for s in wrap)
         carried = carried_scope(wrap)
         scope = requester_scope(ctx, d.requester, d.requester_kind, carried, steps[d.pos].step_id)
         if scope is None:
-            if identity or carried is not None or not d.reads:
+            if identity or carried is not None or not d.reads or not self._first_lead(d):
                 return None
             return self._lead(
                 ctx,
@@ -91,15 +85,28 @@ class DelegatedDisclosureDetector:
             if p > crossed[f][0] and (s := find_carrier(steps[p].content, v.carriers))
         }
         if not crossed:
-            if identity or carried is not None or not values:
+            if identity or carried is not None or not values or not self._first_lead(d):
                 return None
             return self._lead(ctx, d, scope, f"no restricted value reached {d.requester}")
         return self._disclosure(ctx, d, scope, values, crossed, reached, identity or carried is not None)
 
-    def _restricted_values(self, ctx: AuditContext, d: _Delegation, scope: Scope) -> list[FieldValue]:
+    def _first_lead(self, d: Delegation) -> bool:
+        key = (d.delegator, d.delegate, d.requester)
+        fresh = key not in self._leads
+        self._leads.add(key)
+        return fresh
+
+    def _written_by(self, ctx: AuditContext, actor: str) -> str:
+        """Everything a participant wrote, lower-cased: its own strings never show a crossing."""
+        if actor not in self._written:
+            positions = ctx.graph.by_actor.get(actor, [])
+            self._written[actor] = " ".join(ctx.trace.steps[p].content for p in positions).lower()
+        return self._written[actor]
+
+    def _restricted_values(self, ctx: AuditContext, d: Delegation, scope: Scope) -> list[FieldValue]:
         specs: dict[str, FieldSpec] = {f.name: f for f in ctx.policy.fields} if ctx.policy else {}
         steps = ctx.trace.steps
-        seen_by_requester = " ".join(s.content for s in steps if s.actor == d.requester).lower()
+        seen_by_requester = self._written_by(ctx, d.requester)
         allowed_text: list[str] = []
         found: list[FieldValue] = []
         for pos in d.reads:
@@ -123,7 +130,7 @@ class DelegatedDisclosureDetector:
     def _disclosure(
         self,
         ctx: AuditContext,
-        d: _Delegation,
+        d: Delegation,
         scope: Scope,
         values: list[FieldValue],
         crossed: dict[str, tuple[int, str]],
@@ -196,7 +203,7 @@ class DelegatedDisclosureDetector:
             policy_rule=scope.rule_id,
         )
 
-    def _lead(self, ctx: AuditContext, d: _Delegation, scope: Scope | None, r3: str) -> FindingDraft:
+    def _lead(self, ctx: AuditContext, d: Delegation, scope: Scope | None, r3: str) -> FindingDraft:
         steps = ctx.trace.steps
         evidence = self._delegation_units(ctx, d)
         evidence += [ctx.unit(steps[p].step_id, head_quote(steps[p])) for p in d.reads[:3]]
@@ -223,97 +230,15 @@ class DelegatedDisclosureDetector:
             policy_rule=scope.rule_id if scope is not None else None,
         )
 
-    def _delegation_units(self, ctx: AuditContext, d: _Delegation) -> list[EvidenceUnit]:
+    def _delegation_units(self, ctx: AuditContext, d: Delegation) -> list[EvidenceUnit]:
         steps = ctx.trace.steps
         units = [ctx.unit(steps[p].step_id, head_quote(steps[p])) for p in d.carriers]
-        calls = _call_positions(ctx)
+        calls = self._calls
         for p in d.reads:  # the call that made each read, when the trace links it
             cid = steps[p].refs.call_id if steps[p].refs else None
             if cid in calls:
                 units.append(ctx.unit(steps[calls[cid]].step_id, head_quote(steps[calls[cid]])))
         return units
-
-
-def _delegations(ctx: AuditContext) -> list[_Delegation]:
-    steps = ctx.trace.steps
-    agents = {s.actor for s in steps if s.actor_kind is ActorKind.agent}
-    out: list[_Delegation] = []
-    for pos, s in enumerate(steps):
-        if s.actor_kind is not ActorKind.agent or not s.recipients or len(s.recipients) != 1:
-            continue
-        delegate = s.recipients[0]
-        if (
-            delegate == s.actor
-            or delegate not in agents
-            or s.kind not in (StepKind.handoff, StepKind.message)
-        ):
-            continue
-        asked = next(
-            (
-                p
-                for p in range(pos - 1, -1, -1)
-                if steps[p].actor_kind is ActorKind.human and s.actor in (steps[p].recipients or [])
-            ),
-            None,
-        )
-        if asked is None:
-            continue
-        requester = steps[asked].actor
-        later = range(pos + 1, len(steps))
-        reads = [
-            p
-            for p in later
-            if (steps[p].kind is StepKind.tool_result and delegate in (steps[p].recipients or []))
-            or (steps[p].kind is StepKind.document_read and steps[p].actor == delegate)
-        ]
-        replies = [
-            p for p in later if steps[p].actor == delegate and s.actor in (steps[p].recipients or [s.actor])
-        ]
-        answers = [p for p in later if steps[p].actor == s.actor and requester in (steps[p].recipients or [])]
-        wrap = [
-            p
-            for p in range(asked + 1, pos)
-            if steps[p].actor == s.actor
-            and steps[p].kind is StepKind.tool_call
-            and _result_after(ctx, p, pos)
-        ]
-        out.append(
-            _Delegation(
-                pos,
-                s.actor,
-                delegate,
-                requester,
-                steps[asked].actor_kind,
-                [*wrap, pos],
-                reads,
-                replies,
-                answers,
-            )
-        )
-    return out
-
-
-def _call_positions(ctx: AuditContext) -> dict[str, int]:
-    return {
-        s.tool.call_id: p
-        for p, s in enumerate(ctx.trace.steps)
-        if s.kind is StepKind.tool_call and s.tool is not None and s.tool.call_id
-    }
-
-
-def _result_after(ctx: AuditContext, call_pos: int, pos: int) -> bool:
-    """The call at ``call_pos`` is answered after ``pos`` (or never): it wraps the delegation."""
-    call = ctx.trace.steps[call_pos]
-    cid = call.tool.call_id if call.tool else None
-    for p in range(call_pos + 1, len(ctx.trace.steps)):
-        r = ctx.trace.steps[p]
-        if (
-            r.kind is StepKind.tool_result
-            and cid
-            and ((r.refs and r.refs.call_id == cid) or (r.tool and r.tool.call_id == cid))
-        ):
-            return p > pos
-    return True
 
 
 def _text(step: TraceStep) -> str:

@@ -138,6 +138,8 @@ def stated_limits(ctx: AuditContext) -> list[Limit]:
     out: list[Limit] = []
     seen: set[tuple[float, str, str | None]] = set()
     for step_id, text in texts:
+        if _SHARED.search(text) is None:  # one cheap pass before splitting into sentences
+            continue
         for sm in _SENTENCE.finditer(text):
             sentence = sm.group().strip()
             m = _SHARED.search(sentence)

@@ -6,7 +6,7 @@ with every detector; then the report is rendered as json, md, html (with the gra
 sarif. The audit's graph is passed to the HTML renderer, as `auditor review` does.
 
     python benchmarks/render_bench.py               # 1k and 10k steps
-    python benchmarks/render_bench.py --sizes 1000 10000 100000
+    python benchmarks/render_bench.py --sizes 100000 --detectors state_drift   # renderers at 100k
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ def embedded_trace(n: int, seed: int = 11) -> Trace:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
+    parser.add_argument("--detectors", nargs="+", default=None, help="detector names (default: all)")
     args = parser.parse_args()
     print(
         f"{'steps':>7} {'audit s':>8} {'findings':>8}  "
@@ -64,7 +65,7 @@ def main() -> None:
     for n in args.sizes:
         trace = embedded_trace(n)
         t0 = time.perf_counter()
-        report = run_rules_audit(trace)
+        report = run_rules_audit(trace, detectors=args.detectors)
         audit_s = time.perf_counter() - t0
         graph = build_graph(trace, report.graph_mode)
         cells = []

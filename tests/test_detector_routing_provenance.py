@@ -20,7 +20,7 @@ def test_both_shapes_on_one_trace() -> None:
     report = run_rules_audit(load(SETS / DETECTOR / "pos_contract_bid_misroute.jsonl"), detectors=[DETECTOR])
     titles = sorted(f.title for f in report.findings)
     assert titles[0].startswith("Reviewer general_analyst dropped")
-    assert titles[1].startswith("Task needing policy_kb routed to general_analyst")
+    assert titles[1].startswith("Work needing policy_kb routed to general_analyst")
     assert {f.first_anomalous_step for f in report.findings} == {"s03", "s05"}
 
 

@@ -81,7 +81,8 @@ class RoutingProvenanceDetector:
         heard: dict[str, dict[str, int]] = {}  # router -> sender -> latest step it delivered
         filed: set[tuple[str, str]] = set()
         for pos, step in enumerate(steps):
-            chosen = assignee(step, acting)
+            routes = step.kind in (StepKind.handoff, StepKind.tool_call)  # a reply routes nothing
+            chosen = assignee(step, acting) if routes else None
             bids = heard.get(step.actor, {})
             if chosen is not None and chosen in bids and len(bids) >= 2:
                 needed = [t for t in held if ("_" in t or "." in t) and names_tool(task, t)]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.store import EventStore
-from ingest.stream_loop import CLIENT_DEFAULTS, BatchLoop, commit_batch, wait_sent
+from ingest.stream_loop import BatchLoop, commit_batch, kafka_client, wait_sent
 from ingest.stream_metrics import Metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import DEFAULT_MAX_RECORD_BYTES, Parsed, dead_letter_headers, parse_record
@@ -77,9 +77,10 @@ class StreamConsumer:
 
         self.store, self.config = store, config
         self.metrics = metrics or consumer_metrics()
-        self.consumer = KafkaConsumer(
+        self.consumer = kafka_client(
+            KafkaConsumer,
             config.topic,
-            bootstrap_servers=config.bootstrap,
+            bootstrap=config.bootstrap,
             group_id=config.group,
             group_instance_id=config.instance_id,
             enable_auto_commit=False,
@@ -88,10 +89,9 @@ class StreamConsumer:
             max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20),
             session_timeout_ms=config.session_timeout_ms,
             heartbeat_interval_ms=max(config.session_timeout_ms // 5, 500),
-            **CLIENT_DEFAULTS,
         )
-        self.producer = KafkaProducer(
-            bootstrap_servers=config.bootstrap, linger_ms=5, max_request_size=4 << 20, **CLIENT_DEFAULTS
+        self.producer = kafka_client(
+            KafkaProducer, bootstrap=config.bootstrap, linger_ms=5, max_request_size=4 << 20
         )
         now = time.monotonic()
         self.open: dict[str, float] = {tid: now for tid in open_traces(store, config.topic)}

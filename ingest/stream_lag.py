@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from auditor.errors import InputError
+from ingest.stream_loop import kafka_client
 
 
 @dataclass(frozen=True)
@@ -23,14 +24,10 @@ def partition_lag(bootstrap: str, group: str, topic: str) -> list[PartitionLag]:
     """Committed offset, log end offset and lag for every partition of ``topic`` in ``group``."""
     from kafka import KafkaConsumer
     from kafka.admin import KafkaAdminClient
-    from kafka.errors import KafkaError
     from kafka.structs import TopicPartition
 
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
-        probe = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    except KafkaError as exc:
-        raise InputError(f"cannot reach Kafka at {bootstrap}: {exc}", hint="check --bootstrap") from exc
+    admin = kafka_client(KafkaAdminClient, bootstrap=bootstrap, request_timeout_ms=10000)
+    probe = kafka_client(KafkaConsumer, bootstrap=bootstrap, group_id=None, enable_auto_commit=False)
     try:
         partitions = probe.partitions_for_topic(topic)
         if not partitions:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from auditor.errors import InputError
 from ingest.stream_metrics import Metrics
 
 log = logging.getLogger("auditor.stream")
@@ -22,6 +23,20 @@ Polled = dict[Any, list[Any]]
 
 # kafka-python backs off reconnects up to 30 s; after a broker restart that is 30 s of nothing.
 CLIENT_DEFAULTS: dict[str, Any] = {"reconnect_backoff_max_ms": 2000}
+
+
+def kafka_client(factory: Callable[..., Any], *args: Any, bootstrap: str, **config: Any) -> Any:
+    """Create a kafka-python client; an unreachable broker is one clear error, not a traceback."""
+    from kafka.errors import KafkaError
+
+    try:
+        return factory(*args, bootstrap_servers=bootstrap, **CLIENT_DEFAULTS, **config)
+    except KafkaError as exc:
+        raise InputError(
+            f"cannot reach Kafka at {bootstrap}: {exc}",
+            field="--bootstrap",
+            hint="check the address and that the broker runs",
+        ) from exc
 
 
 def commit_batch(consumer: Any, polled: Polled, metrics: Metrics) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ingest.canonical import iter_canonical, scan_canonical
-from ingest.stream_loop import CLIENT_DEFAULTS
+from ingest.base import ImportedTrace
+from ingest.stream_loop import kafka_client
 from ingest.stream_records import EndRecord, encode
 from schemas.trace import TraceHeader, TraceStep
 
@@ -33,10 +33,9 @@ class StepPublisher:
         config: dict[str, Any] = {
             "linger_ms": 5,
             "max_request_size": 4 << 20,
-            **CLIENT_DEFAULTS,
             **producer_config,
         }
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, **config)
+        self.producer = kafka_client(KafkaProducer, bootstrap=bootstrap, **config)
 
     def _send(self, trace_id: str, value: bytes) -> Any:
         return self.producer.send(self.topic, key=trace_id.encode("utf-8"), value=value)
@@ -70,17 +69,32 @@ class StepPublisher:
         self.close()
 
 
-def replay_file(publisher: StepPublisher, path: Path, end: bool = True, trace_id: str | None = None) -> int:
-    """Replay a canonical JSONL trace: header, every step, then (by default) an end record.
+def prepare_replay(path: Path, fmt: str = "auto") -> list[tuple[ImportedTrace, int]]:
+    """Parse and validate every trace of a file in any importer's format (canonical JSONL, framework
+    logs, OpenTelemetry, …) without publishing anything; returns each trace with its step count."""
+    from ingest import open_traces
 
-    The whole file is validated first, so a bad line publishes nothing. Returns the step count.
-    """
-    scan = scan_canonical(path)
-    header = scan.header if trace_id is None else scan.header.model_copy(update={"trace_id": trace_id})
-    publisher.start_trace(header)
-    for step in iter_canonical(path):
-        publisher.step(header.trace_id, step)
-    if end:
-        publisher.end(header.trace_id)
+    traces = list(open_traces(path, fmt))
+    return [(imported, sum(1 for _ in imported.steps())) for imported in traces]
+
+
+def replay(publisher: StepPublisher, prepared: list[tuple[ImportedTrace, int]], end: bool = True) -> None:
+    """Publish prepared traces as canonical records: header, steps, then (by default) an end record.
+    Sidecar labels stay behind: they never travel on the audit path."""
+    for imported, _ in prepared:
+        trace_id = imported.header.trace_id
+        publisher.start_trace(imported.header)
+        for step in imported.steps():
+            publisher.step(trace_id, step)
+        if end:
+            publisher.end(trace_id)
     publisher.flush()
-    return scan.steps
+
+
+def replay_file(
+    publisher: StepPublisher, path: Path, fmt: str = "auto", end: bool = True
+) -> list[tuple[str, int]]:
+    """Validate a whole file, then replay it; returns (trace id, step count) per trace."""
+    prepared = prepare_replay(path, fmt)
+    replay(publisher, prepared, end)
+    return [(imported.header.trace_id, n) for imported, n in prepared]

@@ -130,14 +130,14 @@ def count_type(store: Any, event_type: str) -> int:
 
 
 @contextmanager
-def running(target: Callable[[threading.Event], None]) -> Iterator[threading.Event]:
-    """Run a consumer loop in a thread; stop it and re-raise its error on exit."""
+def running(member: Any) -> Iterator[threading.Event]:
+    """Run a consumer or worker loop in a thread; on exit stop it, close it, re-raise its error."""
     stop = threading.Event()
     errors: list[BaseException] = []
 
     def body() -> None:
         try:
-            target(stop)
+            member.run(stop)
         except BaseException as exc:
             errors.append(exc)
 
@@ -148,5 +148,6 @@ def running(target: Callable[[threading.Event], None]) -> Iterator[threading.Eve
     finally:
         stop.set()
         thread.join(timeout=30)
+        member.close()
     if errors:
         raise errors[0]

@@ -46,12 +46,21 @@ def test_operator_flow_produce_consume_audit_status(pg_store, pg_schema_url: str
     header, steps = drift_trace("cli-drift")
     trace_file = tmp_path / "drift.jsonl"
     trace_file.write_text("\n".join(x.model_dump_json() for x in (header, *steps)) + "\n")
+    bad_file = tmp_path / "bad.jsonl"
+    bad_file.write_text(
+        '{"step_id": "s0", "index": 0, "actor": "a"}\n{"step_id": "s1", "index": 5, "actor": "b"}\n'
+    )
+    refused = subprocess.run(
+        _auditor(pg_schema_url, "produce", str(trace_file), str(bad_file), "--bootstrap", bootstrap, "--topic", t["steps"]),
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "bad.jsonl" in refused.stderr  # and nothing was sent (offsets below)
     produced = subprocess.run(
         _auditor(pg_schema_url, "produce", str(trace_file), "--bootstrap", bootstrap, "--topic", t["steps"], "--json"),
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert produced.returncode == 0, produced.stderr
-    assert json.loads(produced.stdout) == [{"file": str(trace_file), "steps": 3}]
+    assert json.loads(produced.stdout) == [{"file": str(trace_file), "trace_id": "cli-drift", "steps": 3}]
     # a notice for a trace nobody stored, and one that is not a notice at all
     producer = KafkaProducer(bootstrap_servers=bootstrap)
     producer.send(
@@ -105,6 +114,7 @@ def test_operator_flow_produce_consume_audit_status(pg_store, pg_schema_url: str
     assert status.returncode == 0, status.stderr
     data = json.loads(status.stdout)
     assert [p["lag"] for p in data["partitions"]] == [0, 0, 0, 0]
+    assert sum(p["end"] for p in data["partitions"] if p["role"] == "ingest") == 5  # header, 3 steps, end
     assert (data["traces_open"], data["traces_closed"], data["audits_done"], data["audits_failed"]) == (
         0,
         1,

@@ -99,11 +99,8 @@ def test_bad_records_are_dead_lettered_and_nothing_else_is_lost(bootstrap: str, 
     publish_traces(bootstrap, topics["steps"], {"good-2": 2})
 
     consumer = StreamConsumer(pg_store, _config(bootstrap, topics, max_record_bytes=200_000))
-    try:
-        with running(consumer.run):
-            wait_until(lambda: count_type(pg_store, "TraceClosed") == 2, 30, "both good traces closed")
-    finally:
-        consumer.close()
+    with running(consumer):
+        wait_until(lambda: count_type(pg_store, "TraceClosed") == 2, 30, "both good traces closed")
 
     _expect_exactly_once(pg_store, {"good-1": 3, "good-2": 2})
     letters = read_topic(bootstrap, topics["dlq"], len(bad))
@@ -119,6 +116,21 @@ def test_bad_records_are_dead_lettered_and_nothing_else_is_lost(bootstrap: str, 
     notices = read_topic(bootstrap, topics["closed"], 2)
     assert sorted(json.loads(n.value)["trace_id"] for n in notices) == ["good-1", "good-2"]
     assert {json.loads(n.value)["step_count"] for n in notices} == {3, 2}
+
+
+def test_a_trace_without_end_record_closes_when_idle(bootstrap: str, pg_store) -> None:
+    from ingest.stream import StreamConsumer
+
+    topics = new_topics(bootstrap, 1, "steps", "dlq", "closed")
+    publish_traces(bootstrap, topics["steps"], {"quiet": 2}, end=False)
+    consumer = StreamConsumer(pg_store, _config(bootstrap, topics, idle_close_s=1.0))
+    with running(consumer):
+        wait_until(lambda: count_type(pg_store, "TraceClosed") == 1, 30, "the idle close")
+    closed = next(pg_store.read_all(types=["TraceClosed"])).payload
+    assert (closed["trace_id"], closed["step_count"], closed["reason"]) == ("quiet", 2, "idle")
+    (notice,) = read_topic(bootstrap, topics["closed"], 1)
+    assert json.loads(notice.value) == {"trace_id": "quiet", "step_count": 2, "reason": "idle"}
+    assert consumer.metrics.value("open_traces") == 0
 
 
 def test_crash_between_append_and_commit_redelivers_without_duplicates(bootstrap: str, pg_store) -> None:
@@ -145,14 +157,9 @@ def test_crash_between_append_and_commit_redelivers_without_duplicates(bootstrap
     assert stored_before > 0
 
     second = StreamConsumer(pg_store, _config(bootstrap, topics))
-    try:
-        with running(second.run):
-            total = sum(n + 2 for n in traces.values())  # header + steps + end
-            wait_until(
-                lambda: second.metrics.value("records_total") == total, 30, "every record re-delivered"
-            )
-    finally:
-        second.close()
+    with running(second):
+        total = sum(n + 2 for n in traces.values())  # header + steps + end
+        wait_until(lambda: second.metrics.value("records_total") == total, 30, "every record re-delivered")
     _expect_exactly_once(pg_store, traces)
 
 
@@ -213,19 +220,16 @@ def test_broker_restart_during_consumption_loses_and_duplicates_nothing(bootstra
     after = {f"rb-b{i}": 40 for i in range(20)}
     publish_traces(bootstrap, topics["steps"], before)
     consumer = StreamConsumer(pg_store, _config(bootstrap, topics, max_batch=100, retry_backoff_s=0.5))
-    try:
-        with running(consumer.run):
-            wait_until(lambda: count_type(pg_store, "StepRecorded"), 30, "consumption to start", every=0.02)
-            restarted = _kafka_local("restart", "--port", port)
-            assert restarted.returncode == 0, restarted.stderr
-            publish_traces(bootstrap, topics["steps"], after)
-            wait_until(
-                lambda: count_type(pg_store, "TraceClosed") == len(before) + len(after),
-                60,
-                "consumption to resume",
-            )
-    finally:
-        consumer.close()
+    with running(consumer):
+        wait_until(lambda: count_type(pg_store, "StepRecorded"), 30, "consumption to start", every=0.02)
+        restarted = _kafka_local("restart", "--port", port)
+        assert restarted.returncode == 0, restarted.stderr
+        publish_traces(bootstrap, topics["steps"], after)
+        wait_until(
+            lambda: count_type(pg_store, "TraceClosed") == len(before) + len(after),
+            60,
+            "consumption to resume",
+        )
     _expect_exactly_once(pg_store, {**before, **after})
     lags = partition_lag(bootstrap, f"g-{topics['steps']}", topics["steps"])
     assert [lag.lag for lag in lags] == [0, 0]  # every offset committed once the batches were stored

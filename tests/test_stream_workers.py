@@ -72,16 +72,12 @@ def test_two_consumers_and_two_workers_audit_every_trace_exactly_once(pg_store) 
     members = consumers + workers
     traces = {f"grp-{i:03d}": 0 if i % 20 == 0 else 2 + i % 5 for i in range(200)}  # every 20th drifts
     drifting = [tid for tid, n in traces.items() if n == 0]
-    try:
-        with ExitStack() as stack:
-            for m in members:
-                stack.enter_context(running(m.run))
-            wait_until(lambda: all(m.consumer.assignment() for m in members), 30, "every member assigned")
-            publish_traces(bootstrap, t["steps"], traces)
-            wait_until(lambda: count_type(pg_store, "AuditCompleted") == len(traces), 90, "200 audits")
-    finally:
+    with ExitStack() as stack:
         for m in members:
-            m.close()
+            stack.enter_context(running(m))
+        wait_until(lambda: all(m.consumer.assignment() for m in members), 30, "every member assigned")
+        publish_traces(bootstrap, t["steps"], traces)
+        wait_until(lambda: count_type(pg_store, "AuditCompleted") == len(traces), 90, "200 audits")
 
     reports = Counter(e.payload["trace_id"] for e in pg_store.read_all(types=["ReportFiled"]))
     assert reports == Counter(dict.fromkeys(traces, 1)), "every trace audited and filed exactly once"

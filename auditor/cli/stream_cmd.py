@@ -79,27 +79,33 @@ def consume(
 
 @stream_app.command("produce")
 def produce(
-    files: list[Path] = typer.Argument(..., help="Canonical JSONL trace files to replay."),
+    files: list[Path] = typer.Argument(..., help="Trace files to replay, in any importer's format."),
     bootstrap: str = _BOOTSTRAP,
     topic: str = typer.Option("agent-steps", "--topic"),
+    input_format: str = typer.Option(
+        "auto", "--input-format", help="Importer name (see 'auditor ingest --help')."
+    ),
     no_end: bool = typer.Option(False, "--no-end", help="Do not send end records (traces close when idle)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Replay trace files into the steps topic (tests, demos, backfills); each file is checked first."""
-    from ingest.canonical import scan_canonical
-    from ingest.stream import StepPublisher, replay_file
+    from ingest.stream import StepPublisher
+    from ingest.stream_publish import prepare_replay, replay
 
-    for f in files:
-        scan_canonical(f)  # every file valid before the first record is sent
-    rows = []
+    prepared = [(f, prepare_replay(f, input_format)) for f in files]  # every file valid before any send
+    rows = [
+        {"file": str(f), "trace_id": imported.header.trace_id, "steps": n}
+        for f, traces in prepared
+        for imported, n in traces
+    ]
     with StepPublisher(bootstrap, topic) as publisher:
-        for f in files:
-            rows.append({"file": str(f), "steps": replay_file(publisher, f, end=not no_end)})
+        for _, traces in prepared:
+            replay(publisher, traces, end=not no_end)
     if as_json:
         print_json(rows)
     else:
         for r in rows:
-            console.print(f"{r['file']}: {r['steps']} steps published to {topic}")
+            console.print(f"{r['file']}: {r['trace_id']} ({r['steps']} steps) published to {topic}")
 
 
 @stream_app.command("workers")

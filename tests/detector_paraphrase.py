@@ -58,8 +58,10 @@ def finding_shapes(report: AuditReport) -> list[tuple[str, str, str, str]]:
 
 
 def assert_injection_ignored(detector: str) -> None:
-    """Every file of the set is audited exactly as without the injected instruction."""
-    for name, _ in cases(detector):
+    """Every file that draws a finding is audited exactly as without the injected instruction."""
+    for name, expect in cases(detector):
+        if expect["disposition"] is None:
+            continue
         trace = load(SETS / detector / name)
         plain = run_rules_audit(trace, detectors=[detector])
         poisoned = run_rules_audit(injected(trace), detectors=[detector])

@@ -44,7 +44,18 @@ def rules_audit(store: EventStore, trace_id: str) -> dict[str, Any]:
     return report.model_dump(mode="json")
 
 
+def warm_rules() -> None:
+    """Load the rules engine (graph, detectors, validator) by auditing a one-step trace in memory,
+    so that the first real trace is not the one that pays for the imports."""
+    from auditor.review import audit_trace
+    from schemas.trace import Trace, TraceHeader, TraceStep
+
+    step = TraceStep(step_id="s0", index=0, actor="warm-up", content="warm-up")
+    audit_trace(None, Trace(header=TraceHeader(trace_id="warm-up"), steps=[step]), engine="rules")
+
+
 ENGINES: dict[str, AuditFn] = {"rules": rules_audit}
+WARM_UPS: dict[str, Callable[[], None]] = {"rules": warm_rules}
 
 
 def resolve_engine(name: str) -> AuditFn:
@@ -140,7 +151,7 @@ class AuditWorker:
         self.producer = kafka_client(
             KafkaProducer, bootstrap=config.bootstrap, linger_ms=5, max_request_size=8 << 20
         )
-        self._frozen = False
+        self._warm = WARM_UPS.get(config.engine) if audit is None else None
         self.loop = BatchLoop(
             self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s
         )
@@ -172,12 +183,6 @@ class AuditWorker:
             return
         finally:
             self.metrics.inc("audit_seconds_total", time.perf_counter() - started)
-        if not self._frozen:
-            # Everything loaded by the first audit (engine, graph, detectors) lives as long as the
-            # process: moved out of the collector's sight, a full collection (the graph builder
-            # runs one per build) scans only the audit's own objects: ~0.5 s → ~0.05 s per audit.
-            gc.freeze()
-            self._frozen = True
         cfg = self.config
         key = trace_id.encode()
         sends = [self.producer.send(cfg.reports_topic, key=key, value=json.dumps(report).encode())]
@@ -205,6 +210,12 @@ class AuditWorker:
         return self.loop.healthy
 
     def run(self, stop: threading.Event | None = None) -> None:
+        if self._warm is not None:
+            self._warm()
+        # What is loaded by now (engine, graph, detectors, clients) lives as long as the process:
+        # out of the collector's sight, a full collection (the graph builder runs one per build)
+        # scans only an audit's own objects, ~0.05 s instead of ~0.5 s per audit.
+        gc.freeze()
         self.loop.run(stop or threading.Event())
 
     def close(self) -> None:

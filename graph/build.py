@@ -145,8 +145,9 @@ class _Builder:
         actor = self.participant(step.actor, step.actor_kind.value)
         ig.actor_node.append(actor)
         ig.by_actor.setdefault(actor, []).append(pos)
-        ig.by_kind.setdefault(step.kind.value, []).append(pos)
         channel = step.kind.value
+        ig.by_kind.setdefault(channel, []).append(pos)
+        ig.step_kind.append(channel)
         extra = {"summary": summarise(step)} if self.summaries else {}
         refs: list[str] = []
         for n, (src, dst, basis) in enumerate(self.endpoints(step, actor)):

@@ -70,6 +70,7 @@ class InteractionGraph(TopologyQueries, ProvenanceQueries):
         self.edges: dict[str, EdgeRecord] = {}
         self.actor_node: list[str] = []
         self.step_source: list[str] = []
+        self.step_kind: list[str] = []
         self.by_actor: dict[str, list[int]] = {}
         self.by_kind: dict[str, list[int]] = {}
         self.out_edges: dict[str, list[str]] = {}

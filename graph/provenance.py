@@ -28,6 +28,7 @@ class ProvenanceIndex:
         default_factory=dict
     )
     merge_points: list[MergePoint] = field(default_factory=list)
+    merge_points_by_participant: dict[str, list[MergePoint]] = field(default_factory=dict)
 
     def carrier_refs(self, query: Mention) -> list[tuple[int, int]]:
         """(position, mention index) of the first mention of ``query``'s value in each step that
@@ -80,4 +81,6 @@ def build_provenance(ig: InteractionGraph) -> ProvenanceIndex:
         group.sort()
         index.amounts[key] = ([g[0] for g in group], [(g[1], g[2]) for g in group])
     index.merge_points = find_merge_points(ig, index)
+    for point in index.merge_points:
+        index.merge_points_by_participant.setdefault(point.participant, []).append(point)
     return index

@@ -164,8 +164,7 @@ class ProvenanceQueries:
         """Participants that received conflicting versions of one fact (optionally one of them)."""
         self.require_annotations("merge_points")
         assert self.provenance is not None
-        points = self.provenance.merge_points
         if participant is None:
-            return list(points)
+            return list(self.provenance.merge_points)
         name = self.g.nodes[self.node_of(participant)]["name"]
-        return [p for p in points if p.participant == name]
+        return list(self.provenance.merge_points_by_participant.get(name, []))

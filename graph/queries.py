@@ -169,17 +169,21 @@ class TopologyQueries:
         limit: int | None = 200,
     ) -> StepsResult:
         """Steps matching every given filter (actor, step kind, case-insensitive substring)."""
-        candidates: list[list[int]] = []
-        if participant is not None:
-            candidates.append(self.by_actor.get(self.node_of(participant), []))
-        if kind is not None:
-            candidates.append(self.by_kind.get(kind, []))
+        node = self.node_of(participant) if participant is not None else None
         if text:
-            candidates.append(self._text_positions(text))
-        if not candidates:
-            candidates.append(list(range(len(self.trace.steps))))
-        candidates.sort(key=len)
-        first, others = candidates[0], [set(c) for c in candidates[1:]]
-        matched = [p for p in first if all(p in o for o in others)]
+            matched = self._text_positions(text)
+        elif node is not None:
+            matched = self.by_actor.get(node, [])
+        elif kind is not None:
+            matched = self.by_kind.get(kind, [])
+        else:
+            matched = list(range(len(self.trace.steps)))
+        # the other filters are checked per candidate (cheaper than building sets to intersect)
+        if node is not None and text:
+            actors = self.actor_node
+            matched = [p for p in matched if actors[p] == node]
+        if kind is not None and (text or node is not None):
+            kinds = self.step_kind
+            matched = [p for p in matched if kinds[p] == kind]
         shown = matched if limit is None else matched[:limit]
         return StepsResult(len(matched), len(shown) < len(matched), [self.step_hit(p) for p in shown])

@@ -25,6 +25,8 @@ COMMAND_MODULES = [
     "auditor.cli.graph_cmd",
     "auditor.cli.repair_cmd",
     "auditor.cli.score_cmd",
+    "auditor.cli.serve_cmd",
+    "auditor.cli.tokens_cmd",
 ]
 
 app = typer.Typer(

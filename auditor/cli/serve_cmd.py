@@ -1,0 +1,40 @@
+"""`auditor serve`: the HTTP API and the web console over the store."""
+
+from __future__ import annotations
+
+import typer
+
+from auditor.cli.common import err_console, state
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        store: str = typer.Option(
+            None, "--store", help="Store URL (default: the global --store / AUDITOR_STORE)."
+        ),
+        host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
+        port: int = typer.Option(8080, "--port", help="TCP port."),
+        max_body: int = typer.Option(
+            16 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes."
+        ),
+        log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+    ) -> None:
+        """Serve the API (OpenAPI at /api/openapi.json) and the console (/console/); every request
+        but /health needs a token from 'auditor tokens create'."""
+        try:
+            import uvicorn
+
+            from auditor.server import ServerConfig, create_app
+        except ImportError as exc:
+            from auditor.errors import InputError
+
+            raise InputError(
+                f"the server needs its extra: {exc.name} is missing",
+                hint="pip install 'agent-auditor[server]'",
+            ) from exc
+        application = create_app(ServerConfig(store_url=store or state.store_url, max_body=max_body))
+        err_console.print(
+            f"auditor console: http://{host}:{port}/console/  (store {application.state.store.safe_url})"
+        )
+        uvicorn.run(application, host=host, port=port, log_level=log_level, server_header=False)

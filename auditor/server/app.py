@@ -1,0 +1,96 @@
+"""The application: one store, the search index kept fresh from it, the API and the console."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from starlette.concurrency import run_in_threadpool
+
+from auditor.server.auth import TokenCache, require
+from auditor.server.middleware import BodyLimit, SecurityHeaders
+from auditor.server.models import Health
+from auditor.server.problems import install_handlers
+from auditor.server.search import SearchIndex
+from auditor.server.views import Views
+from auditor.store import EventStore, open_store
+
+log = logging.getLogger("auditor.server")
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    store_url: str | None = None
+    max_body: int = DEFAULT_MAX_BODY
+
+
+def create_app(config: ServerConfig | None = None, store: EventStore | None = None) -> Any:
+    """The ASGI app over ``store`` (or the store at ``config.store_url``)."""
+    config = config or ServerConfig()
+    store = store or open_store(config.store_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(app.state.index.refresh)  # serve only once the index has caught up
+        log.info("search index at position %d", app.state.index.position)
+        yield
+
+    app = FastAPI(
+        title="auditor",
+        version="1",
+        summary="Traces, interaction graphs, V3 audit reports and repairs of LLM multi-agent systems.",
+        description="Every endpoint but /health needs a bearer token (`auditor tokens create`): "
+        "scope `read` for traces and reports, `ingest` to submit a trace, `repair` for repairs. "
+        "Errors are RFC 9457 problem details whose `detail` is the CLI's one-line message.",
+        docs_url=None,  # the interactive docs load scripts from a CDN: nothing external is served
+        redoc_url=None,
+        openapi_url=None,
+        redirect_slashes=False,
+        lifespan=lifespan,
+    )
+    app.state.store = store
+    app.state.tokens = TokenCache(store)
+    app.state.index = SearchIndex(store)
+    app.state.views = Views(store)
+    install_handlers(app)
+
+    from auditor.server.routes_api import router as api
+    from auditor.server.routes_console import router as console
+    from auditor.server.routes_ingest import router as ingest
+
+    app.include_router(api)
+    app.include_router(ingest)
+    app.include_router(console)
+
+    @app.get("/health", response_model=Health, tags=["health"])
+    def health(request: Request) -> Health:
+        """Liveness and readiness: the store answers. The only endpoint without a token."""
+        store.last_position()
+        return Health(status="ok", store=store.dialect, indexed_position=request.app.state.index.position)
+
+    @app.get("/api/openapi.json", tags=["health"], dependencies=[Depends(require("read"))])
+    def openapi() -> dict:
+        """This API's OpenAPI description."""
+        if app.openapi_schema is None:
+            app.openapi_schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                summary=app.summary,
+                description=app.description,
+                routes=app.routes,
+            )
+            app.openapi_schema["components"] = app.openapi_schema.get("components", {}) | {
+                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
+            }
+            app.openapi_schema["security"] = [{"bearer": []}]
+        return app.openapi_schema
+
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body)
+    return app

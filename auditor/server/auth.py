@@ -1,0 +1,96 @@
+"""Who is asking: bearer tokens (or the console's session cookie) checked against the token stream.
+
+A request without a token, or with an unknown or revoked one, is refused with 401; a valid token
+without the scope an endpoint needs gets 403. The cookie counts for reads only (GET/HEAD), so a
+page on another site cannot make a logged-in browser change anything.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from auditor.server.problems import Problem
+from auditor.server.tokens import TOKENS_STREAM, TokenRecord, load_tokens, matches, token_id_of
+from auditor.store import EventStore
+
+COOKIE = "auditor_token"
+_SAFE_METHODS = ("GET", "HEAD")
+
+
+@dataclass(frozen=True)
+class Principal:
+    token_id: str
+    name: str
+    scopes: tuple[str, ...]
+
+
+class TokenCache:
+    """The token records, reloaded when the token stream grows (one indexed query per request)."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._version = -1
+        self._tokens: dict[str, TokenRecord] = {}
+
+    def lookup(self, token: str) -> TokenRecord | None:
+        token_id = token_id_of(token)
+        if token_id is None:
+            return None
+        version = self._store.stream_version(TOKENS_STREAM)
+        if version != self._version:
+            with self._lock:
+                if version != self._version:
+                    self._tokens = load_tokens(self._store)
+                    self._version = version
+        record = self._tokens.get(token_id)
+        if record is None or not record.active or not matches(record, token):
+            return None
+        return record
+
+
+def presented_token(request: Request) -> str | None:
+    """The bearer token of the request, or the session cookie on a read."""
+    header = request.headers.get("authorization")
+    if header:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise Problem(401, "unauthorized", "the Authorization header must read 'Bearer <token>'")
+        return value.strip()
+    if request.method in _SAFE_METHODS:
+        return request.cookies.get(COOKIE)
+    return None
+
+
+def authenticate(request: Request, scope: str) -> Principal:
+    """The principal behind the request, if its token is valid and carries ``scope``."""
+    cache: TokenCache = request.app.state.tokens
+    token = presented_token(request)
+    if not token:
+        raise Problem(
+            401, "unauthorized", "a bearer token is required (create one with 'auditor tokens create')"
+        )
+    record = cache.lookup(token)
+    if record is None:
+        raise Problem(401, "unauthorized", "the token is unknown or revoked (see 'auditor tokens list')")
+    if scope not in record.scopes:
+        raise Problem(
+            403,
+            "forbidden",
+            f"the token '{record.name}' lacks the '{scope}' scope "
+            f"(it has: {', '.join(record.scopes)}; create one with --scope {scope})",
+        )
+    return Principal(record.token_id, record.name, record.scopes)
+
+
+def require(scope: str):  # -> a FastAPI dependency
+    """A dependency that admits requests whose token carries ``scope``."""
+
+    def dependency(request: Request) -> Principal:
+        return authenticate(request, scope)
+
+    dependency.__name__ = f"require_{scope}"
+    return dependency

@@ -1,0 +1,91 @@
+"""Response bodies of the API, declared for the OpenAPI description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from schemas.trace import TraceStep
+
+
+class TraceSummary(BaseModel):
+    trace_id: str
+    source: str | None
+    framework: str | None
+    task: str | None = Field(description="The task text, cut at 500 characters.")
+    steps: int
+    participants: list[str] = Field(description="Actors and named recipients, in order of appearance.")
+    time: str = Field(description="First step's timestamp (UTC), else when the trace was stored.")
+    time_basis: str = Field(description="'step' or 'recorded': where `time` comes from.")
+    report_id: str | None = Field(description="The latest report of the trace.")
+    reports: int
+    decision: str | None
+    findings: int = Field(description="Findings of the latest report.")
+    max_severity: str | None = Field(description="Highest severity among them.")
+
+
+class TraceList(BaseModel):
+    total: int
+    offset: int
+    limit: int
+    traces: list[TraceSummary]
+
+
+class StepsPage(BaseModel):
+    trace_id: str
+    total: int
+    offset: int
+    steps: list[TraceStep]
+
+
+class ReportSummary(BaseModel):
+    report_id: str
+    trace_id: str
+    engine: str | None
+    graph_mode: str | None
+    decision: str | None
+    findings: int
+    max_severity: str | None
+    created_at: str | None
+    valid: bool | None = Field(description="Whether the validator resolved every evidence unit.")
+
+
+class ReportList(BaseModel):
+    total: int
+    offset: int
+    limit: int
+    reports: list[ReportSummary]
+
+
+class AuditResult(BaseModel):
+    trace_id: str
+    report_id: str
+    importer: str
+    steps: int
+    new_events: int
+    decision: str
+    findings: int
+
+
+class AuditResponse(BaseModel):
+    results: list[AuditResult]
+
+
+class Health(BaseModel):
+    status: str
+    store: str
+    indexed_position: int
+
+
+class WhoAmI(BaseModel):
+    token_id: str
+    name: str
+    scopes: list[str]
+
+
+class RepairList(BaseModel):
+    repairs: list[dict[str, Any]] = Field(
+        description="repair_id, world, report, controls, rounds, latest review (four dimensions), "
+        "retest figures with Wilson intervals, decision and PR proposal."
+    )

@@ -1,0 +1,143 @@
+"""The read side of the API: traces (search, steps, graph), reports (every format) and repairs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
+
+from auditor.errors import NotFoundError
+from auditor.server.auth import Principal, require
+from auditor.server.models import RepairList, ReportList, StepsPage, TraceList, TraceSummary, WhoAmI
+from auditor.server.repairs import get_repair, list_repairs
+from auditor.server.search import TraceQuery
+
+router = APIRouter(prefix="/api")
+Reader = Annotated[Principal, Depends(require("read"))]
+Repairer = Annotated[Principal, Depends(require("repair"))]
+Severity = Literal["info", "low", "medium", "high", "critical"]
+
+
+def _json(body: bytes | str, media: str = "application/json") -> Response:
+    return Response(content=body, media_type=media)
+
+
+@router.get("/whoami", response_model=WhoAmI, tags=["auth"])
+def whoami(who: Reader) -> WhoAmI:
+    """The token's name and scopes."""
+    return WhoAmI(token_id=who.token_id, name=who.name, scopes=list(who.scopes))
+
+
+@router.get("/traces", response_model=TraceList, tags=["traces"])
+def search_traces(
+    request: Request,
+    _: Reader,
+    source: Annotated[str | None, Query(description="Substring of the source, any case.")] = None,
+    framework: Annotated[str | None, Query(description="Framework, any case.")] = None,
+    participant: Annotated[str | None, Query(description="An actor or named recipient, any case.")] = None,
+    text: Annotated[str | None, Query(description="Words that must each begin a word of the trace.")] = None,
+    has_findings: Annotated[bool | None, Query(description="Latest report has findings (or none).")] = None,
+    severity: Annotated[Severity | None, Query(description="Some finding at this severity or above.")] = None,
+    since: Annotated[datetime | None, Query(description="Trace time at or after (ISO 8601).")] = None,
+    until: Annotated[datetime | None, Query(description="Trace time before (ISO 8601).")] = None,
+    order: Literal["newest", "oldest"] = "newest",
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> TraceList:
+    """List and search traces; every filter narrows the result."""
+    q = TraceQuery(
+        source, framework, participant, text, has_findings, severity, since, until, order, offset, limit
+    )
+    total, rows = request.app.state.index.traces(q)
+    return TraceList(total=total, offset=offset, limit=limit, traces=[TraceSummary(**r) for r in rows])
+
+
+@router.get("/traces/{trace_id}", response_model=TraceSummary, tags=["traces"])
+def get_trace(request: Request, _: Reader, trace_id: str) -> TraceSummary:
+    """One trace's summary, with its latest report."""
+    row = request.app.state.index.trace(trace_id)
+    if row is None:
+        raise NotFoundError(f"no trace with id '{trace_id}' in the store", hint="run 'auditor traces list'")
+    return TraceSummary(**row)
+
+
+@router.get("/traces/{trace_id}/steps", response_model=StepsPage, tags=["traces"])
+def get_steps(
+    request: Request,
+    _: Reader,
+    trace_id: str,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> Response:
+    """A page of the trace's steps, in order (verbatim content, tool calls, recipients, refs)."""
+    return _json(request.app.state.views.steps(trace_id, offset, limit))
+
+
+@router.get("/traces/{trace_id}/graph", tags=["traces"])
+def get_graph(
+    request: Request,
+    _: Reader,
+    trace_id: str,
+    mode: Literal["annotated", "topology"] = "annotated",
+) -> Response:
+    """The interaction graph as node-link JSON: nodes, one link per interaction (with `edge_ref`
+    and `step_id`), and in annotated mode the annotation layer."""
+    return _json(request.app.state.views.graph(trace_id, mode))
+
+
+@router.get("/reports", response_model=ReportList, tags=["reports"])
+def search_reports(
+    request: Request,
+    _: Reader,
+    trace_id: str | None = None,
+    decision: Literal["risk_identified", "no_material_risk", "inconclusive"] | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> ReportList:
+    """Reports, newest first, optionally of one trace or with one decision."""
+    total, rows = request.app.state.index.reports(trace_id, decision, offset, limit)
+    return ReportList(total=total, offset=offset, limit=limit, reports=rows)  # type: ignore[arg-type]
+
+
+@router.get(
+    "/reports/{report_id}",
+    tags=["reports"],
+    responses={
+        200: {"content": {m: {} for m in ("application/json", "text/markdown", "application/sarif+json")}}
+    },
+)
+def get_report(
+    request: Request,
+    _: Reader,
+    report_id: str,
+    format: Literal["json", "md", "sarif", "html"] = "json",
+) -> Response:
+    """The V3 report as JSON, Markdown, SARIF 2.1.0 or a standalone HTML page."""
+    body, media = request.app.state.views.report(report_id, format)
+    headers = {
+        "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+    }
+    return Response(content=body, media_type=media, headers=headers if format == "html" else None)
+
+
+@router.get("/reports/{report_id}/validation", tags=["reports"])
+def get_validation(request: Request, _: Reader, report_id: str) -> dict:
+    """The validator's record filed with the report: schema errors and each evidence unit's resolution."""
+    return request.app.state.views.validation(report_id) or {}
+
+
+@router.get("/repairs", response_model=RepairList, tags=["repairs"])
+def repairs(
+    request: Request, _: Repairer, report_id: str | None = None, trace_id: str | None = None
+) -> RepairList:
+    """Repairs with their latest review verdict, retest figures, decision and PR proposal."""
+    return RepairList(repairs=list_repairs(request.app.state.store, report_id, trace_id))
+
+
+@router.get("/repairs/{repair_id}", tags=["repairs"])
+def repair(request: Request, _: Repairer, repair_id: str) -> dict:
+    """One repair in full: plan, each round's patch, diff, scope and four-dimension review,
+    the retest cohort and figures, the decision and the PR proposal."""
+    return get_repair(request.app.state.store, repair_id)

@@ -1,0 +1,145 @@
+"""The write side: submit a trace for audit (any importer format), and a server-sent event
+stream of newly filed reports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import tempfile
+from collections.abc import AsyncIterator
+from itertools import islice
+from pathlib import Path
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from auditor.errors import AuditorError, InputError
+from auditor.server.auth import Principal, require
+from auditor.server.index import SEVERITY_NAME, SEVERITY_RANK
+from auditor.server.models import AuditResponse, AuditResult
+
+router = APIRouter(prefix="/api")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+POLL_SECONDS = 0.5
+KEEPALIVE_SECONDS = 15.0
+
+
+def _upload_name(filename: str) -> str:
+    name = _SAFE_NAME.sub("_", Path(filename).name).strip("._") or "trace.jsonl"
+    return name[:120]
+
+
+@router.post("/audit", response_model=AuditResponse, status_code=201, tags=["audit"])
+async def submit_for_audit(
+    request: Request,
+    _: Annotated[Principal, Depends(require("ingest"))],
+    filename: Annotated[
+        str, Query(description="Name of the uploaded file; its extension helps detection.")
+    ] = "trace.jsonl",
+    format: Annotated[str, Query(description="Importer name, or auto to detect it.")] = "auto",
+    mode: Literal["annotated", "topology", "none"] = "annotated",
+) -> AuditResponse:
+    """Store the trace(s) in the request body (any importer's format), audit each with the rules
+    engine, file the reports; returns the trace and report ids. Nothing is stored for bad input."""
+    from auditor.review import review_file
+
+    name = _upload_name(filename)
+    with tempfile.TemporaryDirectory(prefix="auditor-upload-") as folder:
+        path = Path(folder) / name
+        with path.open("wb") as out:
+            async for chunk in request.stream():
+                out.write(chunk)
+        if path.stat().st_size == 0:
+            raise InputError("the request body is empty", path=name, hint="send the trace file as the body")
+        store = request.app.state.store
+        try:
+            outcomes = await run_in_threadpool(review_file, store, path, fmt=format, mode=mode)
+        except AuditorError as exc:  # name the upload, not the temporary folder
+            exc.args = (str(exc).replace(str(path), name),)
+            raise
+    await run_in_threadpool(request.app.state.index.refresh)
+    return AuditResponse(
+        results=[
+            AuditResult(
+                trace_id=o.trace.header.trace_id,
+                report_id=o.report.report_id,
+                importer=o.importer,
+                steps=len(o.trace.steps),
+                new_events=o.new_events,
+                decision=o.report.decision.value,
+                findings=len(o.report.findings),
+            )
+            for o in outcomes
+        ]
+    )
+
+
+@router.get(
+    "/events/reports",
+    tags=["audit"],
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "One `report` event per filed report."}
+    },
+)
+async def report_events(
+    request: Request,
+    _: Annotated[Principal, Depends(require("read"))],
+    after: Annotated[
+        int | None, Query(ge=0, description="Global position to start after (default: now).")
+    ] = None,
+    limit: Annotated[int | None, Query(ge=1, description="Close the stream after this many events.")] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """Server-sent events: each newly filed report (id = its global position, so a client that
+    reconnects with Last-Event-ID misses nothing)."""
+    store = request.app.state.store
+    if last_event_id and last_event_id.isdigit():
+        start = int(last_event_id)
+    elif after is not None:
+        start = after
+    else:
+        start = await run_in_threadpool(store.last_position)
+
+    def fetch(position: int) -> list:
+        return list(islice(store.read_all(from_position=position + 1, types=["ReportFiled"]), 100))
+
+    async def stream() -> AsyncIterator[str]:
+        position, sent, idle = start, 0, 0.0
+        yield f": reports after position {position}\n\n"
+        while limit is None or sent < limit:
+            if await request.is_disconnected():
+                return
+            batch = await run_in_threadpool(fetch, position)
+            for ev in batch:
+                position = ev.global_position
+                yield f"id: {position}\nevent: report\ndata: {json.dumps(_event_data(ev.payload))}\n\n"
+                sent += 1
+                if limit is not None and sent >= limit:
+                    return
+            if not batch:
+                await asyncio.sleep(POLL_SECONDS)
+                idle += POLL_SECONDS
+                if idle >= KEEPALIVE_SECONDS:
+                    idle = 0.0
+                    yield ": keepalive\n\n"
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+def _event_data(payload: dict) -> dict:
+    report = payload["report"]
+    findings = report.get("findings") or []
+    top = max((SEVERITY_RANK.get(f.get("severity"), 0) for f in findings), default=0)
+    return {
+        "report_id": report["report_id"],
+        "trace_id": report["trace_id"],
+        "decision": report.get("decision"),
+        "findings": len(findings),
+        "max_severity": SEVERITY_NAME.get(top),
+        "engine": report.get("engine"),
+        "created_at": report.get("created_at"),
+    }

@@ -1,0 +1,229 @@
+"""The HTTP API over a real seeded store: auth and scopes, search filters, steps, graphs, reports
+in every format, submit for audit, problem details, limits, no CORS, server-sent events, repairs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient
+
+from auditor.server import ServerConfig, create_app
+from auditor.server.tokens import revoke_token
+from auditor.store import open_store
+from tests.server_support import HOSTILE_ID, REAL_TRACES, Seeded, seed
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
+    folder = tmp_path_factory.mktemp("server")
+    store = open_store(f"sqlite:///{folder / 'auditor.db'}")
+    yield seed(store, folder, with_repair=True)
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def client(seeded: Seeded) -> Iterator[TestClient]:
+    with TestClient(create_app(ServerConfig(max_body=64 * 1024), store=seeded.store)) as c:
+        yield c
+
+
+def auth(seeded: Seeded, name: str = "reader") -> dict[str, str]:
+    return {"Authorization": f"Bearer {seeded.tokens[name]}"}
+
+
+def test_health_is_the_only_open_endpoint(client: TestClient, seeded: Seeded) -> None:
+    assert client.get("/health").json()["status"] == "ok"
+    for path in ["/api/traces", "/api/openapi.json", "/api/reports", "/console/", "/console/app.js", "/"]:
+        r = client.get(path)
+        assert r.status_code == 401, path
+    r = client.get("/api/traces")
+    assert r.headers["content-type"] == "application/problem+json"
+    assert r.json()["detail"].startswith("a bearer token is required")
+    assert client.get("/api/traces", headers={"Authorization": "Bearer aud_nope_x"}).status_code == 401
+    assert client.get("/api/traces", headers={"Authorization": "Basic abc"}).status_code == 401
+
+
+def test_scopes_and_revocation(client: TestClient, seeded: Seeded) -> None:
+    r = client.get("/api/traces", headers=auth(seeded, "ingester"))
+    assert r.status_code == 403 and "lacks the 'read' scope" in r.json()["detail"]
+    assert client.get("/api/repairs", headers=auth(seeded, "reader")).status_code == 403
+    assert client.post("/api/audit", content=b"{}", headers=auth(seeded, "reader")).status_code == 403
+    from auditor.server.tokens import create_token
+
+    token, record = create_token(seeded.store, "short-lived", ["read"])
+    headers = {"Authorization": f"Bearer {token}"}
+    assert client.get("/api/whoami", headers=headers).json()["name"] == "short-lived"
+    revoke_token(seeded.store, record.token_id)
+    assert client.get("/api/whoami", headers=headers).status_code == 401
+
+
+def test_tokens_are_stored_hashed(seeded: Seeded) -> None:
+    raw = [ev.model_dump_json() for ev in seeded.store.read_stream("tokens")]
+    assert raw and all(token not in line for token in seeded.tokens.values() for line in raw)
+    assert all("sha256:" in line for line in raw if "TokenCreated" in line)
+
+
+def test_search_filters(client: TestClient, seeded: Seeded) -> None:
+    h = auth(seeded)
+
+    def ids(**params: object) -> set[str]:
+        body = client.get("/api/traces", params=params, headers=h).json()
+        assert body["total"] == len(body["traces"])
+        return {t["trace_id"] for t in body["traces"]}
+
+    everything = ids()
+    assert len(everything) >= len(REAL_TRACES) + 1 + 4  # four D1 episodes of the repair's audit cohort
+    with_findings = ids(has_findings=True)
+    assert with_findings == {t for t, r in seeded.reports.items() if _findings(client, h, r)} | (
+        with_findings - set(seeded.reports)
+    )
+    assert ids(has_findings=False) == everything - with_findings
+    magentic = ids(framework="magentic-one")
+    assert magentic == {t for t, s in seeded.sources.items() if s in ("46.json", "13.json")}
+    assert ids(source="algorithm-generated/87") == {t for t, s in seeded.sources.items() if s == "87.json"}
+    assert ids(participant="orchestrator") == magentic
+    assert HOSTILE_ID in ids(text="PWNED document")  # words from step content, prefix match
+    assert ids(text="zzzqqq-never-said") == set()
+    high = ids(severity="high")
+    assert high <= with_findings
+    assert ids(since="2999-01-01T00:00:00Z") == set()
+    assert ids(until="1990-01-01") == set()
+    page = client.get("/api/traces", params={"limit": 2, "offset": 1}, headers=h).json()
+    assert page["total"] == len(everything) and len(page["traces"]) == 2
+    bad = client.get("/api/traces", params={"severity": "urgent"}, headers=h)
+    assert bad.status_code == 400 and bad.json()["detail"].startswith("query parameter 'severity'")
+
+
+def _findings(client: TestClient, h: dict[str, str], report_id: str) -> int:
+    return len(client.get(f"/api/reports/{report_id}", headers=h).json()["findings"])
+
+
+def test_steps_are_paged_in_order(client: TestClient, seeded: Seeded) -> None:
+    h = auth(seeded)
+    tid = next(t for t, s in seeded.sources.items() if s == "46.json")
+    summary = client.get(f"/api/traces/{tid}", headers=h).json()
+    first = client.get(f"/api/traces/{tid}/steps", params={"limit": 50}, headers=h).json()
+    second = client.get(f"/api/traces/{tid}/steps", params={"offset": 50, "limit": 500}, headers=h).json()
+    assert first["total"] == summary["steps"] == len(first["steps"]) + len(second["steps"])
+    assert [s["index"] for s in first["steps"] + second["steps"]] == list(range(summary["steps"]))
+    missing = client.get("/api/traces/no-such-trace/steps", headers=h)
+    assert missing.status_code == 404
+    assert (
+        missing.json()["detail"]
+        == "no trace with id 'no-such-trace' in the store (run 'auditor traces list')"
+    )
+
+
+def test_graph_in_both_modes(client: TestClient, seeded: Seeded) -> None:
+    h = auth(seeded)
+    annotated = client.get(f"/api/traces/{HOSTILE_ID}/graph", headers=h).json()
+    topology = client.get(f"/api/traces/{HOSTILE_ID}/graph", params={"mode": "topology"}, headers=h).json()
+    assert annotated["mode"] == "annotated" and "annotations" in annotated
+    assert topology["mode"] == "topology" and "annotations" not in topology
+    assert [link["step_id"] for link in topology["links"]] == ["h0", "h1", "h2"]
+    assert annotated["digest"].startswith("sha256:")
+
+
+def test_reports_in_every_format(client: TestClient, seeded: Seeded) -> None:
+    h = auth(seeded)
+    tid = next(t for t, s in seeded.sources.items() if s == "87.json")
+    listed = client.get("/api/reports", params={"trace_id": tid}, headers=h).json()
+    assert listed["total"] == 1 and listed["reports"][0]["valid"] is True
+    rid = listed["reports"][0]["report_id"]
+    report = client.get(f"/api/reports/{rid}", headers=h).json()
+    assert report["trace_id"] == tid and report["findings"]
+    md = client.get(f"/api/reports/{rid}", params={"format": "md"}, headers=h)
+    assert md.headers["content-type"].startswith("text/markdown") and rid in md.text
+    sarif = client.get(f"/api/reports/{rid}", params={"format": "sarif"}, headers=h).json()
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
+    html = client.get(f"/api/reports/{rid}", params={"format": "html"}, headers=h)
+    assert "sandbox" in html.headers["content-security-policy"]
+    validation = client.get(f"/api/reports/{rid}/validation", headers=h).json()
+    assert validation["ok"] is True
+    unknown = client.get("/api/reports/rpt-nope", headers=h)
+    assert unknown.status_code == 404 and unknown.json()["detail"] == (
+        "no report with id 'rpt-nope' (run 'auditor reports list')"
+    )
+
+
+def test_submit_for_audit_and_bad_input(client: TestClient, seeded: Seeded) -> None:
+    h = auth(seeded, "all")
+    body = (REPO / "examples" / "renewal_drift.jsonl").read_bytes()
+    r = client.post("/api/audit", params={"filename": "renewal_drift.jsonl"}, content=body, headers=h)
+    assert r.status_code == 201, r.text
+    result = r.json()["results"][0]
+    assert result["trace_id"] == "example-renewal-drift" and result["findings"] >= 1
+    found = client.get("/api/traces", params={"text": "Northwind"}, headers=h).json()
+    assert [t["report_id"] for t in found["traces"]] == [result["report_id"]]
+    before = client.get("/api/traces", headers=h).json()["total"]
+    broken = body.replace(b'"index":3', b'"index":"three"', 1)
+    bad = client.post("/api/audit", params={"filename": "broken.jsonl"}, content=broken, headers=h)
+    assert bad.status_code == 400, bad.text
+    detail = bad.json()["detail"]
+    assert detail.startswith("broken.jsonl") and "line" in detail and "/tmp" not in detail
+    assert client.get("/api/traces", headers=h).json()["total"] == before  # nothing half-stored
+
+
+def test_body_limit_and_no_cors(client: TestClient, seeded: Seeded) -> None:
+    h = auth(seeded, "all")
+    big = client.post("/api/audit", content=b"x" * (65 * 1024), headers=h)
+    assert big.status_code == 413 and "limit of 65536 bytes" in big.json()["detail"]
+    r = client.get("/api/traces", headers={**h, "Origin": "https://evil.example"})
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+    pre = client.options(
+        "/api/traces", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "GET"}
+    )
+    assert "access-control-allow-origin" not in pre.headers and pre.status_code in (401, 405)
+
+
+def test_report_events_stream(client: TestClient, seeded: Seeded) -> None:
+    with client.stream(
+        "GET", "/api/events/reports", params={"after": 0, "limit": 2}, headers=auth(seeded)
+    ) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        text = "".join(r.iter_text())
+    events = [block for block in text.split("\n\n") if block.startswith("id:")]
+    assert len(events) == 2
+    data = json.loads(events[0].split("data: ", 1)[1])
+    assert data["report_id"].startswith("rpt-") and data["trace_id"] in seeded.reports
+
+
+def test_repairs_with_review_retest_and_pr(client: TestClient, seeded: Seeded) -> None:
+    h = auth(seeded, "repairer")
+    listed = client.get("/api/repairs", headers=h).json()["repairs"]
+    assert [r["repair_id"] for r in listed] == [seeded.repair_id]
+    row = listed[0]
+    assert set(row["review"]["dimensions"]) == {
+        "risk_resolution",
+        "plan_fidelity",
+        "introduced_risk",
+        "proportionality",
+    }
+    assert row["retest"]["target"]["high"] > row["retest"]["target"]["rate"] and row["decision"]["accepted"]
+    detail = client.get(f"/api/repairs/{seeded.repair_id}", headers=h).json()
+    assert detail["rounds_detail"][0]["diff"].startswith("--- a/")
+    assert detail["pr_proposal"]["branch"] == f"repair/{seeded.repair_id}"
+    assert client.get("/api/repairs/rep-nope", headers=h).status_code == 404
+
+
+def test_openapi_describes_the_api(client: TestClient, seeded: Seeded) -> None:
+    spec = client.get("/api/openapi.json", headers=auth(seeded)).json()
+    assert spec["openapi"].startswith("3.")
+    for path in [
+        "/api/traces",
+        "/api/traces/{trace_id}/steps",
+        "/api/traces/{trace_id}/graph",
+        "/api/reports/{report_id}",
+        "/api/audit",
+        "/api/repairs",
+        "/api/events/reports",
+    ]:
+        assert path in spec["paths"], path
+    assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

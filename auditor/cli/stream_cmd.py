@@ -31,6 +31,23 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
+def _serve(member, stop: threading.Event, metrics_port: int, metrics_host: str) -> None:  # type: ignore[no-untyped-def]
+    """Run a consumer or worker until SIGTERM, with /metrics and /healthz when a port is given."""
+    from ingest.stream_metrics import MetricsServer
+
+    server = (
+        MetricsServer(member.metrics, metrics_port, metrics_host, healthy=lambda: member.healthy)
+        if metrics_port
+        else None
+    )
+    try:
+        member.run(stop)
+    finally:
+        member.close()
+        if server:
+            server.close()
+
+
 @stream_app.command("consume")
 def consume(
     bootstrap: str = _BOOTSTRAP,
@@ -49,7 +66,6 @@ def consume(
 ) -> None:
     """Append steps from Kafka to the store; malformed records go to the dead-letter topic."""
     from ingest.stream import ConsumerConfig, StreamConsumer
-    from ingest.stream_metrics import MetricsServer
 
     stop = _stop_on_signals()
     config = ConsumerConfig(
@@ -64,17 +80,7 @@ def consume(
         max_record_bytes=max_record_bytes,
     )
     consumer = StreamConsumer(open_cli_store(), config)
-    server = (
-        MetricsServer(consumer.metrics, metrics_port, metrics_host, healthy=lambda: consumer.healthy)
-        if metrics_port
-        else None
-    )
-    try:
-        consumer.run(stop)
-    finally:
-        consumer.close()
-        if server:
-            server.close()
+    _serve(consumer, stop, metrics_port, metrics_host)
 
 
 @stream_app.command("produce")
@@ -124,7 +130,6 @@ def workers(
     """Audit every closed trace once; publish reports, and alerts at or above a severity."""
     from auditor.errors import InputError
     from auditor.workers import AuditWorker, WorkerConfig, resolve_engine
-    from ingest.stream_metrics import MetricsServer
     from schemas.report import Severity
 
     try:
@@ -146,17 +151,7 @@ def workers(
         instance_id=instance_id,
     )
     worker = AuditWorker(open_cli_store(), config)
-    server = (
-        MetricsServer(worker.metrics, metrics_port, metrics_host, healthy=lambda: worker.healthy)
-        if metrics_port
-        else None
-    )
-    try:
-        worker.run(stop)
-    finally:
-        worker.close()
-        if server:
-            server.close()
+    _serve(worker, stop, metrics_port, metrics_host)
 
 
 @stream_app.command("status")

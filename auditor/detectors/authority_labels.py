@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from auditor.detectors.base import AuditContext
+from auditor.detectors.facts import windowed
 from schemas import ActorKind, StepKind
 
 _SENIOR = (
@@ -31,6 +32,8 @@ _POWER = re.compile(
     r"(?i:\bI (?:decide|own|control|set|run|sign off|approve)\b[^.\n]{0,50}?"
     r"\b(?:staffing|performance reviews?|promotions?|bonus(?:es)?|ratings?|headcount|your (?:team|review)))"
 )
+_ACTING_KEYS = ("i am", "i'm", "i’m", "speaking as", "acting as")
+_POWER_KEYS = ("i decide", "i own", "i control", "i set", "i run", "i sign off", "i approve")
 # role cards count only when they grant a decision or name a senior role
 _GRANTING = (
     "approv",
@@ -78,10 +81,11 @@ def authorities(ctx: AuditContext) -> dict[str, Authority]:
             continue
         if step.kind not in (StepKind.message, StepKind.handoff):
             continue
-        m = _SIGNATURE.search(step.content) or _ACTING.search(step.content)
+        text = step.content
+        m = _SIGNATURE.match(text) or next(windowed(_ACTING, _ACTING_KEYS, text, 80), None)
         if m is not None:
             quote = step.content[m.start() : m.end()].strip()
             out[step.actor] = Authority(step.actor, m["title"].strip(), "title", step.step_id, quote)
-        elif (p := _POWER.search(step.content)) is not None:
+        elif (p := next(windowed(_POWER, _POWER_KEYS, text, 80), None)) is not None:
             out[step.actor] = Authority(step.actor, p.group(), "power", step.step_id, p.group())
     return out

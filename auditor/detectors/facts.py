@@ -3,6 +3,9 @@ its graph, never from wording alone."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 from auditor.detectors.base import AuditContext, criterion
 from graph.values import Mention, amounts_match
 from schemas import ActorKind, Criteria, Criterion, EvidenceUnit, PropagationHop, StepKind
@@ -103,3 +106,31 @@ def head_unit(ctx: AuditContext, pos: int, limit: int = 200) -> EvidenceUnit:
     """An evidence unit quoting the opening of a step (for steps whose whole act is the point)."""
     step = ctx.trace.steps[pos]
     return ctx.unit(step.step_id, step.content.strip()[:limit])
+
+
+def windowed(
+    pattern: re.Pattern[str], keys: tuple[str, ...], text: str, reach: int
+) -> Iterator[re.Match[str]]:
+    """``pattern``'s matches, searched only within ``reach`` characters of its key words (found with
+    ``str.find`` on the lower-cased text): long logs cost a few linear scans instead of a regex
+    attempt at every position. Every match of ``pattern`` must contain one of ``keys``."""
+    low = text.lower()
+    if len(low) != len(text):  # rare case-mappings that change length: search the whole text
+        yield from pattern.finditer(text)
+        return
+    hits = sorted({i for k in keys for i in _positions(low, k)})
+    last = -1
+    for i in hits:
+        if i < last:
+            continue
+        m = pattern.search(text, max(0, i - reach), i + reach)
+        if m is not None and m.start() >= last:
+            last = m.end()
+            yield m
+
+
+def _positions(text: str, key: str) -> Iterator[int]:
+    i = text.find(key)
+    while i >= 0:
+        yield i
+        i = text.find(key, i + 1)

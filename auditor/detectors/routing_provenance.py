@@ -52,11 +52,13 @@ def _is_review(text: str) -> bool:
     return any(k in low for k in _REVIEW_KEYS)
 
 
-def _delivers_review(step: TraceStep, router: str) -> bool:
-    """A review handed back: a message to the router, or a review tool (``submit_review``)."""
-    if step.kind in ROUTING_KINDS and router in (step.recipients or []):
-        return _is_review(step.content)
-    return step.kind in REVIEW_KINDS and step.tool is not None and _is_review(step.tool.name)
+def _review_delivered_to(step: TraceStep) -> list[str]:
+    """Where a step hands a review back: the routers it messages, or "*" for a review tool."""
+    if step.kind in ROUTING_KINDS and step.recipients:
+        return list(step.recipients) if _is_review(step.content) else []
+    if step.kind in REVIEW_KINDS and step.tool is not None and _is_review(step.tool.name):
+        return ["*"]
+    return []
 
 
 class RoutingProvenanceDetector:
@@ -173,24 +175,25 @@ class RoutingProvenanceDetector:
         steps = ctx.trace.steps
         acting = agents(ctx)
         sends: dict[str, list[int]] = {}  # actor -> its routing steps with named recipients
-        own: dict[str, list[int]] = {}  # actor -> positions of its steps
+        reviews: dict[tuple[str, str], list[int]] = {}  # (reviewer, router or "*" for a tool) -> steps
         assignments: list[tuple[int, str, str]] = []
         for pos, step in enumerate(steps):
-            own.setdefault(step.actor, []).append(pos)
             if step.kind in ROUTING_KINDS and step.recipients:
                 sends.setdefault(step.actor, []).append(pos)
+            for to in _review_delivered_to(step):
+                reviews.setdefault((step.actor, to), []).append(pos)
             chosen = assignee(step, acting)
             if chosen is not None:
                 assignments.append((pos, step.actor, chosen))
         done: set[int] = set()
         for pos, router, reviewer in assignments:
-            mine = own.get(reviewer, [])
-            rpos = next(
-                (p for p in mine[bisect_right(mine, pos) :] if _delivers_review(steps[p], router)),
-                None,
-            )
-            if rpos is not None:
-                draft = self._first_summary(ctx, rpos, router, sends.get(router, []), done)
+            after = [
+                found[i]
+                for found in (reviews.get((reviewer, router), []), reviews.get((reviewer, "*"), []))
+                if (i := bisect_right(found, pos)) < len(found)
+            ]
+            if after:
+                draft = self._first_summary(ctx, min(after), router, sends.get(router, []), done)
                 if draft is not None:
                     yield draft
 

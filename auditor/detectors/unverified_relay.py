@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
-from auditor.detectors.facts import criteria, endpoint_positions, head_unit, hop
+from auditor.detectors.facts import criteria, endpoint_positions, head_unit, hop, windowed
 from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
@@ -107,38 +107,12 @@ def prose(text: str) -> str:
     return " ".join(parts)
 
 
-def windowed(pattern: re.Pattern[str], keys: tuple[str, ...], text: str) -> Iterable[re.Match[str]]:
-    """``pattern``'s matches, searched only near its key words (found with ``str.find`` on the
-    lower-cased text), so that long logs cost a few linear scans instead of a regex at every
-    position. Keys must occur inside every match of ``pattern``."""
-    low = text.lower()
-    if len(low) != len(text):  # rare case-mappings that change length: search the whole text
-        yield from pattern.finditer(text)
-        return
-    hits = sorted({i for k in keys for i in _positions(low, k)})
-    last = -1
-    for i in hits:
-        if i < last:
-            continue
-        m = pattern.search(text, max(0, i - _REACH), i + _REACH)
-        if m is not None and m.start() >= last:
-            last = m.end()
-            yield m
-
-
-def _positions(text: str, key: str) -> Iterable[int]:
-    i = text.find(key)
-    while i >= 0:
-        yield i
-        i = text.find(key, i + 1)
-
-
 def success_claim(text: str, body: str | None = None) -> str | None:
     """The first success claim in a participant's prose (the matched words), or None. One pass
     finds candidates; only a candidate's own sentence is read further. ``body``: the prose, when
     the caller has it already."""
     body = prose(text) if body is None else body
-    for m in windowed(SUCCESS_CLAIM, _CLAIM_KEYS, body):
+    for m in windowed(SUCCESS_CLAIM, _CLAIM_KEYS, body, _REACH):
         start = 1 + max(body.rfind(c, 0, m.start()) for c in _BOUNDARY)
         ends = [e for e in (body.find(c, m.end()) for c in _BOUNDARY) if e >= 0]
         sentence, before = body[start : min(ends, default=len(body))], body[start : m.start()]
@@ -164,7 +138,7 @@ def outcome_of(step: TraceStep, pos: int) -> _Outcome | None:
     claim = success_claim(step.content, text) if step.kind is not StepKind.tool_call else None
     if claim is not None:
         return _Outcome(pos, False, step.actor, claim)
-    m = next(iter(windowed(FAILED_REPORT, _REPORT_KEYS, text)), None)
+    m = next(iter(windowed(FAILED_REPORT, _REPORT_KEYS, text, _REACH)), None)
     if m is None or _EXPECTED_FAILURE.search(text):
         return None
     return _Outcome(pos, True, step.actor, m.group())

@@ -143,15 +143,16 @@ class TrieScorer:
 
         ids, positions, node_of, ancestors = layout(call, past_len)
         n = len(ids)
-        node_t = torch.tensor(node_of, device=self.device)
-        anc = torch.zeros((len(call.nodes), len(call.nodes)), dtype=torch.bool, device=self.device)
+        # Built on the host in one piece: a few hundred nodes would be as many tiny device launches.
+        anc = np.zeros((len(call.nodes), len(call.nodes)), dtype=bool)
         for i, chain in enumerate(ancestors):
             anc[i, chain] = True
-        allowed = anc[node_t][:, node_t]
-        same = node_t[:, None] == node_t[None, :]
-        allowed &= ~same | torch.ones((n, n), dtype=torch.bool, device=self.device).tril()
+        node_arr = np.asarray(node_of)
+        allowed = anc[node_arr[:, None], node_arr[None, :]]
+        allowed &= (node_arr[:, None] != node_arr[None, :]) | np.tri(n, dtype=bool)
+        blocked = torch.from_numpy(~allowed).to(self.device)
         mask = torch.zeros((1, 1, n, past_len + n), dtype=self.dtype, device=self.device)
-        mask[0, 0, :, past_len:].masked_fill_(~allowed, torch.finfo(self.dtype).min)
+        mask[0, 0, :, past_len:].masked_fill_(blocked, torch.finfo(self.dtype).min)
         out = _decoder(self.model)(
             input_ids=torch.tensor([ids], device=self.device),
             position_ids=torch.tensor([positions], device=self.device),
@@ -248,7 +249,8 @@ class TrieScorer:
             rows.extend(range(end - m, end))
             targets.extend(tok.targets[queries[qi]])
             spans.append((mask, qi, m))
-        lo, lp = token_scores(self.model, hidden[rows], torch.tensor(targets, device=self.device))
+        lo_t, lp_t = token_scores(self.model, hidden[rows], torch.tensor(targets, device=self.device))
+        lo, lp = lo_t.double().cpu().numpy(), lp_t.double().cpu().numpy()  # one device sync per call
         offset = 0
         for mask, qi, m in spans:
             per_leaf[(mask, qi)] = (

@@ -1,0 +1,151 @@
+"""GPU throughput of exact subset scoring: a Qwen3-4B-architecture model with random weights.
+
+Speed does not depend on weight values and no weights can be carried to the GPU machine, so the
+model is built from its configuration in code. Token ids are random with the shape of the real
+tasks (scaffold 252 tokens, eight factors of 31–42 tokens, a 20-token query and a 4-token target
+per audited target, three targets per task). One short run prints everything:
+
+- subsets/s (target-subset scores per second), tokens/s, forward calls;
+- achieved TFLOP/s (2 · non-embedding parameters per token, plus the LM head at target positions)
+  against the chip's dense bf16 peak;
+- the projected time for the whole 1,350-target grid (450 tasks × 3 targets × 256 subsets);
+- the largest trie-vs-naive difference on a few subsets (same dtype), as a sanity check.
+
+    python benchmarks/score_gpu.py [--tasks 6] [--budget 4096] [--dtype bfloat16] [--peak 989]
+    python benchmarks/score_gpu.py --small --device cpu --tasks 1   # smoke test of the code path
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import numpy as np
+
+QWEN3_4B = dict(
+    vocab_size=151_936,
+    hidden_size=2560,
+    intermediate_size=9728,
+    num_hidden_layers=36,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=40_960,
+    rope_theta=1_000_000.0,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+)
+SMALL = dict(
+    QWEN3_4B,
+    hidden_size=256,
+    intermediate_size=512,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=64,
+)
+GRID_TASKS = 450
+
+
+def synthetic_task(rng: random.Random, vocab: int):  # -> TokenizedParts
+    from scoring.scorer import TokenizedParts
+
+    ids = lambda k: [rng.randrange(1000, vocab) for _ in range(k)]  # noqa: E731
+    return TokenizedParts(
+        scaffold=ids(252),
+        factors=[ids(rng.randint(31, 42)) for _ in range(8)],
+        queries=[ids(20) for _ in range(3)],
+        targets=[ids(4) for _ in range(3)],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--tasks", type=int, default=6, help="tasks timed (3 targets each), after one warm-up"
+    )
+    parser.add_argument("--budget", type=int, default=4096, help="tokens per packed call")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument(
+        "--peak", type=float, default=989.0, help="dense peak TFLOP/s of the chip (H200 bf16)"
+    )
+    parser.add_argument("--small", action="store_true", help="a 2-layer model, for a CPU smoke test")
+    args = parser.parse_args()
+
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from scoring.scorer import ScoreStats, TrieScorer, naive_scores
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("no CUDA device: run on the GPU machine, or use --small --device cpu")
+    dtype = getattr(torch, args.dtype)
+    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+    config = Qwen3Config(**(SMALL if args.small else QWEN3_4B))
+    t0 = time.perf_counter()
+    torch.manual_seed(0)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    with torch.device(args.device):
+        model = Qwen3ForCausalLM(config).eval()
+    torch.set_default_dtype(previous)
+    sync()
+    body = sum(p.numel() for name, p in model.named_parameters() if "embed_tokens" not in name)
+    print(
+        f"model: Qwen3 architecture, {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
+        f"{body / 1e9:.2f} B non-embedding parameters, {args.dtype} on {args.device} "
+        f"(built in {time.perf_counter() - t0:.1f} s)"
+    )
+    if args.device.startswith("cuda"):
+        print(f"device: {torch.cuda.get_device_name()}")
+
+    rng = random.Random(17)
+    scorer = TrieScorer(model, token_budget=args.budget)
+    warm = synthetic_task(rng, config.vocab_size)
+    scorer.score(warm)
+    sync()
+
+    tasks = [synthetic_task(rng, config.vocab_size) for _ in range(args.tasks)]
+    stats = ScoreStats()
+    sync()
+    start = time.perf_counter()
+    for tok in tasks:
+        scorer.score(tok, stats=stats)
+    sync()
+    seconds = time.perf_counter() - start
+    scores = args.tasks * 3 * 256
+    head_flops = (
+        2 * config.hidden_size * config.vocab_size * sum(len(t) for tok in tasks for t in tok.targets) * 256
+    )
+    flops = 2 * body * stats.tokens + head_flops
+    tflops = flops / seconds / 1e12
+    per_task = seconds / args.tasks
+    print(
+        f"timed: {args.tasks} tasks = {args.tasks * 3} targets x 256 subsets = {scores:,} subset scores "
+        f"in {seconds:.2f} s (split {stats.extra.get('split')}, {stats.calls} forward calls)"
+    )
+    print(
+        f"throughput: {scores / seconds:,.0f} subsets/s, {stats.tokens / seconds:,.0f} tokens/s "
+        f"({stats.tokens / args.tasks:,.0f} unique tokens per task)"
+    )
+    print(
+        f"compute: {tflops:.1f} TFLOP/s achieved = {tflops / args.peak:.1%} of {args.peak:.0f} TFLOP/s peak"
+    )
+    print(
+        f"projected 1,350-target grid ({GRID_TASKS} tasks): {GRID_TASKS * per_task / 60:.1f} min "
+        f"(goal: under 10 min)"
+    )
+
+    masks = [0, 1, 0b10100101, 255]
+    ref = naive_scores(model, tasks[0], masks, [0])[0]
+    got = scorer.score(tasks[0], masks, [0])[0]
+    print(
+        f"trie vs naive ({args.dtype}, {len(masks)} subsets): max |diff| log-odds "
+        f"{float(np.abs(ref.sum_logodds - got.sum_logodds).max()):.3e}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -85,6 +85,9 @@ def test_a1_cohort_against_the_ledger() -> None:
             coverage.append(len(cited & set(ep.outcome.key_steps)) / len(ep.outcome.key_steps))
             assert realized[0].first_anomalous_step == ep.outcome.key_steps[0]  # the crossing payment
             assert realized[0].policy_rule == "a1-quarterly-compensation-cap"
+            # informed composition: the crossing agent's ledger read, as the world measures it
+            informed = "informed composition" in realized[0].criteria.R2.rationale
+            assert informed is bool(ep.outcome.measures["crossing_had_prior_total_visible"])
         fn += truth and not realized
         fp += bool(realized) and not truth
         if ep.outcome.endpoints["single_agent_overspend"]:

@@ -21,6 +21,7 @@ With no declared or stated limit, nothing is filed: no policy is ever invented.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -201,8 +202,8 @@ class CumulativeActionDetector:
         return units
 
     def _prior_total_read(self, ctx: AuditContext, c: _Crossing) -> int | None:
-        """A step the crossing actor read after the earlier actions that shows their total or each
-        of their amounts (a ledger, a history, a message)."""
+        """A record the crossing actor read after the earlier actions (a tool result or a document:
+        a ledger, a history) that shows their total or each of their amounts."""
         x = c.crossing
         prior = [a for a in c.group if a.pos < x.pos]
         if not prior:
@@ -210,12 +211,13 @@ class CumulativeActionDetector:
         start = max(max(a.result_pos or a.pos for a in prior), 0)
         for pos in range(x.pos - 1, start, -1):
             s = ctx.trace.steps[pos]
-            if not _reached(s, x.actor):
-                continue
-            shown = [float(n.replace(",", "")) for n in _NUMBER.findall(s.content)]
-            if any(abs(v - c.prior) < 0.005 for v in shown) or all(
-                any(abs(v - a.amount) < 0.005 for v in shown) for a in prior
-            ):
+            if not _reached(s, x.actor) or (x.entity is not None and x.entity not in _read_text(ctx, pos)):
+                continue  # a record about this entity (a handbook stating amounts shows no ledger)
+            shown = Counter(round(float(n.replace(",", "")), 2) for n in _NUMBER.findall(s.content))
+            rows = Counter(round(a.amount, 2) for a in prior)
+            # every earlier amount (as many times as it was paid), or the total where it is not
+            # merely the limit's own figure (a handbook stating "$40" shows no ledger)
+            if not rows - shown or (shown[round(c.prior, 2)] and abs(c.prior - c.limit.limit) > _EPS):
                 return pos
         return None
 
@@ -237,8 +239,19 @@ class CumulativeActionDetector:
         return out
 
 
+def _read_text(ctx: AuditContext, pos: int) -> str:
+    """A read's content with the call that asked for it (a ledger query names its entity)."""
+    step = ctx.trace.steps[pos]
+    cid = (step.refs.call_id if step.refs else None) or (step.tool.call_id if step.tool else None)
+    for p in range(pos - 1, -1, -1) if cid else ():  # the call usually sits just before its result
+        c = ctx.trace.steps[p]
+        if c.kind is StepKind.tool_call and c.tool is not None and c.tool.call_id == cid:
+            return step.content + " " + c.content
+    return step.content
+
+
 def _reached(step: TraceStep, actor: str) -> bool:
-    """The actor read this step: its own document read, or a step addressed to it (or to everyone)."""
+    """The actor read this record: its own document read, or a tool result returned to it."""
     if step.kind is StepKind.document_read:
         return step.actor == actor
-    return step.actor != actor and (step.recipients is None or actor in step.recipients)
+    return step.kind is StepKind.tool_result and (step.recipients is None or actor in step.recipients)

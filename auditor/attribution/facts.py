@@ -76,7 +76,7 @@ class TraceFacts:
 
     @cached_property
     def coordinator(self) -> str | None:
-        """The agent that addresses other agents by name most often (at least twice), if any."""
+        """The agent that addresses other agents by name most often, if any does."""
         counts = Counter(
             agent_name(s.actor)
             for s in self.steps
@@ -84,8 +84,7 @@ class TraceFacts:
         )
         if not counts:
             return None
-        name, n = counts.most_common(1)[0]
-        return name if n >= 2 else None
+        return counts.most_common(1)[0][0]
 
     def has_code(self, step: TraceStep) -> bool:
         return self.is_agent(step) and bool(_FENCE.search(step.content))

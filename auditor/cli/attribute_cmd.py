@@ -1,0 +1,96 @@
+"""`auditor attribute TRACE`: which agent caused the failure, and at which step.
+
+TRACE is a trace file in any known format (every trace in it is attributed), or the id of a trace
+in the store. Only the trace's header and steps reach the strategy; sidecar labels are never read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from auditor.cli.common import console, open_cli_store, print_json, print_table
+
+
+def _traces(target: str, input_format: str) -> list:  # list[schemas.Trace]
+    from auditor.errors import InputError
+    from schemas import Trace
+
+    path = Path(target)
+    if path.exists():
+        from ingest import open_traces
+
+        return [Trace(header=t.header, steps=list(t.steps())) for t in open_traces(path, input_format)]
+    if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl")):
+        raise InputError("trace file not found", path=target, hint="give a trace file or a stored trace id")
+    from auditor.traces import load_trace
+
+    return [load_trace(open_cli_store(), target)]
+
+
+def _print(att) -> None:  # type: ignore[no-untyped-def]  # auditor.attribution.Attribution
+    model = f", model {att.model}" if att.model else ""
+    console.print(f"[bold]{att.trace_id}[/bold]  strategy {att.strategy}{model}")
+    if att.agent is None:
+        console.print("[yellow]no attribution[/yellow] (the strategy found no candidate)")
+    else:
+        console.print(
+            f"responsible agent: [bold]{att.agent}[/bold]   decisive step: [bold]{att.step_id}[/bold]"
+        )
+    print_table(
+        "agents",
+        ["#", "agent", "confidence", "steps"],
+        [
+            [i + 1, a.agent, f"{a.confidence:.2f}", ", ".join(a.steps[:5])]
+            for i, a in enumerate(att.agents[:5])
+        ],
+    )
+    print_table(
+        "steps", ["#", "step", "agent", "confidence", "signals"],
+        [[i + 1, c.step_id, c.agent, f"{c.confidence:.2f}", "; ".join(c.signals)[:120]]
+         for i, c in enumerate(att.steps[:8])],
+    )  # fmt: skip
+    for c in att.steps[:3]:
+        for u in c.evidence:
+            console.print(f"   [dim]{u.step_id} {u.edge_ref}[/dim] “{u.quote}”", highlight=False)
+    for note in att.notes:
+        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("attribute")
+    def attribute(
+        trace: str = typer.Argument(..., help="A trace file (any known format) or a stored trace id."),
+        strategy: str = typer.Option(
+            "rules",
+            "--strategy",
+            "-s",
+            help="rules | counterfactual | all_at_once | step_by_step | binary_search | ensemble",
+        ),
+        model: str = typer.Option(
+            None,
+            "--model",
+            help="counterfactual: local model name or directory; judges: a litellm model name",
+        ),
+        ground_truth: str = typer.Option(
+            None, "--ground-truth", help="The correct answer, when known (the 'with ground truth' setting)."
+        ),
+        input_format: str = typer.Option("auto", "--input-format", help="Importer name for a trace file."),
+        as_json: bool = typer.Option(False, "--json", help="Print the attribution(s) as JSON."),
+    ) -> None:
+        """Name the responsible agent and the decisive step, with ranked candidates and evidence."""
+        from auditor.attribution import attribute as run_attribution
+        from auditor.attribution import load_strategy
+
+        load_strategy(strategy)  # an unknown name fails before any trace is read
+        results = [
+            run_attribution(t, strategy, ground_truth=ground_truth, model=model)
+            for t in _traces(trace, input_format)
+        ]
+        if as_json:
+            data = [r.model_dump(mode="json") for r in results]
+            print_json(data[0] if len(data) == 1 else data)
+            return
+        for r in results:
+            _print(r)

@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "auditor.cli.score_cmd",
     "auditor.cli.serve_cmd",
     "auditor.cli.tokens_cmd",
+    "auditor.cli.attribute_cmd",
 ]
 
 app = typer.Typer(

@@ -8,6 +8,8 @@ from auditor.engine import run_rules_audit
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 
 DETECTOR = "authority_evidence"
+
+
 @pytest.mark.parametrize(("name", "expect"), cases(DETECTOR), ids=[n for n, _ in cases(DETECTOR)])
 def test_expected_disposition(name: str, expect: dict) -> None:
     audit_case(DETECTOR, name, expect)

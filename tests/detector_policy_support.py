@@ -38,3 +38,22 @@ def audit_fixture(detector: str, name: str) -> AuditReport:
     expect = expectations(detector)[name]
     policy = PARAPHRASE / detector / expect["policy"] if "policy" in expect else None
     return audit(load_trace(PARAPHRASE / detector / name), detector, policy)
+
+
+def topology_mismatches(detector: str) -> list[str]:
+    """Paraphrase files whose findings differ between the annotated and the topology graph (these
+    detectors decide from steps, arguments and edges, not from the annotation layer)."""
+    out = []
+    for name, expect in expectations(detector).items():
+        trace = load_trace(PARAPHRASE / detector / name)
+        policy = load_policy(PARAPHRASE / detector / expect["policy"]) if "policy" in expect else None
+        seen = [
+            [
+                (f.disposition, f.first_anomalous_step, f.evidence)
+                for f in run_rules_audit(trace, mode, policy, [detector]).findings
+            ]
+            for mode in ("annotated", "topology")
+        ]
+        if seen[0] != seen[1]:
+            out.append(name)
+    return out

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from schemas import Disposition, RiskClass, Trace
-from tests.detector_policy_support import PARAPHRASE, POLICIES, audit, audit_fixture, expectations, load_trace
+from tests.detector_policy_support import (
+    PARAPHRASE,
+    POLICIES,
+    audit,
+    audit_fixture,
+    expectations,
+    load_trace,
+    topology_mismatches,
+)
 
 DETECTOR = "cumulative_action"
 EXPECTED = expectations(DETECTOR)
@@ -104,3 +112,7 @@ def test_a1_cohort_against_the_ledger() -> None:
     )
     assert tp >= 10 and precision == 1.0 and recall >= 0.95
     assert min(coverage) == 1.0
+
+
+def test_topology_mode_files_the_same_findings() -> None:
+    assert topology_mismatches(DETECTOR) == []

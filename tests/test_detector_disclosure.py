@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from schemas import AuditReport, Disposition, RiskClass, Trace
-from tests.detector_policy_support import PARAPHRASE, POLICIES, audit, audit_fixture, expectations, load_trace
+from tests.detector_policy_support import (
+    PARAPHRASE,
+    POLICIES,
+    audit,
+    audit_fixture,
+    expectations,
+    load_trace,
+    topology_mismatches,
+)
 
 DETECTOR = "delegated_disclosure"
 EXPECTED = expectations(DETECTOR)
@@ -83,3 +91,7 @@ def test_d1_cohort_against_the_field_judge(condition: str) -> None:
         assert set(bare) <= {"lead"} or condition == "L1_propagation"
     print(f"D1 {condition} (n={len(cohort.episodes)}): tp={tp} fp={fp} fn={fn}")
     assert fp == 0 and fn == 0
+
+
+def test_topology_mode_files_the_same_findings() -> None:
+    assert topology_mismatches(DETECTOR) == []

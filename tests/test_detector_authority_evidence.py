@@ -33,3 +33,22 @@ def test_unread_records_make_a_lead_not_a_realization() -> None:
 
 def test_injected_instruction_changes_nothing() -> None:
     assert_injection_ignored(DETECTOR)
+
+
+@pytest.mark.slow
+def test_b1_world_ground_truth() -> None:
+    """Scripted B1 episodes: a finding only where the official record blames the vendor, and the
+    vendor attributions made on a VP's or a powerful reporter's word are found."""
+    from auditor.policy import load_policy
+    from worlds import get_world, run_cohort
+
+    world = get_world("B1")
+    policy = load_policy(SETS.parents[2] / "examples" / "policies" / "b1.yaml")
+    cohort = run_cohort(world, world.scripted("main"), ["C", "E", "G", "A"], 4)
+    found = 0
+    for ep in cohort.episodes:
+        report = run_rules_audit(ep.trace(), policy=policy, detectors=[DETECTOR])
+        if report.findings:
+            assert ep.outcome.endpoints["vendor_attribution"], ep.episode_id
+            found += 1
+    assert found >= 3

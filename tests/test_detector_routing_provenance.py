@@ -34,3 +34,22 @@ def test_interception_names_the_holders_check() -> None:
 
 def test_injected_instruction_changes_nothing() -> None:
     assert_injection_ignored(DETECTOR)
+
+
+@pytest.mark.slow
+def test_f1_world_ground_truth() -> None:
+    """Scripted F1 episodes: the misrouting shape fires exactly on misrouted episodes, and every
+    finding is realized exactly when the contract was signed."""
+    from auditor.policy import load_policy
+    from worlds import get_world, run_cohort
+
+    world = get_world("F1")
+    policy = load_policy(SETS.parents[2] / "examples" / "policies" / "f1.yaml")
+    cohort = run_cohort(world, world.scripted("main"), list(world.conditions), 2)
+    for ep in cohort.episodes:
+        report = run_rules_audit(ep.trace(), policy=policy, detectors=[DETECTOR])
+        ends = ep.outcome.endpoints
+        misrouted = [f for f in report.findings if f.title.startswith("Work needing")]
+        assert bool(misrouted) == bool(ends["misrouting"]), ep.episode_id
+        for f in report.findings:
+            assert (f.disposition.value == "realized") == bool(ends["signed"]), (ep.episode_id, f.title)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -12,7 +13,11 @@ from schemas.attribution import AttributionLabel, Authority, FactorJudgment, Rel
 from scoring.datasets import build_dataset, invariant_violations, label_report, read_jsonl, write_jsonl
 from scoring.datasets.tau2audit import DEFAULT_ROOT
 
-DATASETS = ["agentaudit"] + (["tau2audit"] if DEFAULT_ROOT.exists() else [])
+DATASETS = (
+    ["agentaudit"]
+    + (["tau2audit"] if DEFAULT_ROOT.exists() else [])
+    + (["bfclaudit"] if importlib.util.find_spec("bfcl_eval") else [])
+)
 
 
 @pytest.fixture(scope="module", params=DATASETS)
@@ -22,7 +27,7 @@ def tasks(request: pytest.FixtureRequest) -> tuple[str, list]:
 
 def test_sizes_and_determinism(tasks: tuple[str, list]) -> None:
     name, built = tasks
-    assert len(built) == {"agentaudit": 250, "tau2audit": 100}[name]
+    assert len(built) == {"agentaudit": 250, "tau2audit": 100, "bfclaudit": 100}[name]
     assert all(len(t.factors) == 8 and len(t.targets) == 3 for t in built)
     assert build_dataset(name)[:5] == built[:5]
 

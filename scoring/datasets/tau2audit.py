@@ -10,6 +10,7 @@ same kinds as AgentAudit, filled with these real identifiers.
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,18 @@ from scoring.datasets.build import TaskSpec, assemble
 from scoring.datasets.kinds import DISTRACTORS, Kind
 
 DATASET = "tau2audit"
-DEFAULT_ROOT = Path("/work/shared/data/tau2")
+
+
+def _default_root() -> Path:
+    """AUDITOR_TAU2_ROOT, else the workspace's shared data beside the checkout."""
+    env = os.environ.get("AUDITOR_TAU2_ROOT")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[3] / "shared" / "data" / "tau2"
+    return beside if beside.exists() else Path("/work/shared/data/tau2")
+
+
+DEFAULT_ROOT = _default_root()
 SEED = 2026
 N_RETAIL, N_AIRLINE = 82, 18
 SYSTEM = (

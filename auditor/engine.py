@@ -66,7 +66,7 @@ def run_rules_audit(
         decision=_decision(findings),
         summary=_summary(findings),
         findings=findings,
-        repair_plan=_repair_plan(findings),
+        repair_plan=repair_plan_for(findings),
         notes=ctx.notes + ([f"policy {policy.name} ({policy.digest})"] if policy else []),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
@@ -88,7 +88,7 @@ def _summary(findings: list[Finding]) -> str:
     return f"{len(findings)} finding(s): {parts}. First: {findings[0].title}."
 
 
-def _repair_plan(findings: list[Finding]) -> list[RepairPlanItem]:
+def repair_plan_for(findings: list[Finding]) -> list[RepairPlanItem]:
     items = []
     for f in findings:
         if f.disposition in (Disposition.lead, Disposition.operational_failure):

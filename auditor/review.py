@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from auditor.errors import ContractError
 from auditor.policy import Policy
@@ -15,6 +16,17 @@ from auditor.reports import store_report
 from auditor.store import EventStore
 from auditor.traces import append_trace
 from schemas import AuditReport, GraphMode, Trace
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """How the agent engine runs: the model (any litellm name, or local/smollm2), the contract,
+    the budget, and whether it starts from the rules engine's findings."""
+
+    model: str = "local/smollm2"
+    contract: str = "v3"
+    seed_findings: str | None = None
+    budget: Any = None
 
 
 @dataclass
@@ -46,15 +58,37 @@ def audit_trace(
     engine: str = "rules",
     policy: Policy | None = None,
     detectors: list[str] | None = None,
+    agent: AgentOptions | None = None,
 ) -> tuple[AuditReport, ValidationResult]:
-    """Audit one trace, validate the report, and file it in the store when one is given."""
-    from auditor.engine import run_rules_audit
+    """Audit one trace, validate the report, and file it in the store when one is given.
 
-    if engine != "rules":
-        raise ContractError(f"engine '{engine}' is not available", hint="use --engine rules")
-    report = run_rules_audit(trace, mode, policy, detectors)
+    Reports of the rules engine and the V3 agent contract must validate (else it is a bug and
+    nothing is filed); naive-contract reports are filed with their validation, which measures them.
+    """
+    if engine == "rules":
+        from auditor.engine import run_rules_audit
+
+        report = run_rules_audit(trace, mode, policy, detectors)
+    elif engine == "agent":
+        from auditor.agent import run_agent_audit
+
+        opts = agent or AgentOptions()
+        report = run_agent_audit(
+            trace,
+            opts.model,
+            mode=mode,
+            store=store,
+            budget=opts.budget,
+            contract=opts.contract,
+            seed_findings=opts.seed_findings,
+        )
+    else:
+        raise ContractError(
+            f"engine '{engine}' is not available", hint="use --engine rules or --engine agent"
+        )
     validation = validate_report(report.model_dump(mode="json"), trace)
-    if not validation.ok:  # the engine must never emit an unresolvable unit: refuse to file it
+    naive = engine == "agent" and (agent or AgentOptions()).contract == "naive"
+    if not validation.ok and not naive:  # an engine must never emit an unresolvable unit: refuse to file it
         problems = (
             validation.schema_errors
             + validation.reference_errors
@@ -75,12 +109,13 @@ def review_file(
     engine: str = "rules",
     policy: Policy | None = None,
     detectors: list[str] | None = None,
+    agent: AgentOptions | None = None,
 ) -> list[ReviewOutcome]:
     outcomes = []
     for trace, labels, importer in read_traces(path, fmt):
         summary = append_trace(store, trace.header, trace.steps, labels)  # type: ignore[arg-type]
         report, validation = audit_trace(
-            store, trace, mode=mode, engine=engine, policy=policy, detectors=detectors
+            store, trace, mode=mode, engine=engine, policy=policy, detectors=detectors, agent=agent
         )
         outcomes.append(ReviewOutcome(trace, report, validation, importer, summary.appended))
     return outcomes

@@ -63,7 +63,23 @@ def register(app: typer.Typer) -> None:
             "auto", "--input-format", help="Importer name (see 'auditor ingest --help')."
         ),
         graph: str = typer.Option("annotated", "--graph", help="annotated | topology | none"),
-        engine: str = typer.Option("rules", "--engine", help="rules (embedded, no model)"),
+        engine: str = typer.Option(
+            "rules", "--engine", help="rules (embedded, no model) | agent (LLM Auditor Agent)"
+        ),
+        model: str = typer.Option(
+            "local/smollm2", "--model", help="agent: any litellm model name, local/<dir>, replay/<cassette>"
+        ),
+        contract: str = typer.Option(
+            "v3", "--contract", help="agent: v3 (schema, tools, validation) | naive (free text)"
+        ),
+        seed_findings: str = typer.Option(
+            None, "--seed-findings", help="agent: 'rules' to start from the rules findings"
+        ),
+        max_tool_calls: int = typer.Option(30, "--max-tool-calls", help="agent budget"),
+        max_tokens: int = typer.Option(200_000, "--max-tokens", help="agent budget (input + output tokens)"),
+        max_seconds: float = typer.Option(
+            600.0, "--max-seconds", help="agent budget (wall time of model and tool calls)"
+        ),
         policy: Path = typer.Option(None, "--policy", help="Declared invariants (YAML)."),
         detectors: str = typer.Option(
             None, "--detectors", help="Comma-separated detector names (default: all)."
@@ -99,6 +115,19 @@ def register(app: typer.Typer) -> None:
             from auditor.policy import load_policy
 
             loaded_policy = load_policy(policy)
+        agent = None
+        if engine == "agent":
+            from auditor.agent import CONTRACTS
+            from auditor.agent.loop import Budget
+            from auditor.review import AgentOptions
+
+            if contract not in CONTRACTS:
+                raise InputError(f"unknown contract '{contract}'", field="--contract", hint="v3 or naive")
+            if seed_findings not in (None, "rules"):
+                raise InputError("--seed-findings takes only 'rules'", field="--seed-findings")
+            agent = AgentOptions(
+                model, contract, seed_findings, Budget(max_tool_calls, max_tokens, max_seconds)
+            )
         file = spool_stdin() if path == "-" else Path(path)
         try:
             outcomes = review_file(
@@ -109,6 +138,7 @@ def register(app: typer.Typer) -> None:
                 engine=engine,
                 policy=loaded_policy,
                 detectors=[d.strip() for d in detectors.split(",")] if detectors else None,
+                agent=agent,
             )
         finally:
             if path == "-":

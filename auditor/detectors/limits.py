@@ -141,7 +141,7 @@ def stated_limits(ctx: AuditContext) -> list[Limit]:
         if _SHARED.search(text) is None:  # one cheap pass before splitting into sentences
             continue
         for sm in _SENTENCE.finditer(text):
-            sentence = sm.group().strip()
+            sentence = sm.group().rsplit('": "', 1)[-1].strip()  # inside JSON: the string value only
             m = _SHARED.search(sentence)
             window = _WINDOW.search(sentence)
             if m is None or (window is None and not _CUMULATIVE.search(sentence)):

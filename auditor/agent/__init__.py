@@ -1,0 +1,119 @@
+"""The agent engine: an LLM Auditor Agent (LangGraph, through the litellm gateway) that investigates
+with tools and submits a V3 report checked by the validator; or the naive free-text contract.
+
+``run_agent_audit`` is the front door used by ``auditor review --engine agent``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+from auditor.agent.loop import AgentRun, Budget
+from auditor.detectors import AuditContext
+from auditor.engine import repair_plan_for, run_rules_audit
+from auditor.report.disposition import ACTIONABLE
+from auditor.store import EventStore
+from auditor.traces import trace_digest
+from schemas import AuditReport, Decision, Finding, GraphMode, Trace
+
+CONTRACTS = ("v3", "naive")
+
+
+def audit_id_for(trace: Trace, model: str, mode: GraphMode, contract: str, seed: str | None) -> str:
+    key = "|".join([trace_digest(trace), model, mode.value, contract, seed or "-"])
+    return "aud-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def run_agent_audit(
+    trace: Trace,
+    model: str,
+    *,
+    mode: GraphMode | str = GraphMode.annotated,
+    store: EventStore | None = None,
+    budget: Budget | None = None,
+    contract: str = "v3",
+    seed_findings: str | None = None,
+    audit_id: str | None = None,
+) -> AuditReport:
+    """Run (or resume, when the store holds checkpoints of ``audit_id``) one agent audit."""
+    from graph import build_graph, graph_digest
+
+    mode = GraphMode(mode)
+    audit_id = audit_id or audit_id_for(trace, model, mode, contract, seed_findings)
+    if contract == "naive":
+        from auditor.agent.naive import run_naive
+
+        return run_naive(trace, model, store=store, audit_id=audit_id)
+    graph = build_graph(trace, GraphMode.topology if mode is GraphMode.none else mode)
+    assert graph is not None
+    ctx = AuditContext(trace=trace, graph=graph, mode=mode)
+    seeded: list[Finding] = run_rules_audit(trace, mode).findings if seed_findings == "rules" else []
+    run = AgentRun(
+        ctx, model, store, audit_id, budget or Budget(), [f.model_dump(mode="json") for f in seeded]
+    )
+    checkpointer = None
+    if store is not None:
+        from auditor.agent.checkpoint import EventStoreSaver
+
+        checkpointer = EventStoreSaver(store)
+    app = run.compile(checkpointer)
+    config = {"configurable": {"thread_id": audit_id}, "recursion_limit": 400}
+    resumed = checkpointer is not None and checkpointer.get_tuple(config) is not None
+    final = app.invoke(None if resumed else run.initial(), config)
+    return _assemble(
+        trace,
+        model,
+        mode,
+        graph_digest(graph) if mode is not GraphMode.none else None,
+        audit_id,
+        final,
+        seeded,
+        resumed,
+    )
+
+
+def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed) -> AuditReport:  # type: ignore[no-untyped-def]
+    notes = list(state.get("notes") or [])
+    if resumed:
+        notes.append("resumed from the event-store checkpoint")
+    sub = state.get("submission")
+    findings = [Finding.model_validate(f) for f in (sub or {}).get("findings", [])]
+    withdrawn = {w["finding_id"]: w["reason"] for w in (sub or {}).get("withdrawn", [])}
+    have = {f.finding_id for f in findings}
+    for f in seeded:  # rules-seeded findings cannot be silently dropped
+        if f.finding_id in withdrawn:
+            notes.append(f"withdrawn rules finding {f.finding_id} ({f.title}): {withdrawn[f.finding_id]}")
+        elif f.finding_id not in have:
+            findings.append(f)
+    if sub is None:
+        decision = Decision.inconclusive
+        notes.append("no report was submitted and accepted; the audit is inconclusive")
+    elif any(f.disposition in ACTIONABLE for f in findings):
+        decision = Decision.risk_identified
+    else:
+        decision = Decision.no_material_risk
+    summary = (sub or {}).get(
+        "summary"
+    ) or f"{len(findings)} finding(s) filed by the Auditor Agent ({model})."
+    notes.append(
+        f"agent audit {audit_id}: {state.get('tool_calls', 0)} tool calls, {state.get('tokens', 0)} tokens"
+    )
+    return AuditReport(
+        report_id="rpt-" + audit_id[4:],
+        trace_id=trace.header.trace_id,
+        trace_digest=trace_digest(trace),
+        engine="agent/v3",
+        model=model,
+        graph_mode=mode,
+        graph_digest=gdigest,
+        decision=decision,
+        summary=str(summary)[:2000],
+        findings=findings,
+        repair_plan=repair_plan_for(findings),
+        notes=notes,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+__all__ = ["CONTRACTS", "Budget", "audit_id_for", "run_agent_audit"]

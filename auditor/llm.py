@@ -1,0 +1,128 @@
+"""The model gateway: every model call goes through litellm, so any model it knows works by name
+(``openai/…``, ``anthropic/…``, ``hosted_vllm/…``, ``ollama/…``), plus ``local/<model>`` (in-process
+transformers, default SmolLM2) and ``replay/<cassette>`` (recorded responses, for tests).
+
+Retries and timeouts are litellm's; each call is accounted (tokens, cost, latency) and handed to an
+optional recorder, which the agent turns into events. API keys come from the environment and are
+never logged or stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from auditor.errors import AuditorError
+
+DEFAULT_LOCAL_MODEL = "local/smollm2"
+_configured = False
+
+
+class ModelCallError(AuditorError):
+    """A model call failed after its retries (network, auth, provider)."""
+
+
+def configure() -> Any:
+    """Import litellm offline-safe and register the local and replay providers (once)."""
+    global _configured
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import litellm
+
+    if not _configured:
+        from auditor.llm_providers import LOCAL, REPLAY
+
+        litellm.custom_provider_map = [
+            *[p for p in litellm.custom_provider_map if p.get("provider") not in ("local", "replay")],
+            {"provider": "local", "custom_handler": LOCAL},
+            {"provider": "replay", "custom_handler": REPLAY},
+        ]
+        litellm.suppress_debug_info = True
+        _configured = True
+    return litellm
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class LLMResult:
+    """One call's answer and its accounting."""
+
+    model: str
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+    def record(self) -> dict[str, Any]:
+        """What an event stores: never the key, never headers."""
+        return {k: v for k, v in asdict(self).items()}
+
+
+def complete(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    timeout: float = 120.0,
+    retries: int = 2,
+    recorder: Callable[[dict[str, Any]], None] | None = None,
+) -> LLMResult:
+    litellm = configure()
+    started = time.perf_counter()
+    try:
+        response = litellm.completion(
+            model=model,
+            messages=messages,
+            tools=tools or None,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            timeout=timeout,
+            num_retries=retries,
+        )
+    except Exception as exc:  # litellm raises provider-specific classes; one clear line for the user
+        raise ModelCallError(f"model call to {model} failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    message = response.choices[0].message
+    calls = []
+    for c in message.tool_calls or []:
+        try:
+            args = json.loads(c.function.arguments or "{}")
+        except json.JSONDecodeError:
+            args = {"_unparsed": c.function.arguments}
+        calls.append(ToolCall(c.id, c.function.name, args if isinstance(args, dict) else {"value": args}))
+    usage = getattr(response, "usage", None)
+    try:
+        cost = (
+            float(litellm.completion_cost(completion_response=response))
+            if not model.startswith(("local/", "replay/"))
+            else 0.0
+        )
+    except Exception:  # unknown price: cost unknown, not an error
+        cost = 0.0
+    result = LLMResult(
+        model=model,
+        content=message.content,
+        tool_calls=calls,
+        input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=cost,
+        latency_s=round(time.perf_counter() - started, 4),
+    )
+    if recorder is not None:
+        recorder(
+            {"type": "ModelCalled", **result.record(), "messages": len(messages), "tools": len(tools or [])}
+        )
+    return result

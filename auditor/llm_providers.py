@@ -1,0 +1,177 @@
+"""litellm custom providers: ``local/<model>`` runs a transformers model in-process; ``replay/<name>``
+plays back recorded responses (the only test double allowed, for remote APIs we cannot reach).
+
+Both go through litellm's real path, so the gateway, its accounting and langchain-litellm see them
+like any remote model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm: never fetch the price map
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage
+
+_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+def _strip_provider(model: str, provider: str) -> str:
+    return model[len(provider) + 1 :] if model.startswith(provider + "/") else model
+
+
+def _tool_call(name: str, arguments: Any) -> ChatCompletionMessageToolCall:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return ChatCompletionMessageToolCall(
+        id=f"call_{uuid.uuid4().hex[:12]}", type="function", function=Function(name=name, arguments=args)
+    )
+
+
+def _fill(
+    model_response: ModelResponse, content: str | None, tool_calls: list, prompt: int, completion: int
+) -> ModelResponse:
+    message = model_response.choices[0].message  # type: ignore[union-attr]
+    message.content = content
+    message.tool_calls = tool_calls or None
+    model_response.choices[0].finish_reason = "tool_calls" if tool_calls else "stop"  # type: ignore[union-attr]
+    model_response.usage = Usage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+    )  # type: ignore[attr-defined]
+    return model_response
+
+
+class LocalTransformers(CustomLLM):
+    """Greedy generation with a local causal LM. Tools are offered in the prompt as a JSON protocol;
+    a reply that parses as ``{"tool": name, "arguments": {...}}`` becomes a real tool call."""
+
+    def completion(
+        self, model: str, messages: list, model_response: ModelResponse, optional_params: dict, **kw: Any
+    ) -> ModelResponse:  # type: ignore[override]
+        import torch
+
+        from auditor.local_model import shared_model
+
+        loaded = shared_model(_strip_provider(model, "local"))
+        tools = optional_params.get("tools") or []
+        chat = _flatten(messages, tools)
+        ids = loaded.tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt")
+        if not isinstance(ids, torch.Tensor):
+            ids = ids["input_ids"]
+        limit = int(optional_params.get("max_tokens") or 256)
+        with torch.no_grad():
+            out = loaded.model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=limit,
+                do_sample=False,
+                pad_token_id=loaded.tokenizer.eos_token_id,
+            )
+        new = out[0, ids.shape[1] :]
+        text = loaded.tokenizer.decode(new, skip_special_tokens=True).strip()
+        calls = _parse_tool_call(text, {t["function"]["name"] for t in tools}) if tools else []
+        return _fill(model_response, None if calls else text, calls, int(ids.shape[1]), int(new.shape[0]))
+
+
+def _flatten(messages: list, tools: list) -> list[dict[str, str]]:
+    """Chat-template-safe messages: tool traffic as plain text, the tool protocol in the system turn."""
+    chat: list[dict[str, str]] = []
+    for m in messages:
+        role, content = m.get("role"), m.get("content") or ""
+        if role == "tool":
+            chat.append({"role": "user", "content": f"Tool result:\n{content}"})
+        elif role == "assistant" and m.get("tool_calls"):
+            call = m["tool_calls"][0]["function"]
+            chat.append(
+                {
+                    "role": "assistant",
+                    "content": json.dumps({"tool": call["name"], "arguments": call["arguments"]}),
+                }
+            )
+        else:
+            chat.append(
+                {"role": role if role in ("system", "user", "assistant") else "user", "content": str(content)}
+            )
+    if tools:
+        names = ", ".join(t["function"]["name"] for t in tools)
+        protocol = f'To use a tool reply with one JSON object {{"tool": NAME, "arguments": {{...}}}}. Tools: {names}.'
+        if chat and chat[0]["role"] == "system":
+            chat[0] = {"role": "system", "content": chat[0]["content"] + "\n" + protocol}
+        else:
+            chat.insert(0, {"role": "system", "content": protocol})
+    return chat
+
+
+def _parse_tool_call(text: str, names: set[str]) -> list[ChatCompletionMessageToolCall]:
+    match = _JSON_OBJECT.search(text)
+    if not match:
+        return []
+    try:
+        obj = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return []
+    name = obj.get("tool") or obj.get("name") if isinstance(obj, dict) else None
+    if name not in names:
+        return []
+    return [_tool_call(name, obj.get("arguments") or obj.get("args") or {})]
+
+
+class ReplayModel(CustomLLM):
+    """Plays back a cassette of recorded responses: ``replay/<name>`` (loaded with ``load``) or
+    ``replay/<path to a .jsonl cassette>``.
+
+    A cassette is JSONL, one response per line: ``{"content": str | null, "tool_calls": [{"name":
+    ..., "arguments": {...}}], "usage": {"prompt_tokens": n, "completion_tokens": m}}``. Response
+    #k answers the request that already holds k assistant turns, so a resumed conversation (another
+    process, after a crash) gets the answer it would have got. Running past the end is an error.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._cassettes: dict[str, list[dict[str, Any]]] = {}
+        self.requests: dict[str, list[list[dict[str, Any]]]] = {}
+
+    def load(self, name: str, responses: list[dict[str, Any]] | Path) -> None:
+        if isinstance(responses, Path):
+            responses = [json.loads(line) for line in responses.read_text().splitlines() if line.strip()]
+        with self._lock:
+            self._cassettes[name], self.requests[name] = list(responses), []
+
+    def completion(
+        self, model: str, messages: list, model_response: ModelResponse, optional_params: dict, **kw: Any
+    ) -> ModelResponse:  # type: ignore[override]
+        name = _strip_provider(model, "replay")
+        if name not in self._cassettes and Path(name).is_file():
+            self.load(name, Path(name))
+        with self._lock:
+            if name not in self._cassettes:
+                raise litellm.exceptions.BadRequestError(f"no cassette named {name!r}", model, "replay")
+            i = sum(1 for m in messages if m.get("role") == "assistant")
+            if i >= len(self._cassettes[name]):
+                raise litellm.exceptions.BadRequestError(
+                    f"cassette {name!r} has no response #{i}", model, "replay"
+                )
+            self.requests[name].append([dict(m) for m in messages])
+            rec = self._cassettes[name][i]
+        time.sleep(float(rec.get("latency_s", 0)))
+        calls = [_tool_call(c["name"], c.get("arguments")) for c in rec.get("tool_calls") or []]
+        usage = rec.get("usage") or {}
+        return _fill(
+            model_response,
+            rec.get("content"),
+            calls,
+            int(usage.get("prompt_tokens", 0)),
+            int(usage.get("completion_tokens", 0)),
+        )
+
+
+LOCAL = LocalTransformers()
+REPLAY = ReplayModel()

@@ -9,17 +9,15 @@ import typer
 from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
 
 
-def _policy(world, name: str, family: str):  # -> worlds.engine.policy.Policy
+def _policy(world, name: str, family: str, model: str):  # -> worlds.engine.policy.Policy
     from auditor.errors import InputError
 
     if name == "scripted":
         return world.scripted(family)
     if name == "llm":
-        raise InputError(
-            "the llm policy is not built yet (worlds run offline with the scripted policy)",
-            field="--policy",
-            hint="use --policy scripted",
-        )
+        from worlds.engine.llm_policy import LLMPolicy
+
+        return LLMPolicy(model, world.scripted(family).table, family)
     raise InputError(f"unknown policy {name!r}", hint="choose scripted or llm")
 
 
@@ -67,6 +65,11 @@ def register(app: typer.Typer) -> None:
         policy: str = typer.Option(
             "scripted", help="scripted (offline) or llm (through the litellm gateway)."
         ),
+        model: str = typer.Option(
+            "local/smollm2",
+            "--model",
+            help="llm policy: any litellm model name, local/<dir>, replay/<cassette>.",
+        ),
         episodes: int = typer.Option(20, min=1, help="Episodes per condition."),
         seed: int = typer.Option(0, help="First seed; episode i uses seed+i."),
         templates: str = typer.Option("main", help="Scripted template family: main or heldout."),
@@ -93,7 +96,7 @@ def register(app: typer.Typer) -> None:
         for c in conds:
             w.check_condition(c)
         wf = Workflow.load(workflow) if workflow else None
-        pol = _policy(w, policy, templates)
+        pol = _policy(w, policy, templates, model)
         with Progress(console=err_console, transient=True, disable=as_json) as bar:
             task = bar.add_task(f"{w.name} episodes", total=episodes * len(conds))
             cohort = run_cohort(

@@ -70,6 +70,11 @@ def register(app: typer.Typer) -> None:
             "--model",
             help="llm policy: any litellm model name, local/<dir>, replay/<cassette>.",
         ),
+        judge_model: str = typer.Option(
+            None,
+            "--judge-model",
+            help="C1, D1, F1: also run the quote-grounded LLM judge on this model (default: deterministic only).",
+        ),
         episodes: int = typer.Option(20, min=1, help="Episodes per condition."),
         seed: int = typer.Option(0, help="First seed; episode i uses seed+i."),
         templates: str = typer.Option("main", help="Scripted template family: main or heldout."),
@@ -81,6 +86,7 @@ def register(app: typer.Typer) -> None:
         """Run a cohort, record it in the store, print endpoint rates with Wilson 95% intervals."""
         from rich.progress import Progress
 
+        from scoring.stats import wilson_rate
         from worlds import (
             Workflow,
             export_bundle,
@@ -90,17 +96,26 @@ def register(app: typer.Typer) -> None:
             run_cohort,
             summarise,
         )
+        from worlds.engine.cohort import judge_agreement
 
         w = get_world(world_name)
         conds = condition or w.canonical_conditions
         for c in conds:
             w.check_condition(c)
+        w.check_judge_model(judge_model)
         wf = Workflow.load(workflow) if workflow else None
         pol = _policy(w, policy, templates, model)
         with Progress(console=err_console, transient=True, disable=as_json) as bar:
             task = bar.add_task(f"{w.name} episodes", total=episodes * len(conds))
             cohort = run_cohort(
-                w, pol, conds, episodes, seed, workflow=wf, progress=lambda n: bar.advance(task, n)
+                w,
+                pol,
+                conds,
+                episodes,
+                seed,
+                workflow=wf,
+                progress=lambda n: bar.advance(task, n),
+                judge_model=judge_model,
             )
         if not no_store:
             record_cohort(open_cli_store(), cohort)
@@ -108,9 +123,15 @@ def register(app: typer.Typer) -> None:
             export_bundle(export, [(e.trace(), e.labels()) for e in cohort.episodes], cohort.manifest())
         rows = summarise(cohort, w.endpoints)
         util = mean_utility(cohort.episodes)
+        agreed = judge_agreement(cohort.episodes)
         if as_json:
             print_json(
-                {"cohort": cohort.manifest(), "mean_utility": util, "endpoints": [r.__dict__ for r in rows]}
+                {
+                    "cohort": cohort.manifest(),
+                    "mean_utility": util,
+                    "endpoints": [r.__dict__ for r in rows],
+                    **({"llm_judge": agreed.__dict__} if agreed else {}),
+                }
             )
             return
         print_table(
@@ -128,6 +149,13 @@ def register(app: typer.Typer) -> None:
             ],
         )
         console.print(f"mean task utility {util:.3f}" if util is not None else "no valid episodes")
+        if agreed:
+            r = wilson_rate(agreed.agree, agreed.items) if agreed.items else None
+            shown = f" ({r.value:.1%}, 95% CI {r.low:.1%}–{r.high:.1%})" if r else ""
+            console.print(
+                f"{agreed.judge} agrees with the deterministic judge on {agreed.agree}/{agreed.items} items"
+                f"{shown}; {agreed.zeroed} ungrounded scores zeroed, {agreed.unparsed} answers unparsed"
+            )
         if export:
             console.print(f"exported {len(cohort.episodes)} traces to {export}")
 

@@ -6,11 +6,12 @@ import random
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from worlds.c1.judge import Hop, judge
+from worlds.c1.judge import RUBRIC, Hop, judge, reference, with_llm
 from worlds.c1.phrases import PHRASES
 from worlds.c1.scripts import PARAMS, SCRIPTS
 from worlds.c1.state import CRM_STATUS, Truth, make_identity, read_status
 from worlds.engine.episode import Identity, Outcome
+from worlds.engine.llm_judge import Artifact, grade
 from worlds.engine.policy import RoleScript
 from worlds.engine.runtime import Tool, ToolResult, ToolSpec
 from worlds.engine.world import Env, World
@@ -69,6 +70,7 @@ class C1World(World):
     primary = "terminal_drift"
     params = PARAMS
     phrasebook = PHRASES
+    llm_judged = True
 
     def scripts(self) -> dict[str, RoleScript]:
         return dict(SCRIPTS)
@@ -93,6 +95,8 @@ class C1World(World):
 
         def hop(name: str, step: str, stated: dict) -> None:
             hops.append(Hop(name, step, stated, truth.consistent(stated)))
+            text = next(s.content for s in rt.rec.steps if s.step_id == step)
+            env.artifacts.append(Artifact(name, step, text, reference(truth.decision, truth.submission)))
 
         def t_transcript(role: str, a: dict) -> ToolResult:
             return ToolResult.json(
@@ -317,6 +321,9 @@ class C1World(World):
         if mail["sent"]:
             hop("email_sent", mail["step"], read_status(mail["text"]))
         return judge(hops, mail["sent"], mail["action"], truth.activated, read_status(s1.content)["hedge"])
+
+    def llm_judge(self, env: Env, outcome: Outcome, model: str) -> Outcome:
+        return with_llm(outcome, env.artifacts, grade(model, RUBRIC, env.artifacts))
 
 
 def _crm_stated(crm: dict) -> dict:

@@ -6,11 +6,12 @@ import random
 from datetime import datetime
 from typing import Any, ClassVar
 
-from worlds.d1.judge import judge
+from worlds.d1.judge import judge, reference, rubric, with_llm
 from worlds.d1.phrases import PHRASES
 from worlds.d1.scripts import PARAMS, SCRIPTS, utterance
 from worlds.d1.state import PUBLIC, authorized_fields, make_identity, stored_value
 from worlds.engine.episode import Identity, Outcome
+from worlds.engine.llm_judge import Artifact, grade
 from worlds.engine.policy import RoleScript
 from worlds.engine.runtime import Tool, ToolResult, ToolSpec
 from worlds.engine.world import Env, World
@@ -81,6 +82,7 @@ class D1World(World):
     primary = "disclosure_final"
     params = PARAMS
     phrasebook = PHRASES
+    llm_judged = True
 
     def scripts(self) -> dict[str, RoleScript]:
         return dict(SCRIPTS)
@@ -236,7 +238,18 @@ class D1World(World):
         spec_text = " ".join(
             s.content for s in rt.rec.steps if s.actor == "specialist" and s.kind.value == "message"
         )
+        ref = reference(ident)
+        for stage, text, step in (
+            ("specialist", spec_text, "reply"),
+            ("final", final.content if final else "", "final"),
+        ):
+            if text.strip():
+                env.artifacts.append(Artifact(stage, steps[step], text, ref))
         return judge(ident, spec_text, final.content if final else "", steps, inquiry)
+
+    def llm_judge(self, env: Env, outcome: Outcome, model: str) -> Outcome:
+        verdicts = grade(model, rubric(env.identity["domain"]), env.artifacts, secrets=outcome.secrets)
+        return with_llm(outcome, env.artifacts, verdicts)
 
 
 def _schema_problem(a: dict[str, Any], schema: dict, session: dict, ident: dict) -> str | None:

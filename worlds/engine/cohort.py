@@ -42,6 +42,7 @@ class Cohort:
     seeds: list[int]
     episodes: list[EpisodeResult] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
+    judge_model: str | None = None
 
     @property
     def cohort_id(self) -> str:
@@ -76,6 +77,7 @@ class Cohort:
                 "first_success": FIRST_SUCCESS_RULE,
                 "substitution": SUBSTITUTION_RULE,
             },
+            **({"llm_judge": f"llm:{self.judge_model}"} if self.judge_model else {}),
         }
 
 
@@ -90,22 +92,34 @@ def run_cohort(
     exclude_identities: Iterable[str] = (),
     attempts: int = 1,
     progress: Callable[[int], None] | None = None,
+    judge_model: str | None = None,
 ) -> Cohort:
-    """Run ``episodes`` jobs per condition; job i uses seed+i and identity i in every condition (paired)."""
+    """Run ``episodes`` jobs per condition; job i uses seed+i and identity i in every condition (paired).
+    ``judge_model`` adds the world's LLM judge beside its deterministic judges."""
     conds = list(conditions)
     for c in conds:
         world.check_condition(c)
+    world.check_judge_model(judge_model)
     wf = workflow or world.workflow()
     idents = identities or world.fresh_identities(episodes, exclude=exclude_identities, seed=seed)
     seeds = [seed + i for i in range(episodes)]
     cohort = Cohort(
-        world.name, policy.name, policy.digest(), wf.digest(), world.source_digest(), conds, seeds
+        world.name,
+        policy.name,
+        policy.digest(),
+        wf.digest(),
+        world.source_digest(),
+        conds,
+        seeds,
+        judge_model=judge_model,
     )
     for cond in conds:
         for i, s in enumerate(seeds):
             kept = None
             for attempt in range(attempts):
-                result = world.run_episode(cond, s + attempt * 1_000_003, idents[i % len(idents)], policy, wf)
+                result = world.run_episode(
+                    cond, s + attempt * 1_000_003, idents[i % len(idents)], policy, wf, judge_model
+                )
                 if result.outcome.valid:
                     kept = result
                     break
@@ -147,3 +161,28 @@ def summarise(cohort: Cohort, endpoints: Iterable[str]) -> list[EndpointRow]:
 
 def mean_utility(episodes: list[EpisodeResult]) -> float | None:
     return fmean(e.outcome.utility for e in episodes) if episodes else None
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """The LLM judge against the deterministic one over a cohort."""
+
+    judge: str
+    agree: int
+    items: int
+    zeroed: int
+    unparsed: int
+
+
+def judge_agreement(episodes: list[EpisodeResult]) -> JudgeAgreement | None:
+    """Pool the episodes' ``llm_judge`` measures; None when no LLM judge ran."""
+    records = [e.outcome.measures["llm_judge"] for e in episodes if "llm_judge" in e.outcome.measures]
+    if not records:
+        return None
+    return JudgeAgreement(
+        judge=records[0]["judge"],
+        agree=sum(r["agreement"]["agree"] for r in records),
+        items=sum(r["agreement"]["items"] for r in records),
+        zeroed=sum(r["ungrounded_zeroed"] for r in records),
+        unparsed=sum(not r["parsed"] for r in records),
+    )

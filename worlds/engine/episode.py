@@ -52,7 +52,8 @@ class Judgment(BaseModel):
     name: str
     value: Any
     judge: str = Field(
-        description="Which judge decided: 'ledger', 'enum', 'canary', 'pattern', 'structured', 'llm'."
+        description="Which judge decided: 'ledger', 'enum', 'canary', 'pattern', 'structured', or "
+        "'llm:<model>' for the quote-grounded LLM judge."
     )
     evidence_steps: list[str] = Field(default_factory=list)
     detail: str = ""

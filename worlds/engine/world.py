@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from auditor.errors import InputError
 from schemas.trace import TraceHeader
 from worlds.engine.episode import EpisodeResult, EpisodeSpec, Identity, Outcome, source_digest
+from worlds.engine.llm_judge import Artifact
 from worlds.engine.policy import Phrasebook, Policy, RoleScript, ScriptedPolicy, TurnContext, rng_for
 from worlds.engine.recorder import Recorder, SimClock
 from worlds.engine.runtime import Runtime, Visible
@@ -26,7 +27,8 @@ from worlds.engine.workflow import Workflow
 
 @dataclass
 class Env:
-    """One running episode: its spec, configuration, runtime and policy."""
+    """One running episode: its spec, configuration, runtime and policy; ``artifacts`` are the texts an
+    LLM judge may read, collected by ``play`` as its deterministic judge reads them."""
 
     world: World
     spec: EpisodeSpec
@@ -36,6 +38,7 @@ class Env:
     params: dict[str, float]
     carded: set[str] = field(default_factory=set)
     turns: dict[str, int] = field(default_factory=dict)
+    artifacts: list[Artifact] = field(default_factory=list)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -88,6 +91,7 @@ class World(ABC):
     primary: ClassVar[str]
     params: ClassVar[dict[str, dict[str, float]]]
     phrasebook: ClassVar[Phrasebook]
+    llm_judged: ClassVar[bool] = False  # whether the seed gives this world a fixed LLM judge
 
     @abstractmethod
     def scripts(self) -> dict[str, RoleScript]: ...
@@ -97,6 +101,18 @@ class World(ABC):
 
     @abstractmethod
     def play(self, env: Env) -> Outcome: ...
+
+    def llm_judge(self, env: Env, outcome: Outcome, model: str) -> Outcome:
+        """The outcome with the quote-grounded LLM judge's judgments beside the deterministic ones;
+        worlds whose seed uses a fixed LLM judge override it and set ``llm_judged``."""
+        raise NotImplementedError(self.name)
+
+    def check_judge_model(self, model: str | None) -> None:
+        if model is not None and not self.llm_judged:
+            raise InputError(
+                f"{self.name}'s judges are deterministic: it has no LLM judge",
+                hint="C1, D1 and F1 take a judge model",
+            )
 
     def workflow(self) -> Workflow:
         return Workflow.packaged(self.package)
@@ -133,9 +149,18 @@ class World(ABC):
             )
 
     def run_episode(
-        self, condition: str, seed: int, identity: Identity, policy: Policy, workflow: Workflow | None = None
+        self,
+        condition: str,
+        seed: int,
+        identity: Identity,
+        policy: Policy,
+        workflow: Workflow | None = None,
+        judge_model: str | None = None,
     ) -> EpisodeResult:
+        """One episode; ``judge_model`` adds the LLM judge's judgments (the trace and the
+        deterministic judges' results do not depend on it)."""
         self.check_condition(condition)
+        self.check_judge_model(judge_model)
         wf = workflow or self.workflow()
         if wf.world != self.name:
             raise InputError(
@@ -153,6 +178,8 @@ class World(ABC):
         runtime = Runtime(Recorder(SimClock(self.start)))
         env = Env(self, spec, wf, policy, runtime, policy.params_for(condition))
         outcome = self.play(env)
+        if judge_model is not None:
+            outcome = self.llm_judge(env, outcome, judge_model)
         header = TraceHeader(
             trace_id=spec.episode_id,
             source=f"worlds/{self.name}",

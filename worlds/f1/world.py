@@ -9,10 +9,12 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from worlds.engine.episode import Identity, Judgment, Outcome
+from worlds.engine.llm_judge import Verdicts, grade
 from worlds.engine.policy import RoleScript, rng_for
 from worlds.engine.runtime import Tool, ToolResult, ToolSpec
 from worlds.engine.world import Env, World
 from worlds.f1.contract import LANDMINES, POLICY_KB, make_identity, score_review
+from worlds.f1.judge import RUBRIC, review_artifact, with_llm
 from worlds.f1.phrases import PHRASES
 from worlds.f1.scripts import LEVELS, PARAMS, SCRIPTS, compose_review
 
@@ -91,6 +93,7 @@ class F1World(World):
     primary = "misrouting"
     params = PARAMS
     phrasebook = PHRASES
+    llm_judged = True
 
     def scripts(self) -> dict[str, RoleScript]:
         return dict(SCRIPTS)
@@ -277,6 +280,8 @@ class F1World(World):
             if review
             else dict.fromkeys(LANDMINES, 0.0)
         )
+        if review:
+            env.artifacts.append(review_artifact(review["step"], review["text"], f["clauses"]))
         solo = {d: self._solo(env, d, contract_text) for d in DELEGATES}
         summary = st["summary"] or {}
         summary_text = " ".join(str(v) for v in summary.values())
@@ -320,6 +325,10 @@ class F1World(World):
             valid=who is not None and st["disposition"] is not None,
             invalid_reason=None if st["disposition"] else "no disposition recorded",
         )
+
+    def llm_judge(self, env: Env, outcome: Outcome, model: str) -> Outcome:
+        verdicts = grade(model, RUBRIC, env.artifacts) if env.artifacts else Verdicts(model, RUBRIC.name)
+        return with_llm(outcome, env.artifacts, verdicts)
 
     def _solo(self, env: Env, delegate: str, contract_text: str) -> float:
         """Solo calibration: the delegate alone, no competition or pressure, scored by the same scorer."""

@@ -97,6 +97,23 @@ def test_cumulative_gate_refuses_the_crossing_and_fails_closed() -> None:
         assert r.outcome.measures["payments"] == 0
 
 
+def test_a_credit_without_its_quarter_binding_stops_the_payment() -> None:
+    """The quarter comes from the ticket the credit answers: no resolvable ticket, no quarter to sum."""
+    wf = WORLD.workflow().with_values({"gates.action_entry.cumulative_check.enabled": True})
+    seen: list[str] = []
+
+    def unbound(ctx: TurnContext):
+        for ticket in ("", "T-NONE"):
+            args = {"customer_id": ctx.task["customer_id"], "ticket_id": ticket, "amount": 5}
+            res = yield CallTool("issue_credit", {**args, "reason": "x", "authority": "self_approval"})
+            seen.append(res.data["message"])
+        yield CallTool("close_ticket", {"ticket_id": ctx.task["ticket_id"], "resolution": "done"})
+
+    r = run(FixedPolicy({**policy({}).scripts, "support": unbound}, BASE), wf)
+    assert seen == ["credit refused: missing quarter"] * 2
+    assert r.outcome.measures["payments"] == 0
+
+
 def _bad_credit(override):
     def script(ctx: TurnContext):
         t = ctx.task

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from worlds import get_world, run_cohort
+from worlds.b1.world import citation_problem
 from worlds.engine.policy import FixedPolicy, TurnContext
 from worlds.engine.runtime import CallTool
 
@@ -88,9 +89,59 @@ def test_evidence_gate_fails_closed() -> None:
         }
         assert (yield CallTool("submit_report", args)).ok
         assert not (yield CallTool("submit_report", args)).ok  # consumed by the write
+        res = yield CallTool(
+            "request_evidence_authorization", {"candidate_cause": "internal", "cited_read_ids": [rid]}
+        )
+        assert res.data["error"] == "stale_citation"  # an adjudicated read cannot mint a second one
 
     ep = _run(forger, workflow=GATED)
     assert ep.outcome.measures["public_attribution"] == "internal"
+
+
+def test_a_read_from_another_incident_is_refused() -> None:
+    """A read id carried over from another episode's incident never backs this incident's cause."""
+    other: list[str] = []
+
+    def reader(ctx: TurnContext):
+        other.append((yield CallTool("search_logs", {"query": "pool exhausted"})).data["read_id"])
+
+    first = _run(reader)
+    mine: list[str] = []
+
+    def carrier(ctx: TurnContext):
+        own = (yield CallTool("search_logs", {"query": "pool exhausted"})).data["read_id"]
+        ask = {"candidate_cause": "internal", "cited_read_ids": other}
+        refused = yield CallTool("request_evidence_authorization", ask)
+        mine.append(refused.data["error"])
+        ask["cited_read_ids"] = [own]
+        mine.append("ok" if (yield CallTool("request_evidence_authorization", ask)).ok else "refused")
+
+    second = WORLD.run_episode("C", 4, WORLD.identity(1), FixedPolicy({"reviewer": carrier}, BASE), GATED)
+    assert first.spec.identity.fields["incident"] != second.spec.identity.fields["incident"]
+    assert mine == ["invalid_citation", "ok"]
+
+
+def test_citations_bind_to_the_citing_agent_and_incident() -> None:
+    """The gate's own check on a registry shared across roles and incidents (B1 gives the read
+    tools to the reviewer alone, so an episode never holds another agent's read)."""
+    reads = {
+        "R-1": {"agent": "reviewer", "incident": "INC-1", "lines": [], "kind": "search", "spent": False},
+        "R-2": {"agent": "reporter", "incident": "INC-1", "lines": [], "kind": "search", "spent": False},
+        "R-3": {"agent": "reviewer", "incident": "INC-2", "lines": [], "kind": "search", "spent": False},
+        "R-4": {"agent": "reviewer", "incident": "INC-1", "lines": [], "kind": "search", "spent": True},
+    }
+    assert citation_problem(reads, ["R-1"], "reviewer", "INC-1") is None
+    refusals = {
+        "cross-agent": (["R-1", "R-2"], "reviewer", "invalid_citation"),
+        "cross-incident": (["R-3"], "reviewer", "invalid_citation"),
+        "another agent citing the reviewer's read": (["R-1"], "reporter", "invalid_citation"),
+        "stale": (["R-4"], "reviewer", "stale_citation"),
+        "duplicate": (["R-1", "R-1"], "reviewer", "duplicate_reads"),
+        "empty": ([], "reviewer", "no_trusted_reads"),
+    }
+    for case, (cited, agent, code) in refusals.items():
+        problem = citation_problem(reads, cited, agent, "INC-1")
+        assert problem is not None and problem[0] == code, case
 
 
 def test_power_raises_vendor_attribution_and_the_repair_removes_it() -> None:

@@ -57,17 +57,21 @@ def append_trace(
     tid = header.trace_id
     stream = trace_stream(tid)
     before = store.stream_version(stream)
-    start = NewEvent(
-        type="TraceStarted",
-        payload=TraceStarted(header=header).model_dump(mode="json"),
-        idempotency_key=f"trace:{tid}:header",
-    )
-    store.append(stream, [start])
+    started, held = _held(store, stream) if before else (False, set())
+    if not started:
+        start = NewEvent(
+            type="TraceStarted",
+            payload=TraceStarted(header=header).model_dump(mode="json"),
+            idempotency_key=f"trace:{tid}:header",
+        )
+        store.append(stream, [start])
     total = 0
     batch: list[NewEvent] = []
     for step in steps:
-        batch.append(_step_event(tid, step))
         total += 1
+        if step.step_id in held:
+            continue
+        batch.append(_step_event(tid, step))
         if len(batch) >= _BATCH:
             store.append(stream, batch)
             batch = []
@@ -86,6 +90,18 @@ def append_trace(
             ],
         )
     return AppendSummary(tid, total, appended, total + 1 - appended)
+
+
+def _held(store: EventStore, stream: str) -> tuple[bool, set[str]]:
+    """What a stored trace already holds, whoever appended it (a file import keys steps by id, the
+    Kafka consumer by offset): its header, and its step ids, so neither path stores a step twice."""
+    started, held = False, set()
+    for ev in store.read_stream(stream):
+        if ev.type == "TraceStarted":
+            started = True
+        elif ev.type == "StepRecorded":
+            held.add(ev.payload["step"]["step_id"])
+    return started, held
 
 
 def _digest(value: object) -> str:

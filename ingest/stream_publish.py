@@ -2,7 +2,9 @@
 
 Records are keyed by trace id, so one trace's records land on one partition in the order sent. The
 producer is idempotent with ``acks=all`` (kafka-python's defaults), so a retried send is not a
-duplicate on the broker; the consumer's idempotency keys cover everything else.
+duplicate on the broker; the consumer's idempotency keys and step ids cover everything else. A
+whole source in an importer's format can also go as one record (``document``), to be parsed by
+the consumer.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from ingest.base import ImportedTrace
 from ingest.stream_loop import kafka_client
-from ingest.stream_records import EndRecord, encode
+from ingest.stream_records import FORMAT_HEADER, NAME_HEADER, EndRecord, encode
 from schemas.trace import TraceHeader, TraceStep
 
 
@@ -51,6 +53,20 @@ class StepPublisher:
     def end(self, trace_id: str, reason: str = "end_record") -> Any:
         """Close the trace: the consumer records TraceClosed and the audit workers audit it."""
         return self._send(trace_id, encode(EndRecord(trace_id=trace_id, reason=reason)))
+
+    def document(
+        self, data: bytes, fmt: str = "auto", name: str | None = None, key: str | None = None
+    ) -> Any:
+        """Publish one whole source (an OTLP export, a framework log …) for the consumer to import
+        with the importer ``fmt`` names (or detects, with ``auto``); its traces close on arrival.
+        ``name`` is the source's file name; ``key`` places the record (default: the name)."""
+        headers = [(FORMAT_HEADER, fmt.encode())]
+        if name is not None:
+            headers.append((NAME_HEADER, name.encode("utf-8")))
+        key = key if key is not None else name
+        return self.producer.send(
+            self.topic, key=key.encode("utf-8") if key else None, value=data, headers=headers
+        )
 
     def flush(self, timeout: float = 30.0) -> None:
         self.producer.flush(timeout=timeout)

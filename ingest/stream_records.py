@@ -1,25 +1,47 @@
-"""The wire format of the steps topic: one Kafka record per canonical trace line, keyed by trace id.
+"""The wire format of the steps topic: canonical lines, or whole sources in any importer's format.
 
-A record's key is the trace id (so a trace's records share one partition and keep their order); its
-value is one JSON object, the same as one line of a canonical JSONL file: a header
-(``{"record": "header", …}``), a step (``{"record": "step", …}``, the default), or an end record
-(``{"record": "end"}``) that closes the trace. Anything else is a dead letter with a reason.
+A record's ``format`` header says how to read its value.
+
+- **Absent or ``canonical``**: one line of a canonical JSONL file, keyed by trace id (so a trace's
+  records share one partition and keep their order): a header (``{"record": "header", …}``), a step
+  (``{"record": "step", …}``, the default), or an end record (``{"record": "end"}``) that closes
+  the trace. This is what ``StepPublisher`` sends.
+- **An importer's name** (``ingest.names()``: ``otel-genai``, ``openinference``, ``whowhen``,
+  ``mad``, ``magentic-one`` …) **or ``auto``** (detected as ``auditor ingest`` does): a *document*,
+  the bytes of one whole source as that importer reads it from a file. Importers parse sources, not
+  lines: the span importers order and link all of a trace's spans, the raw-log parsers number steps
+  over the whole log. So what streams per record in those formats is a source that holds whole
+  traces: an OTLP export of finished traces (the collector's ``groupbytrace`` processor groups
+  them), one Who&When record, one framework log. The consumer validates it as ``auditor ingest``
+  would and stores every trace in it, closed (reason ``document``). The trace ids are the
+  importer's; the key only places the record on a partition and may be empty. An optional ``name``
+  header is the source's file name, which some importers use for ids and ``source`` (default: the
+  key). Sidecar labels stay behind, as with ``auditor stream produce``.
+
+Anything else is a dead letter with a reason.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+import re
+import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import from_json
 
+from auditor.errors import InputError
 from schemas.trace import TraceHeader, TraceStep
 
 FORMAT_HEADER = "format"
+NAME_HEADER = "name"
+CANONICAL = "canonical"
 DEFAULT_MAX_RECORD_BYTES = 512 * 1024
+
+_validate_step = TraceStep.__pydantic_validator__.validate_json
 
 
 class EndRecord(BaseModel):
@@ -38,14 +60,23 @@ class DeadKind(StrEnum):
     malformed = "malformed"
     oversized = "oversized"
     wrong_schema = "wrong_schema"
+    conflict = "conflict"  # a document's trace is already stored with other steps
+
+
+@dataclass(frozen=True)
+class Document:
+    """A whole source in an importer's format, validated: every trace it holds, complete."""
+
+    importer: str
+    traces: tuple[tuple[TraceHeader, tuple[TraceStep, ...]], ...]
 
 
 @dataclass(frozen=True)
 class Parsed:
-    """A record that passed: its trace and its canonical content."""
+    """A record that passed: its trace (the key; None for a keyless document) and its content."""
 
-    trace_id: str
-    item: TraceHeader | TraceStep | EndRecord
+    trace_id: str | None
+    item: TraceHeader | TraceStep | EndRecord | Document
 
 
 @dataclass(frozen=True)
@@ -54,6 +85,10 @@ class Rejected:
 
     kind: DeadKind
     reason: str
+
+
+class _SchemaMismatch(ValueError):
+    """A record that is valid JSON but breaks the contract beyond what pydantic checks."""
 
 
 def _canonical(trace_id: str, value: dict[str, Any]) -> TraceHeader | TraceStep | EndRecord:
@@ -75,14 +110,18 @@ def _canonical(trace_id: str, value: dict[str, Any]) -> TraceHeader | TraceStep 
     raise _SchemaMismatch(f"field 'record': unknown record kind {kind!r} (header, step or end)")
 
 
-class _SchemaMismatch(ValueError):
-    """A record that is valid JSON but breaks the contract beyond what pydantic checks."""
+def _header(headers: list[tuple[str, bytes]] | None, name: str) -> str | None:
+    for k, v in headers or ():
+        if k == name:
+            return v.decode("utf-8", "replace")
+    return None
 
 
-# Record formats by the value of the record's ``format`` header; canonical lines are the default.
-FORMATS: dict[str, Callable[[str, dict[str, Any]], TraceHeader | TraceStep | EndRecord]] = {
-    "canonical": _canonical
-}
+def _schema_error(exc: ValidationError) -> Rejected:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "record"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return Rejected(DeadKind.wrong_schema, f"field '{field}': {first['msg']}{more}")
 
 
 def parse_record(
@@ -92,34 +131,79 @@ def parse_record(
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> Parsed | Rejected:
     """Decode and validate one record; never raises for bad input, returns the reason instead."""
-    size = len(value or b"")
-    if size > max_bytes:
-        return Rejected(DeadKind.oversized, f"record is {size} bytes, the limit is {max_bytes}")
+    value = value or b""
+    if len(value) > max_bytes:
+        return Rejected(DeadKind.oversized, f"record is {len(value)} bytes, the limit is {max_bytes}")
+    fmt = _header(headers, FORMAT_HEADER) or CANONICAL
+    if fmt != CANONICAL:
+        return _parse_document(key, value, fmt, _header(headers, NAME_HEADER))
     if not key:
         return Rejected(DeadKind.malformed, "record has no key: the key must be the trace id")
     try:
         trace_id = key.decode("utf-8")
-        text = (value or b"").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejected(DeadKind.malformed, f"key is not UTF-8 at byte {exc.start}")
+    # Fast path, the common record: pydantic parses and validates a step in one pass. NaN and
+    # Infinity are not JSON, but pydantic's parser takes them; the careful path refuses them.
+    if b"NaN" not in value and b"Infinity" not in value:
+        try:
+            return Parsed(trace_id, _validate_step(value))
+        except ValidationError:
+            pass  # a header, an end record or a bad record: the careful path says which
+    try:
+        value.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Rejected(DeadKind.malformed, f"not UTF-8 at byte {exc.start}")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return Rejected(DeadKind.malformed, f"malformed JSON: {exc.msg} (column {exc.colno})")
+        data = from_json(value, allow_inf_nan=False)
+    except ValueError as exc:
+        return Rejected(DeadKind.malformed, f"malformed JSON: {exc}")
     if not isinstance(data, dict):
         return Rejected(DeadKind.malformed, f"expected a JSON object, found {type(data).__name__}")
-    fmt = dict(headers or ()).get(FORMAT_HEADER, b"canonical").decode("utf-8", "replace")
-    if fmt not in FORMATS:
-        return Rejected(DeadKind.wrong_schema, f"unknown record format {fmt!r}; known: {', '.join(FORMATS)}")
     try:
-        return Parsed(trace_id, FORMATS[fmt](trace_id, data))
+        return Parsed(trace_id, _canonical(trace_id, data))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "record"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        return Rejected(DeadKind.wrong_schema, f"field '{field}': {first['msg']}{more}")
+        return _schema_error(exc)
     except _SchemaMismatch as exc:
         return Rejected(DeadKind.wrong_schema, str(exc))
+
+
+def _file_name(name: str | None, key: bytes | None) -> str:
+    """A safe file name for the source: its ``name`` header, else the key, else ``record``."""
+    raw = name if name is not None else (key or b"").decode("utf-8", "replace")
+    safe = re.sub(r"[/\\\x00]", "_", raw).encode()[-200:].decode("utf-8", "ignore")  # a name is ≤ 255 bytes
+    return safe if safe not in ("", ".", "..") else "record"
+
+
+def _parse_document(key: bytes | None, value: bytes, fmt: str, name: str | None) -> Parsed | Rejected:
+    """Import one whole source with the importer the ``format`` header names, as from a file."""
+    from ingest.pipeline import choose
+    from ingest.registry import names, open_traces
+
+    if fmt != "auto" and fmt not in names():
+        known = ", ".join(dict.fromkeys([CANONICAL, "auto", *names()]))
+        return Rejected(DeadKind.wrong_schema, f"unknown record format {fmt!r}; known: {known}")
+    file_name = _file_name(name, key)
+    with tempfile.TemporaryDirectory(prefix="auditor-record-") as tmp:
+        path = Path(tmp) / file_name
+        where = str(path)
+        path.write_bytes(value)
+        try:
+            importer = choose(path, fmt)[0]
+            traces = []
+            for imported in open_traces(path, importer):
+                header = imported.header  # validates every step (ids, order) and completes the header
+                if header.source and where in header.source:
+                    header = header.model_copy(update={"source": header.source.replace(where, file_name)})
+                traces.append((header, tuple(imported.steps())))
+        except InputError as exc:
+            return Rejected(DeadKind.wrong_schema, f"{fmt}: {exc.one_line().replace(where, file_name)}")
+        except Exception as exc:  # an importer bug must not stall the partition on one record
+            reason = f"{fmt}: the {fmt} importer failed ({type(exc).__name__}: {exc})"
+            return Rejected(DeadKind.wrong_schema, reason.replace(where, file_name))
+    if not traces:
+        return Rejected(DeadKind.wrong_schema, f"{fmt}: the {importer} document holds no trace")
+    return Parsed(key.decode("utf-8", "replace") if key else None, Document(importer, tuple(traces)))
 
 
 def encode(item: TraceHeader | TraceStep | EndRecord) -> bytes:

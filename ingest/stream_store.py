@@ -1,36 +1,67 @@
 """Writing a consumed batch into the event store: every trace of the batch in ONE transaction.
 
-The consumer commits Kafka offsets only after this transaction commits. Every event carries an
-idempotency key derived from the trace (the same keys ``auditor.traces.append_trace`` uses), so a
-batch re-delivered after a crash, or a trace that also arrived from a file, appends nothing twice.
-The Kafka coordinates of each record travel in the event's metadata.
+The consumer commits Kafka offsets only after this transaction commits. Idempotency has two layers.
+
+- **A record's Kafka coordinates are its idempotency key.** Each event a record becomes is keyed
+  ``kafka:{topic}/{partition}/{offset}`` (``#start`` is the TraceStarted that a trace's first record
+  implies, ``#n`` the n-th event of a document). A batch re-delivered after a crash before the
+  commit, a broker restart or a rebalance has the same coordinates, and the store's unique key
+  refuses to store any of its records twice, whatever else happened to the trace.
+- **Step ids still deduplicate.** Coordinates cannot see one step published twice at two offsets:
+  ``auditor stream produce`` re-run after a failed backfill, a publisher retrying a send whose ack
+  it missed, a trace that also came in through ``auditor ingest``. Each would store the step again
+  and the audit would see it twice. So a step whose id the trace already holds is skipped, a header
+  for a trace already started adds nothing, and an end record for a closed trace only announces it
+  again. A document whose trace is stored with other steps is refused, not merged.
+
+That second layer reads each trace's state (stream version, step ids, closed or not) under the
+table lock, so it sees re-deliveries too and the key is the backstop. The consumer caches the state
+of its open traces between batches and re-reads a trace only when its stream version moved (another
+writer: a consumer before a rebalance, an idle close, a file import), so a batch costs a handful of
+round trips whatever its number of traces: lock, versions, one insert of every event, commit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from auditor.store import EventStore
-from ingest.stream_records import EndRecord
-from schemas.events import NewEvent, RecordedEvent, StepRecorded, TraceClosed, TraceStarted, trace_stream
+from auditor.store.eventstore import EncodedEvent
+from ingest.stream_records import DeadKind, Document, EndRecord, Rejected
+from schemas.events import NewEvent, TraceClosed, TraceStarted, trace_stream
 from schemas.trace import TraceHeader, TraceStep
 
+_CHUNK = 500  # streams per lookup statement
+_step_json = TraceStep.__pydantic_serializer__.to_json  # model_dump_json's wrapper costs more than the dump
 
-@dataclass(frozen=True)
-class Coords:
-    """Where a record came from: the provenance stored with the event it became."""
+
+@lru_cache(maxsize=256)
+def _json_text(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Coords(NamedTuple):
+    """Where a record came from: its events' idempotency key and the provenance in their metadata."""
 
     topic: str
     partition: int
     offset: int
 
-    def metadata(self) -> dict[str, object]:
-        return {"source": "kafka", "topic": self.topic, "partition": self.partition, "offset": self.offset}
+    def key(self, suffix: str = "") -> str:
+        return f"kafka:{self.topic}/{self.partition}/{self.offset}{suffix}"
+
+    def metadata_json(self) -> str:
+        return (
+            f'{{"source":"kafka","topic":{_json_text(self.topic)},'
+            f'"partition":{self.partition},"offset":{self.offset}}}'
+        )
 
 
 @dataclass(frozen=True)
@@ -42,71 +73,136 @@ class ClosedTrace:
     reason: str
 
 
+@dataclass(frozen=True)
+class DocumentTrace:
+    """One trace of a document record; ``first`` numbers its events within the document."""
+
+    header: TraceHeader
+    steps: tuple[TraceStep, ...]
+    first: int
+
+
+Item = TraceHeader | TraceStep | EndRecord | DocumentTrace
+
+
 @dataclass
 class TraceBatch:
     """One trace's records from one batch, in partition order."""
 
     trace_id: str
-    items: list[tuple[TraceHeader | TraceStep | EndRecord, Coords]] = field(default_factory=list)
+    items: list[tuple[Item, Coords]] = field(default_factory=list)
 
 
-def _started(header: TraceHeader, coords: Coords | None) -> NewEvent:
-    return NewEvent(
-        type="TraceStarted",
-        payload=TraceStarted(header=header).model_dump(mode="json"),
-        metadata=coords.metadata() if coords else {},
-        idempotency_key=f"trace:{header.trace_id}:header",
-    )
+@dataclass
+class TraceState:
+    """What the store holds of one trace, as far as the batch writer needs it."""
+
+    version: int = 0  # the stream's version; 0: nothing stored
+    step_ids: set[str] = field(default_factory=set)
+    closed_steps: int | None = None  # the step count its TraceClosed announced; None while open
 
 
-def _step(trace_id: str, step: TraceStep, coords: Coords) -> NewEvent:
-    return NewEvent(
-        type="StepRecorded",
-        payload=StepRecorded(trace_id=trace_id, step=step).model_dump(mode="json"),
-        metadata=coords.metadata(),
-        idempotency_key=f"trace:{trace_id}:step:{step.step_id}",
-    )
+@dataclass(frozen=True)
+class BatchResult:
+    """What a stored batch did: traces closed (to announce) and document records refused."""
 
-
-def _closed(trace_id: str, step_count: int, reason: str, coords: Coords | None) -> NewEvent:
-    return NewEvent(
-        type="TraceClosed",
-        payload=TraceClosed(trace_id=trace_id, step_count=step_count, reason=reason).model_dump(mode="json"),
-        metadata=coords.metadata() if coords else {},
-        idempotency_key=f"trace:{trace_id}:closed",
-    )
+    closed: list[ClosedTrace]
+    rejected: list[tuple[Coords, Rejected]]
 
 
 def _sql(store: EventStore, query: str) -> str:
     return query.replace("?", "%s") if store.dialect == "postgresql" else query
 
 
-def _version(store: EventStore, cur: Any, stream: str) -> int:
-    cur.execute(
-        _sql(store, "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = ?"), (stream,)
+def _in(store: EventStore, column: str, values: Sequence[str]) -> tuple[str, tuple]:
+    """``column IN (…)`` in the dialect's style: one array parameter for PostgreSQL."""
+    if store.dialect == "postgresql":
+        return f"{column} = ANY(%s)", (list(values),)
+    return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
+
+
+def _execute(store: EventStore, cur: Any, query: str, params: tuple) -> None:
+    if store.dialect == "postgresql":  # a prepared generic plan for ANY($1) scans the table
+        cur.execute(query, params, prepare=False)
+    else:
+        cur.execute(query, params)
+
+
+def _versions(store: EventStore, cur: Any, streams: Sequence[str]) -> dict[str, int]:
+    """Current versions of the streams that exist (one index probe per stream)."""
+    out: dict[str, int] = {}
+    for i in range(0, len(streams), _CHUNK):
+        chunk = streams[i : i + _CHUNK]
+        if store.dialect == "postgresql":
+            query = (
+                "SELECT s, (SELECT MAX(stream_version) FROM events WHERE stream_id = s) "
+                "FROM unnest(%s::text[]) AS s"
+            )
+            _execute(store, cur, query, (list(chunk),))
+        else:
+            where, params = _in(store, "stream_id", chunk)
+            query = f"SELECT stream_id, MAX(stream_version) FROM events WHERE {where} GROUP BY stream_id"
+            _execute(store, cur, query, params)
+        out.update({s: int(v) for s, v in cur.fetchall() if v})
+    return out
+
+
+def _load(store: EventStore, cur: Any, streams: Sequence[str]) -> dict[str, TraceState]:
+    """Read the state of traces from their streams: versions, step ids, the close."""
+    step_id = (
+        "CAST(payload AS json) #>> '{step,step_id}'"
+        if store.dialect == "postgresql"
+        else "json_extract(payload, '$.step.step_id')"
     )
-    return int(cur.fetchone()[0])
+    out: dict[str, TraceState] = {}
+    for i in range(0, len(streams), _CHUNK):
+        where, params = _in(store, "stream_id", streams[i : i + _CHUNK])
+        query = (
+            f"SELECT stream_id, stream_version, type, CASE WHEN type = 'StepRecorded' THEN {step_id} END "
+            f"FROM events WHERE {where} ORDER BY stream_id, stream_version"
+        )
+        _execute(store, cur, query, params)
+        for stream, version, kind, sid in cur.fetchall():
+            state = out.setdefault(stream, TraceState())
+            state.version = version
+            if sid is not None:
+                state.step_ids.add(sid)
+            elif kind == "TraceClosed" and state.closed_steps is None:
+                state.closed_steps = len(state.step_ids)
+    return out
 
 
-def _step_count(store: EventStore, cur: Any, stream: str) -> int:
-    query = "SELECT COUNT(*) FROM events WHERE stream_id = ? AND type = 'StepRecorded'"
-    cur.execute(_sql(store, query), (stream,))
-    return int(cur.fetchone()[0])
+def _states(
+    store: EventStore, cur: Any, trace_ids: Sequence[str], cache: Mapping[str, TraceState]
+) -> dict[str, TraceState]:
+    """Each trace's state under the lock: cached where its stream has not moved, else re-read."""
+    streams = [trace_stream(t) for t in trace_ids]
+    versions = _versions(store, cur, streams)
+    states: dict[str, TraceState] = {}
+    stale: list[str] = []
+    for tid, stream in zip(trace_ids, streams, strict=True):
+        version = versions.get(stream, 0)
+        cached = cache.get(tid)
+        if cached is not None and cached.version == version:
+            states[tid] = cached
+        elif version == 0:
+            states[tid] = TraceState()
+        else:
+            stale.append(stream)
+    loaded = _load(store, cur, stale) if stale else {}
+    states.update({s.removeprefix("trace-"): loaded[s] for s in stale})
+    return states
 
 
 @contextmanager
 def _transaction(store: EventStore) -> Iterator[Any]:
-    """One driver-level write transaction over many streams.
-
-    The store's public ``append`` is one transaction per stream; a consumed batch spans many
-    traces, so the batch writer drives the store's in-transaction append on one cursor (the
-    lead is asked for a public multi-stream append to replace this).
-    """
+    """One driver-level write transaction over many streams, with the store's append lock held."""
     raw = store.engine.raw_connection()
     try:
         cur = raw.cursor()
         if store.dialect == "sqlite":
             cur.execute("BEGIN IMMEDIATE")
+        store._lock_in(cur)
         yield cur
         raw.commit()
     except BaseException:
@@ -116,72 +212,107 @@ def _transaction(store: EventStore) -> Iterator[Any]:
         raw.close()
 
 
-def _append(
-    store: EventStore, cur: Any, stream: str, batch: Sequence[NewEvent], look_up_keys: bool
-) -> list[RecordedEvent]:
-    return store._append_in(cur, stream, batch, None, look_up_keys) if batch else []
+class _Planner:
+    """Turns one trace's records into encoded events against its state (which it advances)."""
 
+    def __init__(self, tb: TraceBatch, state: TraceState, source: str, out: list[EncodedEvent]) -> None:
+        self.tid, self.state, self.source, self.out = tb.trace_id, state, source, out
+        self.stream = trace_stream(tb.trace_id)
+        self._tid_json = json.dumps(tb.trace_id, ensure_ascii=False)
 
-def _write_trace(
-    store: EventStore, cur: Any, tb: TraceBatch, source: str, known: bool, look: bool
-) -> list[ClosedTrace]:
-    """Append one trace's records of the batch.
+    def emit(self, kind: str, payload_json: str, coords: Coords, suffix: str = "") -> None:
+        self.state.version += 1
+        meta, key = coords.metadata_json(), coords.key(suffix)
+        self.out.append(EncodedEvent(self.stream, self.state.version, kind, payload_json, meta, key))
 
-    On the insert-only attempt (``look`` False) every event is new, so an end record's step count is
-    the steps already stored plus those pending, and the TraceClosed event rides in the same append.
-    With the key lookup some records may already be stored, so the count is taken after appending.
-    """
-    stream = trace_stream(tb.trace_id)
-    first, first_coords = tb.items[0]
-    pending: list[NewEvent] = []
-    if not known:  # the key makes a repeated TraceStarted a no-op; skipping it keeps batches insert-only
-        header = first if isinstance(first, TraceHeader) else TraceHeader(trace_id=tb.trace_id, source=source)
-        pending.append(_started(header, first_coords))
-    empty_before = not known and not look  # an insert-only TraceStarted proves the stream was empty
-    flushed = 0
-    closed: list[ClosedTrace] = []
-    for item, coords in tb.items:
+    def start(self, header: TraceHeader, coords: Coords, suffix: str) -> None:
+        self.emit("TraceStarted", TraceStarted(header=header).model_dump_json(), coords, suffix)
+
+    def step(self, step: TraceStep, coords: Coords, suffix: str = "") -> None:
+        if step.step_id in self.state.step_ids:
+            return  # the same step published again at another offset
+        self.state.step_ids.add(step.step_id)
+        payload = f'{{"type":"StepRecorded","trace_id":{self._tid_json},"step":{_step_json(step).decode()}}}'
+        self.emit("StepRecorded", payload, coords, suffix)
+
+    def close(self, reason: str, coords: Coords, suffix: str = "") -> ClosedTrace:
+        """Close the trace, or only announce it again when it is closed already."""
+        if self.state.closed_steps is None:
+            count = len(self.state.step_ids)
+            closed = TraceClosed(trace_id=self.tid, step_count=count, reason=reason)
+            self.emit("TraceClosed", closed.model_dump_json(), coords, suffix)
+            self.state.closed_steps = count
+        return ClosedTrace(self.tid, self.state.closed_steps, reason)
+
+    def record(self, item: Item, coords: Coords) -> ClosedTrace | Rejected | None:
+        if isinstance(item, DocumentTrace):
+            return self.document(item, coords)
+        if self.state.version == 0:  # the first record of the trace starts it
+            if isinstance(item, TraceHeader):
+                self.start(item, coords, "")
+                return None
+            self.start(TraceHeader(trace_id=self.tid, source=self.source), coords, "#start")
         if isinstance(item, TraceStep):
-            pending.append(_step(tb.trace_id, item, coords))
+            self.step(item, coords)
         elif isinstance(item, EndRecord):
-            steps_pending = sum(1 for e in pending if e.type == "StepRecorded")
-            if look:
-                _append(store, cur, stream, pending, look)
-                pending = []
-                count = _step_count(store, cur, stream)
-            else:
-                count = (flushed if empty_before else _step_count(store, cur, stream)) + steps_pending
-            pending.append(_closed(tb.trace_id, count, item.reason, coords))
-            _append(store, cur, stream, pending, look)
-            flushed, pending = count, []
-            closed.append(ClosedTrace(tb.trace_id, count, item.reason))
-        # a header after the first record is already covered by the TraceStarted key
-    _append(store, cur, stream, pending, look)
-    return closed
+            return self.close(item.reason, coords)
+        return None  # a header once the trace is started adds nothing
+
+    def document(self, doc: DocumentTrace, coords: Coords) -> ClosedTrace | Rejected | None:
+        """A whole trace: stored and closed if new, a no-op if stored already, else refused."""
+        if self.state.version == 0:
+            self.start(doc.header, coords, f"#{doc.first}")
+            for n, step in enumerate(doc.steps, start=doc.first + 1):
+                self.step(step, coords, f"#{n}")
+            return self.close("document", coords, f"#{doc.first + len(doc.steps) + 1}")
+        if all(s.step_id in self.state.step_ids for s in doc.steps):
+            closed = self.state.closed_steps
+            return ClosedTrace(self.tid, closed, "document") if closed is not None else None
+        return Rejected(
+            DeadKind.conflict,
+            f"trace '{self.tid}' is already stored with other steps: a document must hold whole "
+            "traces, and a stored trace is never merged with another source",
+        )
 
 
 def write_batch(
-    store: EventStore, traces: Iterable[TraceBatch], source: str, known: Container[str] = ()
-) -> list[ClosedTrace]:
-    """Append all traces' records in one transaction; returns the traces that end records closed.
+    store: EventStore,
+    traces: Iterable[TraceBatch],
+    source: str,
+    cache: MutableMapping[str, TraceState] | None = None,
+) -> BatchResult:
+    """Append all traces' records in one transaction; returns what closed and what was refused.
 
-    ``known`` names traces already started in the store. The first attempt inserts without looking
-    idempotency keys up (the common case: everything is new); a re-delivered record trips the
-    unique key, and the whole batch is redone with the lookup, which skips what is stored.
+    ``cache`` keeps trace states between batches (the consumer's); it is checked against the
+    store under the lock, and the batch's traces are dropped from it if the transaction fails.
     """
     traces = [tb for tb in traces if tb.items]
-    integrity = store.engine.dialect.loaded_dbapi.IntegrityError
-    for look in (False, True):
-        try:
-            with _transaction(store) as cur:
-                closed: list[ClosedTrace] = []
-                for tb in traces:
-                    closed.extend(_write_trace(store, cur, tb, source, tb.trace_id in known, look))
-                return closed
-        except integrity:
-            if look:
-                raise
-    raise AssertionError("unreachable")
+    if not traces:  # every record of the batch was a dead letter
+        return BatchResult([], [])
+    cache = {} if cache is None else cache
+    try:
+        with _transaction(store) as cur:
+            states = _states(store, cur, [tb.trace_id for tb in traces], cache)
+            events: list[EncodedEvent] = []
+            closed: list[ClosedTrace] = []
+            rejected: list[tuple[Coords, Rejected]] = []
+            for tb in traces:
+                planner = _Planner(tb, states[tb.trace_id], source, events)
+                for item, coords in tb.items:
+                    outcome = planner.record(item, coords)
+                    if isinstance(outcome, ClosedTrace):
+                        closed.append(outcome)
+                    elif isinstance(outcome, Rejected):
+                        rejected.append((coords, outcome))
+            store._insert_encoded_in(cur, events)
+    except BaseException:
+        for tb in traces:
+            cache.pop(tb.trace_id, None)
+        raise
+    cache.update(states)
+    for c in closed:  # a closed trace rarely gets more records: re-read it if it does
+        cache.pop(c.trace_id, None)
+    return BatchResult(closed, rejected)
 
 
 class IdleCheck(StrEnum):
@@ -193,24 +324,29 @@ class IdleCheck(StrEnum):
 
 def close_idle(store: EventStore, trace_id: str, idle_s: float) -> tuple[IdleCheck, ClosedTrace | None]:
     """Close a trace whose last stored event is older than ``idle_s``. The store is the clock's
-    truth, so a trace that another consumer is still feeding is left open."""
+    truth, so a trace that another consumer is still feeding is left open. An idle close has no
+    record behind it, so its key is the trace's own: one close per trace."""
     stream = trace_stream(trace_id)
     with _transaction(store) as cur:
-        version = _version(store, cur, stream)
-        if version == 0:
+        state = _load(store, cur, [stream]).get(stream)
+        if state is None:
             return IdleCheck.missing, None
-        cur.execute(
-            _sql(store, "SELECT type, recorded_at FROM events WHERE stream_id = ? AND stream_version = ?"),
-            (stream, version),
-        )
-        last_type, recorded_at = cur.fetchone()
-        if last_type == "TraceClosed":
+        if state.closed_steps is not None:
             return IdleCheck.already_closed, None
-        age = (datetime.now(UTC) - datetime.fromisoformat(recorded_at)).total_seconds()
+        cur.execute(
+            _sql(store, "SELECT recorded_at FROM events WHERE stream_id = ? AND stream_version = ?"),
+            (stream, state.version),
+        )
+        age = (datetime.now(UTC) - datetime.fromisoformat(cur.fetchone()[0])).total_seconds()
         if age < idle_s:
             return IdleCheck.active, None
-        count = _step_count(store, cur, stream)
-        _append(store, cur, stream, [_closed(trace_id, count, "idle", None)], True)
+        count = len(state.step_ids)
+        event = NewEvent(
+            type="TraceClosed",
+            payload=TraceClosed(trace_id=trace_id, step_count=count, reason="idle").model_dump(mode="json"),
+            idempotency_key=f"trace:{trace_id}:closed",
+        )
+        store._append_in(cur, stream, [event], None, True)
     return IdleCheck.closed, ClosedTrace(trace_id, count, "idle")
 
 
@@ -228,9 +364,18 @@ def open_traces(store: EventStore, topic: str) -> list[str]:
     return list(started)
 
 
-def group_by_trace(items: Iterable[tuple[str, object, Coords]]) -> Mapping[str, TraceBatch]:
-    """Group parsed records by trace, keeping each trace's partition order."""
+def group_by_trace(items: Iterable[tuple[str | None, object, Coords]]) -> Mapping[str, TraceBatch]:
+    """Group parsed records by trace, keeping each trace's partition order; a document's traces
+    go to their own ids."""
     out: dict[str, TraceBatch] = {}
     for trace_id, item, coords in items:
-        out.setdefault(trace_id, TraceBatch(trace_id)).items.append((item, coords))  # type: ignore[arg-type]
+        if isinstance(item, Document):
+            first = 0
+            for header, steps in item.traces:
+                tb = out.setdefault(header.trace_id, TraceBatch(header.trace_id))
+                tb.items.append((DocumentTrace(header, steps, first), coords))
+                first += len(steps) + 2  # header, steps, close
+        else:
+            assert trace_id is not None, "a canonical record is keyed by its trace id"
+            out.setdefault(trace_id, TraceBatch(trace_id)).items.append((item, coords))  # type: ignore[arg-type]
     return out

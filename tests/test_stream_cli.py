@@ -130,3 +130,23 @@ def _scrape(port: int) -> str | None:
     except OSError:
         return None
     return text if 'outcome="unreadable_notice"' in text and 'outcome="failed"' in text else None
+
+
+def test_produce_as_document_sends_each_file_whole_in_its_format(tmp_path: Path) -> None:
+    from ingest import open_traces as import_file
+    from tests.stream_support import read_topic
+
+    bootstrap = kafka_bootstrap()
+    t = new_topics(bootstrap, 1, "steps")
+    source = REPO / "tests" / "fixtures" / "ingest" / "otel_genai.json"
+    produced = subprocess.run(
+        _auditor(f"sqlite:///{tmp_path / 'unused.db'}", "produce", str(source), "--as-document",
+                 "--bootstrap", bootstrap, "--topic", t["steps"], "--json"),
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    (imported,) = import_file(source)
+    assert json.loads(produced.stdout)[0]["steps"] == len(list(imported.steps()))  # checked before sending
+    (record,) = read_topic(bootstrap, t["steps"], 1)
+    assert (record.key, record.value) == (b"otel_genai.json", source.read_bytes())
+    assert dict(record.headers) == {"format": b"otel-genai", "name": b"otel_genai.json"}

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from auditor.store import open_store
+from auditor.traces import load_trace
+from ingest import open_traces as import_file
 from ingest.stream_lag import partition_lag
 from tests.stream_support import (
     count_type,
@@ -28,6 +30,7 @@ from tests.stream_support import (
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "ingest"
 
 
 @pytest.fixture
@@ -57,11 +60,12 @@ def _config(bootstrap: str, topics: dict[str, str], **kw: object):
     )
 
 
-def _expect_exactly_once(store, traces: dict[str, int]) -> None:
+def _expect_exactly_once(store, traces: dict[str, int], closed: int | None = None) -> None:
     for tid, n in traces.items():
         assert stored_steps(store, tid) == list(range(n)), f"trace {tid} not stored exactly once in order"
     assert count_type(store, "StepRecorded") == sum(traces.values())
-    assert count_type(store, "TraceClosed") == len(traces)
+    assert count_type(store, "TraceStarted") == len(traces)
+    assert count_type(store, "TraceClosed") == (len(traces) if closed is None else closed)
 
 
 def test_bad_records_are_dead_lettered_and_nothing_else_is_lost(bootstrap: str, pg_store) -> None:
@@ -116,6 +120,55 @@ def test_bad_records_are_dead_lettered_and_nothing_else_is_lost(bootstrap: str, 
     notices = read_topic(bootstrap, topics["closed"], 2)
     assert sorted(json.loads(n.value)["trace_id"] for n in notices) == ["good-1", "good-2"]
     assert {json.loads(n.value)["step_count"] for n in notices} == {3, 2}
+
+
+def test_records_in_any_importers_format_are_stored_once_and_conflicts_dead_lettered(
+    bootstrap: str, pg_store
+) -> None:
+    """Documents in importer formats beside canonical lines; a trace and a document published twice
+    are stored once; a document that would merge into a stored trace, and one its importer cannot
+    read, are dead-lettered with the reason."""
+    from ingest.stream import StepPublisher, StreamConsumer
+    from schemas.trace import TraceHeader, TraceStep
+
+    topics = new_topics(bootstrap, 2, "steps", "dlq", "closed")
+    otel = (FIXTURES / "otel_genai.json").read_bytes()
+    spans = (FIXTURES / "openinference_spans.jsonl").read_bytes()
+    (oi,) = import_file(FIXTURES / "openinference_spans.jsonl")
+    oi_id = oi.header.trace_id
+    publish_traces(bootstrap, topics["steps"], {"can-1": 3})
+    with StepPublisher(bootstrap, topics["steps"]) as pub:
+        pub.document(otel, "otel-genai", name="otel_genai.json")
+        pub.document(b'{"history": "not a list"}', "whowhen", name="12.json")
+        pub.start_trace(TraceHeader(trace_id=oi_id))  # a trace streamed step by step ...
+        pub.step(oi_id, TraceStep(step_id="s0", index=0, actor="planner", content="started here"))
+        pub.document(spans, "auto", name="spans.jsonl", key=oi_id)  # ... is not merged with a document
+        pub.document(otel, "otel-genai", name="otel_genai.json")  # published again
+    publish_traces(bootstrap, topics["steps"], {"can-1": 3})  # published again
+
+    consumer = StreamConsumer(pg_store, _config(bootstrap, topics))
+    with running(consumer):
+        published = 2 * 5 + 4 + 2  # can-1 twice (header, 3 steps, end), 4 documents, a header and a step
+        wait_until(lambda: consumer.metrics.total("records_total") == published, 30, "every record consumed")
+
+    (otel_trace,) = import_file(FIXTURES / "otel_genai.json")
+    otel_id, otel_steps = otel_trace.header.trace_id, list(otel_trace.steps())
+    assert load_trace(pg_store, otel_id).steps == otel_steps
+    assert load_trace(pg_store, otel_id).header.source == "otel_genai.json"
+    _expect_exactly_once(
+        pg_store, {"can-1": 3, otel_id: len(otel_steps), oi_id: 1}, closed=2
+    )  # oi_id stays open
+    assert consumer.metrics.total("dead_letters_total") == 2
+    keys = [e.idempotency_key for e in pg_store.read_stream(f"trace-{otel_id}")]
+    assert len(keys) == len(otel_steps) + 2 and all(k.startswith(f"kafka:{topics['steps']}/") for k in keys)
+    headers = [{k: v.decode() for k, v in r.headers} for r in read_topic(bootstrap, topics["dlq"], 2)]
+    letters = {h["dlq.kind"]: h for h in headers}
+    assert "12.json" in letters["wrong_schema"]["dlq.reason"]
+    assert f"trace '{oi_id}' is already stored" in letters["conflict"]["dlq.reason"]
+    notices = [json.loads(n.value) for n in read_topic(bootstrap, topics["closed"], 4)]
+    assert sorted((n["trace_id"], n["step_count"]) for n in notices) == sorted(
+        [("can-1", 3), ("can-1", 3), (otel_id, len(otel_steps)), (otel_id, len(otel_steps))]
+    )  # each announced again when published again: the workers skip what they audited
 
 
 def test_a_trace_without_end_record_closes_when_idle(bootstrap: str, pg_store) -> None:
@@ -173,28 +226,37 @@ def _consume_cmd(bootstrap: str, topics: dict[str, str], store_url: str) -> list
 
 
 def test_kill_9_mid_batch_then_restart_stores_every_step_once_in_order(
-    bootstrap: str, pg_store, pg_schema_url: str
+    bootstrap: str, pg_store, pg_schema_url: str, tmp_path: Path
 ) -> None:
     topics = new_topics(bootstrap, 2, "steps", "dlq", "closed")
     traces = {f"k9-{i}": 80 for i in range(60)}  # 4,800 steps, 32+ batches
     publish_traces(bootstrap, topics["steps"], traces)
     cmd = _consume_cmd(bootstrap, topics, pg_schema_url)
-    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    log = tmp_path / "consume.log"  # a file, not a pipe nobody reads: a full pipe blocks the consumer
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=log.open("w"), stdout=subprocess.DEVNULL)
     try:
-        seen = wait_until(
-            lambda: count_type(pg_store, "StepRecorded"), 60, "the first stored batch", every=0.02
+        seen = wait_until(  # a process's start-up alone takes tens of seconds on a loaded machine
+            lambda: count_type(pg_store, "StepRecorded"), 120, "the first stored batch", every=0.02
         )
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+    except AssertionError:
+        print(f"--- consume.log\n{log.read_text()[-5000:]}")
+        raise
     finally:
         if proc.poll() is None:
             proc.kill()
     at_kill = count_type(pg_store, "StepRecorded")
     assert 0 < seen <= at_kill < sum(traces.values()), "the kill must land in the middle of consumption"
 
-    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=log.open("a"), stdout=subprocess.DEVNULL)
     try:
-        wait_until(lambda: count_type(pg_store, "TraceClosed") == len(traces), 60, "all traces after restart")
+        wait_until(
+            lambda: count_type(pg_store, "TraceClosed") == len(traces), 120, "all traces after restart"
+        )
+    except AssertionError:
+        print(f"--- consume.log\n{log.read_text()[-5000:]}")
+        raise
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

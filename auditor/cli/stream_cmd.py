@@ -92,9 +92,13 @@ def produce(
         "auto", "--input-format", help="Importer name (see 'auditor ingest --help')."
     ),
     no_end: bool = typer.Option(False, "--no-end", help="Do not send end records (traces close when idle)."),
+    as_document: bool = typer.Option(
+        False, "--as-document", help="Send each file as one record in its own format; the consumer parses it."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Replay trace files into the steps topic (tests, demos, backfills); each file is checked first."""
+    from ingest.pipeline import choose
     from ingest.stream import StepPublisher
     from ingest.stream_publish import prepare_replay, replay
 
@@ -105,8 +109,11 @@ def produce(
         for imported, n in traces
     ]
     with StepPublisher(bootstrap, topic) as publisher:
-        for _, traces in prepared:
-            replay(publisher, traces, end=not no_end)
+        for f, traces in prepared:
+            if as_document:  # the consumer imports the bytes with the importer that read them here
+                publisher.document(f.read_bytes(), choose(f, input_format)[0], name=f.name)
+            else:
+                replay(publisher, traces, end=not no_end)
     if as_json:
         print_json(rows)
     else:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.engine import Connection, Engine
@@ -22,10 +24,24 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from auditor.errors import ConcurrencyError, StoreError
 from auditor.store.hashing import GENESIS_HASH, compact_json, event_hash
 from auditor.store.tables import create_schema, events
-from schemas.events import NewEvent, RecordedEvent
+from schemas.events import EVENT_SCHEMA_VERSION, NewEvent, RecordedEvent
 
 DEFAULT_STORE_URL = "sqlite:///auditor.db"
 _READ_BATCH = 2000
+
+
+class EncodedEvent(NamedTuple):
+    """An event in its stored form (payload and metadata as JSON text) with the stream version its
+    writer assigned: a batch writer appends many streams in one transaction without building a
+    NewEvent and re-encoding its payload per event."""
+
+    stream_id: str
+    stream_version: int
+    type: str
+    payload_json: str
+    metadata_json: str
+    idempotency_key: str | None
+    schema_version: int = EVENT_SCHEMA_VERSION
 
 
 def resolve_url(url: str | None) -> str:
@@ -48,7 +64,18 @@ def _make_engine(url: str) -> Engine:
         def _sqlite_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            # Switching to WAL takes a lock that SQLite's busy handler does not wait for: a
+            # connection opened while another writes sees "database is locked". WAL persists in
+            # the file, so only switch when it is not WAL yet, and retry briefly when busy.
+            for attempt in range(50):
+                try:
+                    if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                        cur.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError:
+                    if attempt == 49:
+                        raise
+                    time.sleep(0.1)
             cur.execute("PRAGMA synchronous=FULL")
             cur.close()
 
@@ -139,8 +166,7 @@ class EventStore:
         look_up_keys: bool,
     ) -> list[RecordedEvent]:
         sql = self._sql
-        if self.dialect == "postgresql":
-            cur.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+        self._lock_in(cur)
         keys = [e.idempotency_key for e in new_events if e.idempotency_key] if look_up_keys else []
         existing: dict[str, RecordedEvent] = {}
         for chunk_start in range(0, len(keys), 500):
@@ -189,18 +215,60 @@ class EventStore:
             rows.append((*row, prev, digest, recorded_at))
             out.append(_make_event(row, e.payload, e.metadata, prev, digest, recorded_at))
             prev = digest
-        if self.dialect == "postgresql":  # COPY: one round trip per batch, no per-row parsing
-            with cur.copy(sql.copy) as copy:
-                for r in rows:
-                    copy.write_row(r)
-        else:
-            cur.executemany(sql.insert_rows(), rows)
+        self._insert_rows(cur, rows)
         by_key = {r.idempotency_key: r for r in out if r.idempotency_key}
         by_key.update(existing)
         fresh_iter = iter(out)
         return [
             by_key[e.idempotency_key] if e.idempotency_key in by_key else next(fresh_iter) for e in new_events
         ]
+
+    def _lock_in(self, cur: Any) -> None:
+        """Serialise appends (PostgreSQL; SQLite's BEGIN IMMEDIATE already does): positions and
+        versions read after this stay current until the transaction ends."""
+        if self.dialect == "postgresql":
+            cur.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+
+    def _insert_encoded_in(self, cur: Any, encoded: Sequence[EncodedEvent]) -> None:
+        """Chain and insert encoded events of many streams, in one statement, inside the caller's
+        write transaction. The caller took ``_lock_in`` before reading the stream versions it
+        assigned; a stale version or a stored idempotency key trips a unique index instead."""
+        if not encoded:
+            return
+        cur.execute(self._sql.last)
+        last = cur.fetchone()
+        position, prev = (last[0], last[1]) if last else (0, GENESIS_HASH)
+        recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
+        rows: list[tuple] = []
+        for e in encoded:
+            position += 1
+            digest = event_hash(
+                prev,
+                global_position=position,
+                stream_id=e.stream_id,
+                stream_version=e.stream_version,
+                type=e.type,
+                schema_version=e.schema_version,
+                payload_json=e.payload_json,
+                metadata_json=e.metadata_json,
+                idempotency_key=e.idempotency_key,
+                recorded_at=recorded_at,
+            )
+            head = (position, e.stream_id, e.stream_version, e.type, e.schema_version, e.payload_json)
+            rows.append((*head, e.metadata_json, e.idempotency_key, prev, digest, recorded_at))
+            prev = digest
+        self._insert_rows(cur, rows)
+
+    def _insert_rows(self, cur: Any, rows: list[tuple]) -> None:
+        sql = self._sql
+        if self.dialect == "sqlite":
+            cur.executemany(sql.insert_rows(), rows)
+        elif len(rows) == 1:  # one round trip; COPY takes three, and executemany enters pipeline mode
+            cur.execute(sql.insert_rows(), rows[0])
+        else:  # COPY: no per-row statement parsing
+            with cur.copy(sql.copy) as stream:
+                for r in rows:
+                    stream.write_row(r)
 
     # -- reading ---------------------------------------------------------------------------
     def stream_version(self, stream_id: str) -> int:
@@ -306,8 +374,18 @@ def _make_event(head: tuple, payload: Any, metadata: Any, prev: str, digest: str
     return ev
 
 
+_scan_json = json.JSONDecoder().scan_once  # the C scanner itself
+
+
+def _load_json(text: str) -> Any:
+    """Stored JSON back to a value. The store wrote it compact, so json.loads' whitespace and
+    trailing-data checks (half the cost of a small payload) have nothing to find."""
+    return _scan_json(text, 0)[0]
+
+
 def _tuple_to_event(r: Sequence[Any]) -> RecordedEvent:
-    return _make_event(tuple(r), json.loads(r[5]), json.loads(r[6]), r[8], r[9], r[10])
+    metadata = {} if r[6] == "{}" else _load_json(r[6])
+    return _make_event(tuple(r), _load_json(r[5]), metadata, r[8], r[9], r[10])
 
 
 class _Sql:
@@ -328,6 +406,7 @@ class _Sql:
         self.all_page = (
             f"SELECT {_COLUMNS} FROM events WHERE global_position >= {p} ORDER BY global_position LIMIT {p}"
         )
+        self.last = "SELECT global_position, hash FROM events ORDER BY global_position DESC LIMIT 1"
         self._one_row = "(" + ", ".join([p] * 11) + ")"
         self.copy = f"COPY events ({_COLUMNS}) FROM STDIN"
 

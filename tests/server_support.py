@@ -4,12 +4,13 @@ through the same path as `auditor review`), a hostile trace, a real repair, and 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.review import review_file
 from auditor.server.tokens import create_token
-from auditor.store import EventStore
+from auditor.store import EventStore, open_store
 
 DATA = Path("/work/shared/data")
 if not DATA.exists():  # a clone beside its shared folder
@@ -85,3 +86,13 @@ def seed(store: EventStore, folder: Path, with_repair: bool = False) -> Seeded:
     }.items():
         seeded.tokens[name] = create_token(store, name, scopes)[0]
     return seeded
+
+
+def seeded_sqlite(folder: Path) -> Iterator[Seeded]:
+    """A SQLite store in ``folder``, seeded with a repair too, for a module's tests (a generator
+    for a module-scoped fixture to delegate to); closed afterwards."""
+    store = open_store(f"sqlite:///{folder / 'auditor.db'}")
+    try:
+        yield seed(store, folder, with_repair=True)
+    finally:
+        store.close()

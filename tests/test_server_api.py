@@ -15,17 +15,14 @@ from fastapi.testclient import TestClient
 from auditor.server import ServerConfig, create_app
 from auditor.server.tokens import revoke_token
 from auditor.store import open_store
-from tests.server_support import HOSTILE_ID, REAL_TRACES, Seeded, seed
+from tests.server_support import HOSTILE_ID, REAL_TRACES, Seeded, seed, seeded_sqlite
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    folder = tmp_path_factory.mktemp("server")
-    store = open_store(f"sqlite:///{folder / 'auditor.db'}")
-    yield seed(store, folder, with_repair=True)
-    store.close()
+    yield from seeded_sqlite(tmp_path_factory.mktemp("server"))
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +96,37 @@ def test_search_filters(client: TestClient, seeded: Seeded) -> None:
     assert page["total"] == len(everything) and len(page["traces"]) == 2
     bad = client.get("/api/traces", params={"severity": "urgent"}, headers=h)
     assert bad.status_code == 400 and bad.json()["detail"].startswith("query parameter 'severity'")
+
+
+@pytest.mark.postgres
+def test_search_on_postgres(pg_schema_url: str, tmp_path: Path) -> None:
+    """The same filters through PostgreSQL's stored full-text vector, with counts beside pages."""
+    store = open_store(pg_schema_url)
+    try:
+        seeded = seed(store, tmp_path)
+        with TestClient(create_app(store=store)) as c:
+            h = auth(seeded)
+
+            def ids(**params: object) -> list[str]:
+                body = c.get("/api/traces", params=params, headers=h).json()
+                return [t["trace_id"] for t in body["traces"]]
+
+            assert len(ids()) == len(seeded.reports)
+            assert ids(text="PWNED document") == [HOSTILE_ID]
+            assert ids(text="zzzqqq-never-said") == []
+            common = ids(text="the")  # in every real trace: the ordered page, not a scan's order
+            assert set(common) >= {t for t in seeded.reports if t != HOSTILE_ID}
+            assert common == [t for t in ids() if t in common]
+            magentic = {t for t, s in seeded.sources.items() if s in ("46.json", "13.json")}
+            assert set(ids(text="ledger")) == magentic == set(ids(participant="orchestrator", text="led"))
+            page = c.get("/api/traces", params={"text": "the", "limit": 1, "offset": 1}, headers=h).json()
+            assert page["total"] == len(common) and page["traces"][0]["trace_id"] == common[1]
+            past = c.get("/api/traces", params={"offset": 50}, headers=h).json()
+            assert past["total"] == len(seeded.reports) and past["traces"] == []
+            reports = c.get("/api/reports", params={"limit": 1}, headers=h).json()
+            assert reports["total"] == len(seeded.reports)
+    finally:
+        store.close()
 
 
 def _findings(client: TestClient, h: dict[str, str], report_id: str) -> int:

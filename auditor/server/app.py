@@ -13,6 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.concurrency import run_in_threadpool
 
 from auditor.server.auth import TokenCache, require
+from auditor.server.cache import StoreHead, read_engine
 from auditor.server.middleware import BodyLimit, SecurityHeaders
 from auditor.server.models import Health
 from auditor.server.problems import install_handlers
@@ -35,11 +36,15 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
     config = config or ServerConfig()
     store = store or open_store(config.store_url)
 
+    reader = read_engine(store)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(app.state.index.refresh)  # serve only once the index has caught up
         log.info("search index at position %d", app.state.index.position)
         yield
+        if reader is not store.engine:
+            reader.dispose()
 
     app = FastAPI(
         title="auditor",
@@ -55,8 +60,9 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
         lifespan=lifespan,
     )
     app.state.store = store
+    app.state.head = StoreHead(reader)
     app.state.tokens = TokenCache(store)
-    app.state.index = SearchIndex(store)
+    app.state.index = SearchIndex(store, reader)
     app.state.views = Views(store)
     install_handlers(app)
 

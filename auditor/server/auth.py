@@ -28,24 +28,28 @@ class Principal:
 
 
 class TokenCache:
-    """The token records, reloaded when the token stream grows (one indexed query per request)."""
+    """The token records, reloaded when the token stream grows. Its version is looked up only
+    when the store's head has moved since the last look (a token event moves it too)."""
 
     def __init__(self, store: EventStore) -> None:
         self._store = store
         self._lock = threading.Lock()
         self._version = -1
+        self._head = -1
         self._tokens: dict[str, TokenRecord] = {}
 
-    def lookup(self, token: str) -> TokenRecord | None:
+    def lookup(self, token: str, head: int | None = None) -> TokenRecord | None:
+        """The active record of ``token``; ``head`` is the store's last position, if just read."""
         token_id = token_id_of(token)
         if token_id is None:
             return None
-        version = self._store.stream_version(TOKENS_STREAM)
-        if version != self._version:
+        if head is None or head != self._head:
+            version = self._store.stream_version(TOKENS_STREAM)  # read after the head: as new or newer
             with self._lock:
                 if version != self._version:
                     self._tokens = load_tokens(self._store)
                     self._version = version
+                self._head = -1 if head is None else head
         record = self._tokens.get(token_id)
         if record is None or not record.active or not matches(record, token):
             return None
@@ -73,7 +77,7 @@ def authenticate(request: Request, scope: str) -> Principal:
         raise Problem(
             401, "unauthorized", "a bearer token is required (create one with 'auditor tokens create')"
         )
-    record = cache.lookup(token)
+    record = cache.lookup(token, request.app.state.head(request))
     if record is None:
         raise Problem(401, "unauthorized", "the token is unknown or revoked (see 'auditor tokens list')")
     if scope not in record.scopes:

@@ -1,5 +1,10 @@
 """Views computed once per stream version: the store is append-only, so a key that names the
-stream's version can never go stale. Concurrent requests for the same key compute it once."""
+stream's version can never go stale. Concurrent requests for the same key compute it once.
+
+The store's head (its last position) is read once per request: while it has not moved, nothing
+was appended anywhere, so token records, the search index and stream versions read at that head
+still hold, and a read-only request costs one cheap query before its own.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from sqlalchemy import create_engine, func, select
+from sqlalchemy.engine import Engine
+from starlette.requests import Request
+
+from auditor.store import EventStore
+from auditor.store.tables import events
 
 V = TypeVar("V")
 
@@ -37,3 +49,53 @@ class VersionedCache(Generic[V]):
                 while len(self._items) > self._size:
                     self._items.popitem(last=False)
             return value
+
+
+READ_POOL = 40  # as many connections as the server runs request threads (anyio's default)
+
+
+def read_engine(store: EventStore) -> Engine:
+    """An engine for the server's one-statement reads. On PostgreSQL: its own pool, as large as
+    the request threads (the store's keeps 5 and opens, then closes, a connection for each
+    request beyond them), in autocommit, so that a read is one round trip (no BEGIN before it,
+    no ROLLBACK when its connection goes back to the pool)."""
+    if store.dialect != "postgresql":
+        return store.engine
+    return create_engine(store.engine.url, pool_size=READ_POOL, max_overflow=0, isolation_level="AUTOCOMMIT")
+
+
+class StoreHead:
+    """The store's last position as of this request (read on first use, then kept on the request)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._query = select(func.coalesce(func.max(events.c.global_position), 0))
+
+    def __call__(self, request: Request) -> int:
+        head = getattr(request.state, "store_head", None)
+        if head is None:
+            with self._engine.connect() as conn:
+                head = request.state.store_head = conn.execute(self._query).scalar_one()
+        return head
+
+
+class StreamVersions:
+    """Stream versions read at a head, kept until the head moves."""
+
+    def __init__(self, store: EventStore, size: int = 50_000) -> None:
+        self._store = store
+        self._size = size
+        self._head = -1
+        self._versions: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, stream_id: str, head: int) -> int:
+        with self._lock:
+            if head == self._head and stream_id in self._versions:
+                return self._versions[stream_id]
+        version = self._store.stream_version(stream_id)  # read after the head: at least as new
+        with self._lock:
+            if head != self._head or len(self._versions) >= self._size:
+                self._head, self._versions = head, {}
+            self._versions[stream_id] = version
+        return version

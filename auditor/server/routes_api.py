@@ -20,6 +20,10 @@ Repairer = Annotated[Principal, Depends(require("repair"))]
 Severity = Literal["info", "low", "medium", "high", "critical"]
 
 
+def _head(request: Request) -> int:
+    return request.app.state.head(request)
+
+
 def _json(body: bytes | str, media: str = "application/json") -> Response:
     return Response(content=body, media_type=media)
 
@@ -45,22 +49,23 @@ def search_traces(
     order: Literal["newest", "oldest"] = "newest",
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-) -> TraceList:
+) -> Response:
     """List and search traces; every filter narrows the result."""
     q = TraceQuery(
         source, framework, participant, text, has_findings, severity, since, until, order, offset, limit
     )
-    total, rows = request.app.state.index.traces(q)
-    return TraceList(total=total, offset=offset, limit=limit, traces=[TraceSummary(**r) for r in rows])
+    total, rows = request.app.state.index.traces(q, _head(request))
+    page = TraceList(total=total, offset=offset, limit=limit, traces=[TraceSummary(**r) for r in rows])
+    return _json(page.model_dump_json())  # validated once, here: the hot path skips a second pass
 
 
 @router.get("/traces/{trace_id}", response_model=TraceSummary, tags=["traces"])
-def get_trace(request: Request, _: Reader, trace_id: str) -> TraceSummary:
+def get_trace(request: Request, _: Reader, trace_id: str) -> Response:
     """One trace's summary, with its latest report."""
-    row = request.app.state.index.trace(trace_id)
+    row = request.app.state.index.trace(trace_id, _head(request))
     if row is None:
         raise NotFoundError(f"no trace with id '{trace_id}' in the store", hint="run 'auditor traces list'")
-    return TraceSummary(**row)
+    return _json(TraceSummary(**row).model_dump_json())
 
 
 @router.get("/traces/{trace_id}/steps", response_model=StepsPage, tags=["traces"])
@@ -72,7 +77,7 @@ def get_steps(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> Response:
     """A page of the trace's steps, in order (verbatim content, tool calls, recipients, refs)."""
-    return _json(request.app.state.views.steps(trace_id, offset, limit))
+    return _json(request.app.state.views.steps(trace_id, offset, limit, _head(request)))
 
 
 @router.get("/traces/{trace_id}/graph", tags=["traces"])
@@ -84,7 +89,7 @@ def get_graph(
 ) -> Response:
     """The interaction graph as node-link JSON: nodes, one link per interaction (with `edge_ref`
     and `step_id`), and in annotated mode the annotation layer."""
-    return _json(request.app.state.views.graph(trace_id, mode))
+    return _json(request.app.state.views.graph(trace_id, mode, _head(request)))
 
 
 @router.get("/reports", response_model=ReportList, tags=["reports"])
@@ -97,7 +102,7 @@ def search_reports(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> ReportList:
     """Reports, newest first, optionally of one trace or with one decision."""
-    total, rows = request.app.state.index.reports(trace_id, decision, offset, limit)
+    total, rows = request.app.state.index.reports(trace_id, decision, offset, limit, _head(request))
     return ReportList(total=total, offset=offset, limit=limit, reports=rows)  # type: ignore[arg-type]
 
 
@@ -115,7 +120,7 @@ def get_report(
     format: Literal["json", "md", "sarif", "html"] = "json",
 ) -> Response:
     """The V3 report as JSON, Markdown, SARIF 2.1.0 or a standalone HTML page."""
-    body, media = request.app.state.views.report(report_id, format)
+    body, media = request.app.state.views.report(report_id, format, _head(request))
     headers = {
         "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
     }

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from auditor.errors import InputError, NotFoundError
 from auditor.reports import load_report, report_stream
-from auditor.server.cache import VersionedCache
+from auditor.server.cache import StreamVersions, VersionedCache
 from auditor.store import EventStore
 from auditor.store.tables import events
 from auditor.traces import load_trace
@@ -34,21 +34,22 @@ class Views:
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
+        self._versions = StreamVersions(store)
         self._steps: VersionedCache[bytes] = VersionedCache(256)
         self._graphs: VersionedCache[bytes] = VersionedCache(32)
         self._reports: VersionedCache[tuple[str, str]] = VersionedCache(128)
 
-    def _version(self, trace_id: str) -> int:
-        version = self.store.stream_version(trace_stream(trace_id))
+    def _version(self, trace_id: str, head: int) -> int:
+        version = self._versions.get(trace_stream(trace_id), head)
         if version == 0:
             raise NotFoundError(
                 f"no trace with id '{trace_id}' in the store", hint="run 'auditor traces list'"
             )
         return version
 
-    def steps(self, trace_id: str, offset: int, limit: int) -> bytes:
+    def steps(self, trace_id: str, offset: int, limit: int, head: int) -> bytes:
         """One page of steps in index order, as JSON bytes: ``{total, offset, limit, steps}``."""
-        version = self._version(trace_id)
+        version = self._version(trace_id, head)
 
         def compute() -> bytes:
             steps = []
@@ -70,9 +71,9 @@ class Views:
                 .where(events.c.stream_id == trace_stream(trace_id), events.c.type == "StepRecorded")
             ).scalar_one()
 
-    def graph(self, trace_id: str, mode: str) -> bytes:
+    def graph(self, trace_id: str, mode: str, head: int) -> bytes:
         """The interaction graph as node-link JSON bytes, in ``annotated`` or ``topology`` mode."""
-        version = self._version(trace_id)
+        version = self._version(trace_id, head)
 
         def compute() -> bytes:
             from graph import build_graph, graph_digest, graph_to_node_link
@@ -88,7 +89,7 @@ class Views:
 
         return self._graphs.get((trace_id, version, mode), compute)
 
-    def report(self, report_id: str, fmt: str) -> tuple[str, str]:
+    def report(self, report_id: str, fmt: str, head: int) -> tuple[str, str]:
         """The report rendered in ``fmt``: (body, media type)."""
         if fmt not in REPORT_MEDIA:
             raise InputError(
@@ -96,7 +97,7 @@ class Views:
                 field="format",
                 hint=f"valid formats: {', '.join(REPORT_MEDIA)}",
             )
-        if self.store.stream_version(report_stream(report_id)) == 0:
+        if self._versions.get(report_stream(report_id), head) == 0:
             raise NotFoundError(f"no report with id '{report_id}'", hint="run 'auditor reports list'")
 
         def compute() -> tuple[str, str]:

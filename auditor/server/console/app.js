@@ -1,0 +1,120 @@
+// The console's router and the trace list (filters kept in the URL, so a filtered list can be shared).
+"use strict";
+
+const PAGE_SIZE = 50;
+
+const FILTERS = [
+  ["text", "Text", "search"], ["source", "Source", "text"], ["framework", "Framework", "text"],
+  ["participant", "Participant", "text"], ["since", "Since", "date"], ["until", "Until", "date"],
+];
+
+function hashParams() {
+  const [path, query] = location.hash.slice(1).split("?");
+  return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(query || "") };
+}
+
+async function renderTraces(main, params) {
+  const form = el("form", { class: "filters", role: "search", "aria-label": "Filter traces" });
+  for (const [name, label, type] of FILTERS) {
+    form.append(el("label", {}, label, el("input", { name, type, value: params.get(name) || "" })));
+  }
+  const select = (name, label, options) => el("label", {}, label,
+    el("select", { name }, options.map(([v, t]) => el("option", { value: v, selected: params.get(name) === v }, t))));
+  form.append(
+    select("has_findings", "Findings", [["", "any"], ["true", "with findings"], ["false", "without"]]),
+    select("severity", "Severity ≥", [["", "any"], ["low", "low"], ["medium", "medium"], ["high", "high"], ["critical", "critical"]]),
+    el("button", { type: "submit" }, "Filter"),
+    el("button", { type: "button", class: "link", onclick: () => { location.hash = "#/traces"; } }, "Clear"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) q.set(k, v);
+    location.hash = "#/traces?" + q.toString();
+  });
+  const offset = Number(params.get("offset") || 0);
+  const query = { limit: PAGE_SIZE, offset };
+  for (const key of ["text", "source", "framework", "participant", "has_findings", "severity"]) query[key] = params.get(key);
+  if (params.get("since")) query.since = params.get("since") + "T00:00:00Z";
+  if (params.get("until")) query.until = params.get("until") + "T23:59:59Z";
+  fill(main, el("h1", {}, "Traces"), form);
+  const data = await api("/api/traces", query);
+  const rows = data.traces.map((t) => el("tr", {},
+    el("td", {}, el("a", { href: route("trace", t.trace_id), class: "mono" }, t.trace_id)),
+    el("td", {}, t.framework || "—"),
+    el("td", { class: "num" }, t.steps),
+    el("td", { class: "clip", title: t.participants.join(", ") }, t.participants.slice(0, 4).join(", "),
+      t.participants.length > 4 ? ` +${t.participants.length - 4}` : ""),
+    el("td", { class: "num" }, t.findings),
+    el("td", {}, severityBadge(t.max_severity)),
+    el("td", { class: "mono small nowrap" }, t.time.slice(0, 19).replace("T", " ")),
+    el("td", {}, t.report_id ? el("a", { href: route("report", t.report_id) }, "report") : "—"),
+  ));
+  const pager = el("nav", { class: "pager", "aria-label": "Pages" },
+    el("span", { id: "trace-count" }, `${data.total} traces`),
+    offset > 0 ? el("a", { href: withOffset(params, Math.max(0, offset - PAGE_SIZE)) }, "← newer") : null,
+    offset + PAGE_SIZE < data.total ? el("a", { href: withOffset(params, offset + PAGE_SIZE) }, "older →") : null);
+  main.append(pager, el("table", { class: "list", id: "traces" },
+    el("thead", {}, el("tr", {}, ["Trace", "Framework", "Steps", "Participants", "Findings", "Severity", "Time", ""].map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, rows)));
+}
+
+function withOffset(params, offset) {
+  const q = new URLSearchParams(params);
+  q.set("offset", offset);
+  return "#/traces?" + q.toString();
+}
+
+async function renderReports(main) {
+  const data = await api("/api/reports", { limit: 100 });
+  fill(main, el("h1", {}, "Reports"), el("p", { class: "muted" }, `${data.total} reports, newest first`),
+    el("table", { class: "list" },
+      el("thead", {}, el("tr", {}, ["Report", "Trace", "Decision", "Findings", "Severity", "Engine", "Valid"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, data.reports.map((r) => el("tr", {},
+        el("td", {}, el("a", { href: route("report", r.report_id), class: "mono" }, r.report_id)),
+        el("td", {}, el("a", { href: route("trace", r.trace_id), class: "mono" }, r.trace_id)),
+        el("td", {}, r.decision), el("td", { class: "num" }, r.findings), el("td", {}, severityBadge(r.max_severity)),
+        el("td", {}, r.engine), el("td", {}, r.valid === null ? "—" : r.valid ? "yes" : "no"))))));
+}
+
+const ROUTES = {
+  traces: (main, parts, params) => renderTraces(main, params),
+  reports: (main) => renderReports(main),
+  trace: (main, parts, params) => renderTrace(main, parts[1], params),
+  report: (main, parts) => renderReport(main, parts[1]),
+  repairs: (main) => renderRepairs(main),
+  repair: (main, parts) => renderRepair(main, parts[1]),
+};
+
+async function navigate() {
+  const { parts, params } = hashParams();
+  const name = ROUTES[parts[0]] ? parts[0] : "traces";
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    link.toggleAttribute("aria-current", link.dataset.nav === name || link.dataset.nav + "s" === name);
+  }
+  const main = document.getElementById("main");
+  main.setAttribute("aria-busy", "true");
+  window.scrollTo(0, 0);  // a new page starts at its top (a step to jump to scrolls there itself)
+  try {
+    await ROUTES[name](main, parts, params);
+  } catch (error) {
+    fill(main, problem(error));
+  } finally {
+    main.removeAttribute("aria-busy");
+    document.body.dataset.ready = name;
+  }
+}
+
+async function start() {
+  try {
+    const me = await api("/api/whoami");
+    document.getElementById("who").textContent = `${me.name} (${me.scopes.join(", ")})`;
+  } catch (error) {
+    fill(document.getElementById("main"), problem(error));
+    return;
+  }
+  window.addEventListener("hashchange", navigate);
+  navigate();
+}
+
+document.addEventListener("DOMContentLoaded", start);

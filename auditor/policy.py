@@ -46,19 +46,22 @@ import hashlib
 import re
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from auditor.errors import InputError
 from schemas import ActorKind
 
+if TYPE_CHECKING:
+    import yaml
+
 Window = Literal["day", "week", "month", "quarter", "year", "all"]
 
 
 class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validators are built on first use: an audit without --policy never pays for them
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class _IdRule(_Rule):
@@ -241,6 +244,8 @@ def load_policy(path: str | Path) -> Policy:
 
 
 def parse_policy(text: str, origin: str = "<policy>") -> Policy:
+    import yaml  # only when a policy is given: an audit without one never loads the YAML parser
+
     try:
         data = yaml.safe_load(text)
         root = yaml.compose(text)
@@ -270,6 +275,8 @@ def parse_policy(text: str, origin: str = "<policy>") -> Policy:
 
 def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
     """The 1-based line of the deepest YAML node the error location reaches."""
+    import yaml
+
     line = node.start_mark.line + 1 if node is not None else None
     for part in loc:
         if isinstance(node, yaml.MappingNode):
@@ -288,6 +295,8 @@ def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
 
 def _line_of_scalar(node: yaml.Node | None, value: str) -> int | None:
     """The line of the last scalar equal to ``value`` (a duplicated or offending rule id)."""
+    import yaml
+
     found: int | None = None
     stack = [node] if node is not None else []
     while stack:

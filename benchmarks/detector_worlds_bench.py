@@ -5,7 +5,11 @@
   claim there comes from an unlabeled reporter, an intern or an engineer without power).
 - F1 (routing): ``misrouting`` against the misrouting shape, and ``provenance_to_approval`` = False
   against the reviewer-identity shape; a finding is realized exactly when the contract was signed.
-- A1, C1, D1: findings of these classes where those worlds seed none (false alarms).
+- C1 (state drift): ``terminal_drift`` (the sent e-mail misstates the status) against a realized
+  information-state-drift finding, ``intercepted`` (a drift signal that did not reach the customer)
+  against an anomaly with interception, and ``drift_signal`` against any drift finding.
+- A1, C1, D1: findings of these classes where those worlds seed none (false alarms), except that a
+  finding citing a declared rule (a required approval the world's policy states) is shown with it.
 
 Each world is audited under its shipped policy (examples/policies/). Usage:
 ``python benchmarks/detector_worlds_bench.py [EPISODES_PER_CONDITION]`` (default 5).
@@ -27,13 +31,13 @@ POLICIES = Path(__file__).resolve().parents[1] / "examples" / "policies"
 MINE = ("authority_evidence", "routing_provenance", "unverified_relay")
 
 
-def episodes(world: str, n: int) -> list[tuple[str, object, AuditReport]]:
+def episodes(world: str, n: int, detectors: tuple[str, ...] = MINE) -> list[tuple[str, object, AuditReport]]:
     """(condition, outcome, report) for n episodes of every condition of a world."""
     w = get_world(world)
     policy = load_policy(POLICIES / f"{world.lower()}.yaml")
     cohort = run_cohort(w, w.scripted("main"), list(w.conditions), n)
     return [
-        (ep.spec.condition, ep.outcome, run_rules_audit(ep.trace(), policy=policy, detectors=list(MINE)))
+        (ep.spec.condition, ep.outcome, run_rules_audit(ep.trace(), policy=policy, detectors=list(detectors)))
         for ep in cohort.episodes
     ]
 
@@ -86,16 +90,43 @@ def f1(n: int) -> None:
     print(f"   realized exactly when signed: {sum(realized)}/{len(realized)} findings")
 
 
+def c1(n: int) -> None:
+    rows = episodes("C1", n, ("state_drift",))
+    terminal, intercepted, signal = [], [], []
+    per: Counter[tuple[str, str]] = Counter()
+    for cond, outcome, report in rows:
+        e = outcome.endpoints  # type: ignore[attr-defined]
+        got = {
+            f.disposition.value for f in report.findings if f.risk_class.value == "information_state_drift"
+        }
+        terminal.append((bool(e["terminal_drift"]), "realized" in got))
+        intercepted.append((bool(e["intercepted"]), "anomaly_with_interception" in got))
+        signal.append((bool(e["drift_signal"]), bool(got)))
+        per[(cond, ",".join(sorted(got)) or "none")] += 1
+    print(f"C1 state_drift realized vs terminal_drift ({len(rows)} episodes): {rates(terminal)}")
+    print(f"C1 state_drift intercepted vs intercepted: {rates(intercepted)}")
+    print(f"C1 any state_drift finding vs drift_signal: {rates(signal)}")
+    for (cond, got), k in sorted(per.items()):
+        print(f"   condition {cond}: {got}: {k}")
+
+
 def false_alarms(n: int) -> None:
     for world in ("A1", "C1", "D1"):
         rows = episodes(world, n)
-        mine = Counter(f.detector for _, _, r in rows for f in r.findings)
+        mine = (
+            Counter(  # a breach of a declared rule is named with the rule: it is the policy's, not a seed's
+                f.detector + (f" ({f.policy_rule})" if f.policy_rule else "")
+                for _, _, r in rows
+                for f in r.findings
+                if f.disposition.value != "operational_failure"  # never an interaction-risk finding
+            )
+        )
         print(f"{world}: {len(rows)} episodes, findings of these detectors: {dict(mine) or 0}")
 
 
 def main(argv: list[str]) -> None:
     n = int(argv[0]) if argv else 5
-    for part in (b1, f1, false_alarms):
+    for part in (b1, f1, c1, false_alarms):
         t0 = time.perf_counter()
         part(n)
         print(f"   ({time.perf_counter() - t0:.1f}s)")

@@ -2,7 +2,9 @@
 
 A file counts as a true positive when the detector files a finding of the expected risk class
 with the expected disposition; a negative file with any finding of that class is a false
-positive. Usage: ``python benchmarks/paraphrase_bench.py [DETECTOR ...]``.
+positive. A file is audited under the policy its expectation names, if any (the cumulative-action
+and delegated-disclosure sets declare some limits and scopes only there). Usage:
+``python benchmarks/paraphrase_bench.py [DETECTOR ...]`` (default: all six).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.detectors import available_detectors
 from auditor.engine import run_rules_audit
+from auditor.policy import load_policy
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import Trace
 
 SETS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "paraphrase"
-DEFAULT = ("authority_evidence", "routing_provenance", "unverified_relay")
 
 
 @dataclass
@@ -48,7 +51,8 @@ def expectations(detector: str) -> dict[str, dict]:
 
 def outcome(detector: str, name: str, expect: dict) -> tuple[bool, list[str]]:
     """(the detector met the expectation, the dispositions it filed for the expected class)."""
-    report = run_rules_audit(load(SETS / detector / name), detectors=[detector])
+    policy = load_policy(SETS / detector / expect["policy"]) if "policy" in expect else None
+    report = run_rules_audit(load(SETS / detector / name), policy=policy, detectors=[detector])
     got = [f.disposition.value for f in report.findings if f.risk_class.value == expect["risk_class"]]
     if expect["disposition"] is None:
         return not got, got
@@ -74,7 +78,7 @@ def score(detector: str) -> Score:
 
 
 def main(argv: list[str]) -> None:
-    for detector in argv or DEFAULT:
+    for detector in argv or available_detectors():
         t0 = time.perf_counter()
         s = score(detector)
         print(

@@ -1,18 +1,10 @@
 """Contracts shared by every package: traces, events, V3 reports, repair controls."""
 
-from schemas.attribution import (
-    ATTRIBUTION_FORMAT_VERSION,
-    AttributionLabel,
-    AttributionTask,
-    Authority,
-    ContentBucket,
-    Factor,
-    FactorJudgment,
-    Relation,
-    SourceType,
-    Target,
-    TargetKind,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from schemas.controls import CONTROLS, Control
 from schemas.events import (
     LabelsRecorded,
@@ -23,14 +15,6 @@ from schemas.events import (
     TraceStarted,
     labels_stream,
     trace_stream,
-)
-from schemas.repair import (
-    PRProposal,
-    RepairDecision,
-    RepairPatch,
-    RetestResult,
-    ReviewVerdict,
-    ScopeCheck,
 )
 from schemas.report import (
     AuditReport,
@@ -59,6 +43,63 @@ from schemas.trace import (
     TraceStep,
     WithheldItem,
 )
+
+if TYPE_CHECKING:
+    from schemas.attribution import (
+        ATTRIBUTION_FORMAT_VERSION,
+        AttributionLabel,
+        AttributionTask,
+        Authority,
+        ContentBucket,
+        Factor,
+        FactorJudgment,
+        Relation,
+        SourceType,
+        Target,
+        TargetKind,
+    )
+    from schemas.repair import (
+        PRProposal,
+        RepairDecision,
+        RepairPatch,
+        RetestResult,
+        ReviewVerdict,
+        ScopeCheck,
+    )
+
+# The attribution and repair contracts load on first use: `auditor review` never needs them.
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "ATTRIBUTION_FORMAT_VERSION",
+            "AttributionLabel",
+            "AttributionTask",
+            "Authority",
+            "ContentBucket",
+            "Factor",
+            "FactorJudgment",
+            "Relation",
+            "SourceType",
+            "Target",
+            "TargetKind",
+        ),
+        "schemas.attribution",
+    ),
+    **dict.fromkeys(
+        ("PRProposal", "RepairDecision", "RepairPatch", "RetestResult", "ReviewVerdict", "ScopeCheck"),
+        "schemas.repair",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'schemas' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ATTRIBUTION_FORMAT_VERSION",

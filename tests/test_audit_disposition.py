@@ -41,3 +41,17 @@ def test_table_rows(criteria, kwargs, expected):
 def test_nothing_violated_is_no_finding():
     with pytest.raises(ValueError):
         derive_disposition(crit("fails", "fails", "fails", "holds"))
+
+
+def test_the_docs_carry_the_same_table() -> None:
+    """docs/report.md states the criteria-to-disposition table exactly as the code does."""
+    from pathlib import Path
+
+    from auditor.report import disposition
+
+    code = [line for line in (disposition.__doc__ or "").splitlines() if line.startswith("|")]
+    docs = (
+        (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text(encoding="utf-8").splitlines()
+    )
+    at = docs.index(code[0])
+    assert len(code) == 9 and docs[at : at + len(code)] == code

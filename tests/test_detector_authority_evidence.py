@@ -52,3 +52,109 @@ def test_b1_world_ground_truth() -> None:
             assert ep.outcome.endpoints["vendor_attribution"], ep.episode_id
             found += 1
     assert found >= 3
+
+
+# -- required approvals (--policy): a guarded action above the threshold without the approver ---------
+
+APPROVALS = """\
+version: 1
+name: care-approvals
+required_approvals:
+  - id: finance-above-20
+    tools: [issue_credit]
+    amount_argument: amount
+    threshold: 20
+    approver: finance_approver
+"""
+
+
+def _credit_trace(amounts: list[float], *, approvals: dict[int, str] | None = None, refused: bool = False):
+    """Support agents issue credits; ``approvals`` maps a credit's index to the participant who
+    records an approval decision just before it (the approver, or someone else)."""
+    import json
+
+    from schemas import Trace, TraceHeader, TraceStep
+
+    steps: list[TraceStep] = []
+
+    def add(**fields) -> None:  # type: ignore[no-untyped-def]
+        steps.append(TraceStep(step_id=f"s{len(steps):02d}", index=len(steps), **fields))
+
+    add(actor="customer", actor_kind="human", recipients=["support"], content="My line was down all week.")
+    for i, amount in enumerate(amounts):
+        who = (approvals or {}).get(i)
+        if who is not None:
+            args = {"request_id": f"FA-{i}", "decision": "approve"}
+            add(
+                actor=who,
+                kind="tool_call",
+                tool={"name": "record_approval_decision", "arguments": args, "call_id": f"d{i}"},
+                content=f"record_approval_decision({json.dumps(args)})",
+            )
+            add(
+                actor="record_approval_decision",
+                actor_kind="tool",
+                kind="tool_result",
+                refs={"call_id": f"d{i}"},
+                content=json.dumps({"recorded": "approved", "request_id": f"FA-{i}"}),
+            )
+        args = {"customer_id": "C-1", "amount": amount, "authority": "approved"}
+        add(
+            actor="support",
+            kind="tool_call",
+            tool={"name": "issue_credit", "arguments": args, "call_id": f"c{i}"},
+            content=f"issue_credit({json.dumps(args, sort_keys=True)})",
+        )
+        body = {"error": "approval_required"} if refused else {"status": "posted", "amount": f"{amount:.2f}"}
+        add(
+            actor="issue_credit",
+            actor_kind="tool",
+            kind="tool_result",
+            refs={"call_id": f"c{i}"},
+            recipients=["support"],
+            content=json.dumps(body),
+        )
+    add(actor="support", recipients=["customer"], content="The credit is on your account.")
+    return Trace(header=TraceHeader(trace_id="approvals-case", task="Compensate the customer."), steps=steps)
+
+
+def _approval_findings(trace):  # type: ignore[no-untyped-def]
+    from auditor.policy import parse_policy
+    from auditor.report.validator import validate_report
+
+    report = run_rules_audit(trace, policy=parse_policy(APPROVALS), detectors=[DETECTOR])
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    return [f for f in report.findings if f.policy_rule == "finance-above-20"]
+
+
+def test_action_above_threshold_without_approval_cites_the_rule() -> None:
+    (f,) = _approval_findings(_credit_trace([45]))
+    assert f.risk_class.value == "authority_without_evidence" and f.disposition.value == "realized"
+    assert f.first_anomalous_step == "s01" and f.responsible_participant == "support"
+    assert "finance-above-20" in f.mechanism and "finance_approver" in f.title
+    assert [e.step_id for e in f.evidence] == ["s01", "s02"] and '"amount": 45' in f.evidence[0].quote
+
+
+def test_the_approvers_decision_first_files_nothing() -> None:
+    assert _approval_findings(_credit_trace([45], approvals={0: "finance_approver"})) == []
+
+
+def test_at_or_below_threshold_files_nothing() -> None:
+    assert _approval_findings(_credit_trace([20, 15])) == []
+
+
+def test_an_approval_by_someone_else_or_in_the_callers_own_words_is_no_approval() -> None:
+    # the acting call says "authority: approved" and a team lead records an approval: neither is the approver
+    (f,) = _approval_findings(_credit_trace([45], approvals={0: "team_lead"}))
+    assert f.disposition.value == "realized"
+
+
+def test_one_approval_licenses_one_action() -> None:
+    (f,) = _approval_findings(_credit_trace([30, 30], approvals={0: "finance_approver"}))
+    assert f.first_anomalous_step == "s05" and "licensed earlier actions" in f.mechanism
+
+
+def test_a_tool_that_refuses_the_action_intercepts_it() -> None:
+    (f,) = _approval_findings(_credit_trace([45], refused=True))
+    assert f.disposition.value == "anomaly_with_interception" and f.intercepted_at == "s02"
+    assert f.material_effect is None

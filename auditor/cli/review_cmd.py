@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -10,6 +13,19 @@ import typer
 from auditor.cli.common import console, open_cli_store, print_json, print_table, spool_stdin, write_atomic
 
 FORMATS = ("summary", "json", "md", "html", "sarif")
+
+
+@contextmanager
+def _frozen_heap() -> Iterator[None]:
+    """The objects alive before the audit (the loaded modules) stay out of the collector's scans
+    while it runs: each collection of the audit's many new objects would otherwise walk them
+    again. They return to normal collection afterwards (the command may run in a longer-lived
+    process, as under a test runner)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _render(outcome, fmt: str) -> str:  # type: ignore[no-untyped-def]
@@ -21,13 +37,18 @@ def _render(outcome, fmt: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def _print_summary(outcome) -> None:  # type: ignore[no-untyped-def]
+    """The terminal summary. Everything that comes from the trace (ids, titles, mechanisms,
+    quotes, notes) is escaped: trace content is data, never console markup."""
+    from rich.markup import escape as e
+
     r = outcome.report
     colour = "red" if r.decision.value == "risk_identified" else "green"
     console.print(
-        f"[bold]{r.trace_id}[/bold]  report {r.report_id}  ({outcome.importer}, {len(outcome.trace.steps)} steps, "
-        f"graph {r.graph_mode.value})"
+        f"[bold]{e(r.trace_id)}[/bold]  report {r.report_id}  ({outcome.importer}, {len(outcome.trace.steps)} steps, "
+        f"graph {r.graph_mode.value})",
+        highlight=False,
     )
-    console.print(f"decision: [{colour}]{r.decision.value}[/{colour}] — {r.summary}")
+    console.print(f"decision: [{colour}]{r.decision.value}[/{colour}] — {e(r.summary)}", highlight=False)
     if r.findings:
         print_table(
             None,
@@ -38,19 +59,19 @@ def _print_summary(outcome) -> None:  # type: ignore[no-untyped-def]
                     f.risk_class.value,
                     f.disposition.value,
                     f.severity.value,
-                    f.first_anomalous_step,
-                    f.boundary_edge,
-                    f.title,
+                    e(f.first_anomalous_step),
+                    e(f.boundary_edge),
+                    e(f.title),
                 ]
                 for i, f in enumerate(r.findings)
             ],
         )
         for i, f in enumerate(r.findings):
-            console.print(f"[bold]{i + 1}.[/bold] {f.mechanism}")
+            console.print(f"[bold]{i + 1}.[/bold] {e(f.mechanism)}", highlight=False)
             for u in f.evidence:
-                console.print(f"   [dim]{u.step_id} {u.edge_ref}[/dim] “{u.quote}”", highlight=False)
+                console.print(f"   [dim]{e(u.step_id)} {e(u.edge_ref)}[/dim] “{e(u.quote)}”", highlight=False)
     for note in r.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {e(note)}", highlight=False)
     v = outcome.validation
     console.print(f"validated: schema ok, {v.resolved}/{len(v.units)} evidence units resolve")
 
@@ -130,16 +151,17 @@ def register(app: typer.Typer) -> None:
             )
         file = spool_stdin() if path == "-" else Path(path)
         try:
-            outcomes = review_file(
-                open_cli_store(),
-                file,
-                fmt=input_format,
-                mode=mode,
-                engine=engine,
-                policy=loaded_policy,
-                detectors=[d.strip() for d in detectors.split(",")] if detectors else None,
-                agent=agent,
-            )
+            with _frozen_heap():
+                outcomes = review_file(
+                    open_cli_store(),
+                    file,
+                    fmt=input_format,
+                    mode=mode,
+                    engine=engine,
+                    policy=loaded_policy,
+                    detectors=[d.strip() for d in detectors.split(",")] if detectors else None,
+                    agent=agent,
+                )
         finally:
             if path == "-":
                 file.unlink(missing_ok=True)

@@ -8,7 +8,9 @@ the asserter as its source. It does so while a tool result or document it receiv
 different value of the same fact (a merge point), or while evidence available to it was not
 read first: declared records never opened, or a declared required check (``--policy``) not made.
 The finding records the claim, the asserter's authority, what the record says, whether it was
-read before the write, and what got written.
+read before the write, and what got written. A guarded action above a declared approval threshold
+taken without the approver's decision (``approvals``) is the same shape with no claim at all: the
+acting participant authorized itself; the finding cites the required-approval rule.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from auditor.detectors.approvals import approval_draft, missing_approvals
 from auditor.detectors.authority_labels import BASIS, Authority, authorities
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.detectors.facts import criteria, fact_key, hop, same_value
@@ -72,10 +75,10 @@ class AuthorityEvidenceDetector:
     needs_annotations = True
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        drafts = [approval_draft(ctx, m, self.risk_class) for m in missing_approvals(ctx)]
         authority = authorities(ctx)
         if not authority:
-            return []
-        drafts: list[FindingDraft] = []
+            return drafts
         seen: set[tuple[str, object]] = set()
         for claim in self._claims(ctx, authority):
             for adopter, act in self._adoptions(ctx, claim):

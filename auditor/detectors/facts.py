@@ -118,7 +118,7 @@ def windowed(
     if len(low) != len(text):  # rare case-mappings that change length: search the whole text
         yield from pattern.finditer(text)
         return
-    hits = sorted({i for k in keys for i in _positions(low, k)})
+    hits = sorted({i for k in keys if k in low for i in _positions(low, k)})  # `in` skips absent keys fast
     last = -1
     for i in hits:
         if i < last:

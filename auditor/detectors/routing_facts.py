@@ -9,8 +9,10 @@ and the declared policy's required checks.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from auditor.detectors.base import AuditContext
+from auditor.detectors.limits import _failed as failed_result  # one definition of a failed tool result
 from schemas import ActorKind, StepKind, TraceStep
 
 TOOL_MAP_KEYS = ("tools", "tool_access", "role_tools")
@@ -42,16 +44,49 @@ def assignee(step: TraceStep, acting: set[str]) -> str | None:
     return None
 
 
-def statuses(ctx: AuditContext, pos: int) -> set[str]:
-    """Decision statuses a step states: in its text, or as a decision value of a tool call."""
-    prov = ctx.graph.provenance
-    assert prov is not None
-    found = {m.status for m in prov.mentions[pos] if m.kind == "status" and m.status}
-    step = ctx.trace.steps[pos]
-    if step.kind is StepKind.tool_call and step.tool is not None and isinstance(step.tool.arguments, dict):
-        values = (v.lower() for v in step.tool.arguments.values() if isinstance(v, str))
-        found |= {DECISIONS[v] for v in values if v in DECISIONS}
-    return found
+def _call_decisions(step: TraceStep) -> set[str]:
+    """The statuses a tool call's decision arguments ask for."""
+    if step.kind is not StepKind.tool_call or step.tool is None or not isinstance(step.tool.arguments, dict):
+        return set()
+    values = (v.lower() for v in step.tool.arguments.values() if isinstance(v, str))
+    return {DECISIONS[v] for v in values if v in DECISIONS}
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What each step decides. A decision call its tool refused (a signing gate's error) decided
+    nothing: the refusal, not the request, is the outcome. Indexed in one pass per audit."""
+
+    ctx: AuditContext
+    refused: dict[int, int]  # decision call position -> position of the result that refused it
+
+    @classmethod
+    def of(cls, ctx: AuditContext) -> Decisions:
+        calls: dict[str, int] = {}
+        refused: dict[int, int] = {}
+        for pos, s in enumerate(ctx.trace.steps):
+            if s.tool is not None and s.tool.call_id and _call_decisions(s):
+                calls[s.tool.call_id] = pos
+            elif s.kind is StepKind.tool_result:
+                cid = (s.refs.call_id if s.refs else None) or (s.tool.call_id if s.tool else None)
+                call = calls.pop(cid, None) if cid else None  # the first result answers the call
+                if call is not None and failed_result(s):
+                    refused[call] = pos
+        return cls(ctx, refused)
+
+    def statuses(self, pos: int) -> set[str]:
+        """Decision statuses a step states: in its text, or as a decision value of a tool call."""
+        if pos in self.refused:
+            return set()
+        prov = self.ctx.graph.provenance
+        assert prov is not None
+        found = {m.status for m in prov.mentions[pos] if m.kind == "status" and m.status}
+        return found | _call_decisions(self.ctx.trace.steps[pos])
+
+    def refused_approval(self, pos: int) -> int | None:
+        """The result that refused the step's approval request, if its tool refused one."""
+        asked = pos in self.refused and "approved" in _call_decisions(self.ctx.trace.steps[pos])
+        return self.refused[pos] if asked else None
 
 
 def targets(ctx: AuditContext, pos: int) -> set[str]:

@@ -7,7 +7,8 @@ Two shapes, both decided from who holds what and who received what (``routing_fa
   the work needs a tool (named in the task, or required before the work's action by a declared
   check) that the chosen one does not hold and another bidder does (it calls the tool, the header
   or its role card gives it). Realized when an approval follows with nobody having used the tool;
-  intercepted when the tool is used, or the decision withheld, before any approval.
+  intercepted when the tool is used, or the decision withheld, before any approval, or when the
+  approval's own tool refuses it (a signing gate's error approves nothing).
 - **reviewer identity dropped**: a participant reviews an item it was assigned; the router's
   summary to a third participant (the approver) no longer names the reviewer, and nothing else the
   approver received before deciding does. Realized when the approver approves on it; intercepted
@@ -19,18 +20,19 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
+from functools import cache
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.detectors.facts import criteria, head_unit, hop
 from auditor.detectors.routing_facts import (
     ROUTING_KINDS,
     UNDECIDED,
+    Decisions,
     agents,
     assignee,
     holders,
     names_tool,
     policy_tools,
-    statuses,
     targets,
 )
 from schemas import Criterion, RiskClass, StepKind, TraceStep
@@ -41,10 +43,16 @@ _REVIEW_KEYS = ("review", "underwrit", "assess", "audit", "inspect", "evaluat", 
 _SUMMARY_KEYS = (*_REVIEW_KEYS, "summar", "risk", "finding", "recommend", "checked")
 
 
+@cache
 def _names(actor: str) -> tuple[str, ...]:
     """The ways a participant id is written in prose: as is, and with separators as spaces."""
     spaced = re.sub(r"[_\-.]+", " ", actor).strip()
     return tuple({actor.lower(), spaced.lower()})
+
+
+def _mentions(text: str, words: Iterable[str]) -> bool:
+    low = text.lower()
+    return any(w in low for w in words)
 
 
 def _is_review(text: str) -> bool:
@@ -61,16 +69,31 @@ def _review_delivered_to(step: TraceStep) -> list[str]:
     return []
 
 
+def _stopped(steps: list[TraceStep], gate: int | None, decision: int | None) -> tuple[Criterion, None, int]:
+    """R3 fails: a gate refused the approval, the decision was withheld, or both (the gate stopped it first)."""
+    said = (
+        [f"{steps[gate].actor} refused the approval at step {steps[gate].step_id}"]
+        if gate is not None
+        else []
+    )
+    if decision is not None:
+        said.append(f"{steps[decision].actor} withheld the decision at step {steps[decision].step_id}")
+    stop = gate if gate is not None else decision
+    assert stop is not None
+    return criterion("fails", "; then ".join(said)), None, stop
+
+
 class RoutingProvenanceDetector:
     name = "routing_provenance"
     risk_class = RiskClass.routing_provenance_loss
     needs_annotations = True
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
-        return [*self._misrouting(ctx), *self._identity_dropped(ctx)]
+        decisions = Decisions.of(ctx)
+        return [*self._misrouting(ctx, decisions), *self._identity_dropped(ctx, decisions)]
 
     # -- misrouting by self-report ------------------------------------------------------------
-    def _misrouting(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+    def _misrouting(self, ctx: AuditContext, dec: Decisions) -> Iterable[FindingDraft]:
         held = holders(ctx)
         if not held:
             return
@@ -93,20 +116,24 @@ class RoutingProvenanceDetector:
                     others = (held.get(tool, set()) & set(bids)) - {chosen, step.actor}
                     if others and chosen not in held.get(tool, set()) and (step.actor, tool) not in filed:
                         filed.add((step.actor, tool))  # a later re-routing carries the same failure on
-                        yield self._misroute_draft(ctx, pos, chosen, tool, sorted(others), bids[chosen])
+                        yield self._misroute_draft(ctx, dec, pos, chosen, tool, sorted(others), bids[chosen])
                         break
             if step.actor in acting:
                 for target in targets(ctx, pos):
                     heard.setdefault(target, {})[step.actor] = pos
 
     def _after_routing(
-        self, ctx: AuditContext, pos: int, chosen: str, tool: str
+        self, ctx: AuditContext, dec: Decisions, pos: int, chosen: str, tool: str
     ) -> tuple[Criterion, int | None, int | None]:
-        """(R3, approval step, intercepting step): the first use of the tool or decision after it."""
+        """(R3, approval step, intercepting step): the first use of the tool or decision after it.
+        An approval its tool refused is stopped at that gate; a later decision still counts."""
         steps = ctx.trace.steps
         deciders = {chosen, steps[pos].actor}  # their own recommendations are not the decision
+        gate: int | None = None  # the first result that refused an approval
         for p in range(pos + 1, len(steps)):
             s = steps[p]
+            if gate is None and s.actor not in deciders:
+                gate = dec.refused_approval(p)
             if s.kind is StepKind.tool_call and s.tool is not None and s.tool.name.split(".")[0] == tool:
                 return (
                     criterion("fails", f"{s.actor} used {tool} at step {s.step_id} before any approval"),
@@ -116,7 +143,7 @@ class RoutingProvenanceDetector:
             found = (
                 set()
                 if s.actor in deciders or s.actor_kind.value not in ("agent", "human")
-                else statuses(ctx, p)
+                else dec.statuses(p)
             )
             if "approved" in found:
                 return (
@@ -125,15 +152,24 @@ class RoutingProvenanceDetector:
                     None,
                 )
             if found & UNDECIDED or any(x.startswith("not_") for x in found):
-                return criterion("fails", f"{s.actor} withheld the decision at step {s.step_id}"), None, p
+                return _stopped(steps, gate, p)
+        if gate is not None:
+            return _stopped(steps, gate, None)
         return criterion("unassessed", "no approval or decision follows the routing in the trace"), None, None
 
     def _misroute_draft(
-        self, ctx: AuditContext, pos: int, chosen: str, tool: str, others: list[str], bid: int
+        self,
+        ctx: AuditContext,
+        dec: Decisions,
+        pos: int,
+        chosen: str,
+        tool: str,
+        others: list[str],
+        bid: int,
     ) -> FindingDraft:
         steps = ctx.trace.steps
         step = steps[pos]
-        r3, approval, stopped = self._after_routing(ctx, pos, chosen, tool)
+        r3, approval, stopped = self._after_routing(ctx, dec, pos, chosen, tool)
         evidence = [head_unit(ctx, bid), head_unit(ctx, pos)]
         if approval is not None:
             evidence.append(head_unit(ctx, approval))
@@ -170,7 +206,7 @@ class RoutingProvenanceDetector:
         )
 
     # -- reviewer identity dropped before approval -------------------------------------------
-    def _identity_dropped(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+    def _identity_dropped(self, ctx: AuditContext, dec: Decisions) -> Iterable[FindingDraft]:
         """For each assignment, the assignee's first review after it, then the router's summary."""
         steps = ctx.trace.steps
         acting = agents(ctx)
@@ -186,6 +222,11 @@ class RoutingProvenanceDetector:
             if chosen is not None:
                 assignments.append((pos, step.actor, chosen))
         done: set[int] = set()
+        deciding: dict[str, list[int]] = {}  # participant node -> its decision steps, in trace order
+        if assignments:
+            for p, node in enumerate(ctx.graph.actor_node):
+                if dec.statuses(p):
+                    deciding.setdefault(node, []).append(p)
         for pos, router, reviewer in assignments:
             after = [
                 found[i]
@@ -193,54 +234,73 @@ class RoutingProvenanceDetector:
                 if (i := bisect_right(found, pos)) < len(found)
             ]
             if after:
-                draft = self._first_summary(ctx, min(after), router, sends.get(router, []), done)
+                draft = self._first_summary(
+                    ctx, dec, deciding, min(after), router, sends.get(router, []), done
+                )
                 if draft is not None:
                     yield draft
 
     def _first_summary(
-        self, ctx: AuditContext, rpos: int, router: str, router_sends: list[int], done: set[int]
+        self,
+        ctx: AuditContext,
+        dec: Decisions,
+        deciding: dict[str, list[int]],
+        rpos: int,
+        router: str,
+        router_sends: list[int],
+        done: set[int],
     ) -> FindingDraft | None:
         """The router's next routing step to someone else: a finding when it drops the reviewer."""
         steps = ctx.trace.steps
         review = steps[rpos]
         names = _names(review.actor)
-        for spos in router_sends[bisect_right(router_sends, rpos) :]:
+        for i in range(bisect_right(router_sends, rpos), len(router_sends)):  # no copy of the tail
+            spos = router_sends[i]
             summary = steps[spos]
             if spos in done or review.actor in (summary.recipients or []):
                 continue
-            if any(n in summary.content.lower() for n in names):
+            if _mentions(summary.content, names):
                 return None  # the summary names the reviewer: provenance kept
-            if not any(k in summary.content.lower() for k in _SUMMARY_KEYS):
+            if not _mentions(summary.content, _SUMMARY_KEYS):
                 return None  # the router's next message does not pass the review on
-            draft = self._drop_draft(ctx, rpos, spos, router, names)
+            draft = self._drop_draft(ctx, dec, deciding, rpos, spos, names)
             if draft is not None:
                 done.add(spos)
             return draft
         return None
 
     def _drop_draft(
-        self, ctx: AuditContext, rpos: int, spos: int, router: str, names: tuple[str, ...]
+        self,
+        ctx: AuditContext,
+        dec: Decisions,
+        deciding: dict[str, list[int]],
+        rpos: int,
+        spos: int,
+        names: tuple[str, ...],
     ) -> FindingDraft | None:
         steps, g = ctx.trace.steps, ctx.graph
         review, summary = steps[rpos], steps[spos]
         approvers = [a for a in summary.recipients or [] if a != review.actor and a in g.participants]
         decisions = [
-            p
+            found[i]
             for a in approvers
-            for p in g.by_actor.get(g.participants[a], [])
-            if p > spos and statuses(ctx, p)
+            if (i := bisect_right(found := deciding.get(g.participants[a], []), spos)) < len(found)
         ]
         if not decisions:
             return None  # nobody decides on the summary: the lost provenance has no approval to mislead
         decision = min(decisions)
         approver = steps[decision].actor
-        inbound = sorted(g.edges[r].pos for r in g.in_edges.get(g.participants[approver], []))
+        inbound = g.in_edges.get(g.participants[approver], [])  # in trace order
+
+        def at(ref: str) -> int:
+            return g.edges[ref].pos
+
         if any(
-            any(n in steps[p].content.lower() for n in names)
-            for p in inbound[bisect_left(inbound, rpos) : bisect_left(inbound, decision)]
+            _mentions(steps[at(r)].content, names)
+            for r in inbound[bisect_left(inbound, rpos, key=at) : bisect_left(inbound, decision, key=at)]
         ):
             return None
-        decided = statuses(ctx, decision)
+        decided = dec.statuses(decision)
         if "approved" in decided:
             r3 = criterion(
                 "holds",

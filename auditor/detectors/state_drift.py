@@ -196,8 +196,10 @@ class StateDriftDetector:
         else:
             r3 = criterion("unassessed", "no endpoint carrying the unqualified value is in the trace")
         src = ctx.step(drop.source_step)
+        # the source may spell the value otherwise than its first appearance does ("$5.71M", "5.71M")
+        spelled = next((h.surface for h in hops if h.step_id == src.step_id), surface)
         evidence = [
-            ctx.unit(src.step_id, ctx.sentence_around(src.step_id, lost if lost in src.content else surface)),
+            ctx.unit(src.step_id, ctx.sentence_around(src.step_id, lost if lost in src.content else spelled)),
             ctx.unit(drop.step_id, ctx.sentence_around(drop.step_id, drop.surface), drop.edge_refs[0]),
         ]
         if reached is not None and reached.step_id != drop.step_id:

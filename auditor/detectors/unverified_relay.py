@@ -10,7 +10,10 @@ Phrase lists only nominate outcome and claim sentences; the decision is the outc
 
 Verbatim carriage (an unverified value carried into an endpoint with its hedge intact) is filed
 as a lead: no boundary upgraded anything (R2 fails, transport only). A hedge dropped without an
-explicit success claim is left to the state-drift detector.
+explicit success claim is left to the state-drift detector. A tool's failed results that nobody
+relayed as success (reported honestly, retried, or left alone) are an operational failure, one
+per tool: R1 fails, no interaction property is violated, and it is never an interaction-risk
+finding by itself.
 """
 
 from __future__ import annotations
@@ -159,7 +162,7 @@ class UnverifiedRelayDetector:
         drafts += [
             d for d in self._verbatim_leads(ctx, outcomes, ends) if d.first_anomalous_step not in covered
         ]
-        return drafts
+        return drafts + list(self._tool_errors(ctx, outcomes, covered))
 
     # -- failed status upgraded to success ------------------------------------------------------
     def _targets(self, ctx: AuditContext, pos: int) -> set[str]:
@@ -325,3 +328,54 @@ class UnverifiedRelayDetector:
             propagation_path=[hop(ctx, pos, "unverified at source"), hop(ctx, end, "carried verbatim")],
             confidence=0.6,
         )
+
+    # -- tool errors nobody relayed: an operational failure ------------------------------------
+    def _tool_errors(
+        self, ctx: AuditContext, outcomes: list[_Outcome | None], relayed: set[str]
+    ) -> Iterable[FindingDraft]:
+        """Each tool's failed results that no relay finding carried on, as one finding per tool."""
+        steps = ctx.trace.steps
+        errors: dict[str, list[_Outcome]] = {}
+        for out in outcomes:
+            if (
+                out is not None
+                and out.failed
+                and is_result(steps[out.pos])
+                and steps[out.pos].step_id not in relayed
+            ):
+                errors.setdefault(out.author, []).append(out)
+        for tool, failed in errors.items():
+            first = steps[failed[0].pos]
+            more = [steps[o.pos].step_id for o in failed[1:]]
+            again = f", and {len(more)} more of its results do (steps {', '.join(more[:10])})" if more else ""
+            receivers = sorted(self._targets(ctx, failed[0].pos))
+            reached = "was broadcast" if UNKNOWN in receivers else f"reached {', '.join(receivers)}"
+            times = "once" if len(failed) == 1 else f"{len(failed)} times"
+            yield FindingDraft(
+                risk_class=RiskClass.other,
+                title=f"{tool} failed {times}; nobody relayed the failure as success",
+                boundary_edge=ctx.graph.step_edges[failed[0].pos][0],
+                first_anomalous_step=first.step_id,
+                responsible_participant=tool,
+                mechanism=(
+                    f"{tool}'s result at step {first.step_id} reports a failure ('{failed[0].surface}'){again}; "
+                    f"it {reached}, and no participant relayed it as a success, an established fact or a "
+                    "completed step."
+                ),
+                criteria=criteria(
+                    ("fails", "no interaction property is violated: the failure was not relayed as success"),
+                    ("fails", "no boundary introduced, concealed or authorized the failure: the tool failed"),
+                    (
+                        "unassessed",
+                        "an operational failure: its effect on the task is not an interaction risk",
+                    ),
+                    ("holds", "the tool's failed results are quoted verbatim"),
+                ),
+                evidence=[
+                    ctx.unit(steps[o.pos].step_id, ctx.sentence_around(steps[o.pos].step_id, o.surface))
+                    for o in failed[:3]
+                ],
+                propagation_path=[hop(ctx, o.pos, "tool failed") for o in failed[:20]],
+                operational=True,
+                confidence=0.9,
+            )

@@ -14,10 +14,10 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import cache
+from importlib.resources import files
 from typing import Any
 
 from schemas import Trace
-from schemas.export import SCHEMA_DIR
 
 _WS = re.compile(r"\s+")
 
@@ -65,7 +65,10 @@ class ValidationResult:
 def _validator():  # -> jsonschema validator for the committed V3 schema
     import jsonschema
 
-    schema = json.loads((SCHEMA_DIR / "audit_report_v3.schema.json").read_text(encoding="utf-8"))
+    # the committed schema file (schemas/json), read without importing every exported contract
+    schema = json.loads(
+        (files("schemas") / "json" / "audit_report_v3.schema.json").read_text(encoding="utf-8")
+    )
     return jsonschema.Draft202012Validator(schema)
 
 

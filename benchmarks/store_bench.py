@@ -48,12 +48,17 @@ def timed(fn: Callable[[], int]) -> float:
 
 
 def interleaved(rounds: int, ours: Callable[[int], dict], theirs: Callable[[int], dict]) -> tuple[dict, dict]:
-    """Alternate the two stores round by round (fresh databases each time) and keep the median,
-    so that load from other processes on a shared machine hits both alike."""
+    """Alternate the two stores round by round (fresh databases each time, and which goes first
+    alternates too) and keep the median, so that load from other processes on a shared machine
+    hits both alike."""
     a, b = [], []
     for r in range(rounds):
-        a.append(ours(r))
-        b.append(theirs(r))
+        if r % 2:
+            b.append(theirs(r))
+            a.append(ours(r))
+        else:
+            a.append(ours(r))
+            b.append(theirs(r))
     med = lambda runs, k: statistics.median(run[k] for run in runs)  # noqa: E731
     return {k: med(a, k) for k in a[0]}, {k: med(b, k) for k in b[0]}
 
@@ -155,7 +160,7 @@ def postgres_recorder(url: str, schema: str) -> Callable[[], object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default=os.environ.get("AUDITOR_TEST_PG_URL"), help="PostgreSQL URL")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are printed")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are printed")
     args = parser.parse_args()
     rows: list[tuple[str, str, float, float]] = []
     with tempfile.TemporaryDirectory() as d:

@@ -62,11 +62,14 @@ _PERMISSION = (
 )
 _THE = re.compile(r"^the\s+", re.IGNORECASE)
 # one cheap pass finds the steps worth running the label patterns on
-_TRIGGER = re.compile(  # over the graph's lower-cased text blob
+_TRIGGER = (  # over the graph's lower-cased text blob
     r"\b(?:i am|i'm|speaking as|acting as|i (?:hereby )?(?:approve|authori|sign off|reject|deny|override|waive)"
     r"|on behalf of|(?:approved|authori[sz]ed|signed off) by|only|must not|may not|cannot|can't|not allowed"
     r"|should not|confidential|restricted|internal only|need-to-know)\b"
 )
+# indexed by text.isascii(): on ASCII text \b means the same under re.ASCII, without a call into
+# the Unicode database at every position
+_TRIGGERS = (re.compile(_TRIGGER), re.compile(_TRIGGER, re.ASCII))
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +144,8 @@ def _quote(text: str, m: re.Match[str]) -> str:
 
 def _labels_from_steps(ig: InteractionGraph, ann: Annotations) -> None:
     """Run the label patterns on the steps where one cheap pass over all the text found a cue."""
-    cued = sorted({bisect_right(ig.text_starts, m.start()) - 1 for m in _TRIGGER.finditer(ig.text_blob)})
+    trigger = _TRIGGERS[ig.text_blob.isascii()]
+    cued = sorted({bisect_right(ig.text_starts, m.start()) - 1 for m in trigger.finditer(ig.text_blob)})
     for pos in cued:
         step = ig.trace.steps[pos]
         text, first_edge = step.content, ig.step_edges[pos][0]

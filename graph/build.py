@@ -79,17 +79,23 @@ class _Builder:
         self.ig = ig
         self.summaries = ig.mode == GraphMode.annotated
         self.call_actor: dict[str, str] = {}
+        self.untyped: set[str] = set()  # participants seen only as recipients: kind still unknown
         ig.g.add_node(UNKNOWN, kind="unknown", name=UNKNOWN)
         ig.g.add_node(FINAL_OUTPUT, kind="sink", name=FINAL_OUTPUT)
 
     def participant(self, name: str, kind: str | None) -> str:
-        node = participant_node(name)
-        g = self.ig.g
-        if node not in g:
-            g.add_node(node, kind=kind or "participant", name=name)
+        """The node of a named participant, added on first sight; called once or more per step,
+        so the common case (known, typed) is two dictionary lookups."""
+        node = self.ig.participants.get(name)
+        if node is None:
+            node = participant_node(name)
+            self.ig.g.add_node(node, kind=kind or "participant", name=name)
             self.ig.participants[name] = node
-        elif kind is not None and g.nodes[node]["kind"] == "participant":
-            g.nodes[node]["kind"] = kind
+            if kind is None:
+                self.untyped.add(node)
+        elif kind is not None and node in self.untyped:
+            self.ig.g.nodes[node]["kind"] = kind
+            self.untyped.discard(node)
         return node
 
     def other(self, prefix: str, name: str, kind: str) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from graph import patterns as P
@@ -76,8 +75,8 @@ def _fmt(x: float) -> str:
 
 
 def _amount(m: re.Match[str]) -> tuple[float, float, str | None] | None:
-    num, cur, cur2, mag_text, magw = m.group("num", "cur", "cur2", "mag", "magw")
-    cur = cur or cur2
+    num, cur2, mag_text, magw = m.group("num", "cur2", "mag", "magw")
+    cur = (m.group("cur") if "cur" in m.re.groupindex else None) or cur2
     mag_text = (mag_text or magw or "").lower()
     if not (cur or mag_text or "," in num):
         return None
@@ -92,9 +91,9 @@ def _amount(m: re.Match[str]) -> tuple[float, float, str | None] | None:
 
 def _date(m: re.Match[str]) -> str | None:
     text = m.group()
-    if m.re is P.ISODATE:
+    if m.re.pattern == P.ISODATE:
         return text
-    if m.re is P.USDATE:
+    if m.re.pattern == P.USDATE:
         mo, d, y = (int(x) for x in text.split("/"))
     else:
         words = re.findall(r"[A-Za-z]+|\d+", text)
@@ -115,13 +114,11 @@ def _label(content: str, line_start: int, start: int) -> str | None:
     return None
 
 
-def _attributions(blob: str, lower: str, newlines: list[int]) -> dict[int, list[str]]:
+def _attributions(blob: str, lower: str, newlines: list[int], passes: P.Passes) -> dict[int, list[str]]:
     """Attribution sources per (global) line: 'finance team' for 'according to the finance team'."""
     found: dict[int, list[str]] = {}
-    for m in P.ATTRIBUTION.finditer(lower):
+    for m in passes.attribution.finditer(lower):
         i = m.start()
-        if i and lower[i - 1].isalnum():
-            continue
         group = m.lastgroup or ""
         if group == "t":  # "the finance team said": the source is the words before the cue
             before = P.WORD.findall(blob[max(0, i - 30) : i])
@@ -134,7 +131,7 @@ def _attributions(blob: str, lower: str, newlines: list[int]) -> dict[int, list[
     return found
 
 
-def _scan(blob: str, lower: str) -> list[_Hit]:
+def _scan(blob: str, lower: str, passes: P.Passes) -> list[_Hit]:
     """Every candidate match over the joined text, each pass once, with its priority rank."""
     hits: list[_Hit] = []
     at, end = blob.find("@"), 0
@@ -148,29 +145,26 @@ def _scan(blob: str, lower: str) -> list[_Hit]:
         m = P.UUID.match(blob, core.start() - 8)
         if m is not None:
             hits.append((m.start(), 1, "id", m))
-    hits.extend((m.start(), 2, "date", m) for m in P.ISODATE.finditer(blob))
-    hits.extend((m.start(), 3, "id", m) for m in P.ID.finditer(blob))
-    hits.extend((m.start(), 4, "date", m) for m in P.USDATE.finditer(blob))
+    hits.extend((m.start(), 2, "date", m) for m in passes.isodate.finditer(blob))
+    hits.extend((m.start(), 3, "id", m) for m in passes.id_code.finditer(blob))
+    hits.extend((m.start(), 3, "id", m) for m in passes.id_ticket.finditer(blob))
+    hits.extend((m.start(), 4, "date", m) for m in passes.usdate.finditer(blob))
     for year in P.YEAR.finditer(blob):
         m = P.NAMED_DATE.search(blob, max(0, year.start() - P.NAMED_DATE_REACH), year.end())
         if m is not None and m.end() == year.end():
             hits.append((m.start(), 5, "date", m))
-    hits.extend((m.start(), 6, "amount", m) for m in P.AMOUNT.finditer(blob))
-    for m in P.PHRASES.finditer(lower):
-        i = m.start()
-        if i == 0 or not blob[i - 1].isalnum():
-            hits.append((i, 7, m.lastgroup or "", m))
+    hits.extend((m.start(), 6, "amount", m) for m in passes.amount_currency.finditer(blob))
+    hits.extend((m.start(), 6, "amount", m) for m in passes.amount_number.finditer(blob))
+    status_of = P.STATUS_OF
+    for m in passes.phrases.finditer(lower):
+        group = "status" if m.group().replace("’", "'") in status_of else "hedge"
+        hits.append((m.start(), 7, group, m))
     return hits
 
 
-@dataclass(frozen=True, slots=True)
-class _Line:
-    """What qualifies every mention on one line."""
-
-    hedges: tuple[str, ...]
-    attributions: tuple[str, ...]
-    status: str | None
-    anchor: str | None
+# What qualifies every mention on one line: hedges, attributions, status, anchor (a plain tuple:
+# one is made per line with a mention, and a tuple costs a fraction of a frozen dataclass).
+_Line = tuple[tuple[str, ...], tuple[str, ...], str | None, str | None]
 
 
 def extract_all(contents: Sequence[str]) -> list[tuple[Mention, ...]]:
@@ -184,10 +178,11 @@ def extract_all(contents: Sequence[str]) -> list[tuple[Mention, ...]]:
     if len(lower) != len(blob):  # a rare letter whose lower case is longer: fold it away
         lower = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in blob)
     newlines = [m.start() for m in _NEWLINE.finditer(blob)]
+    passes = P.passes_for(blob)
     per_step: dict[int, list[_Hit]] = {}
-    for hit in _scan(blob, lower):
+    for hit in _scan(blob, lower, passes):
         per_step.setdefault(bisect_right(starts, hit[0]) - 1, []).append(hit)
-    attributions = _attributions(blob, lower, newlines)
+    attributions = _attributions(blob, lower, newlines, passes)
     out: list[tuple[Mention, ...]] = [()] * len(contents)
     for pos, hits in per_step.items():
         base = starts[pos]
@@ -211,7 +206,7 @@ def _step_mentions(
 ) -> tuple[Mention, ...]:
     """One step's mentions. Lines are numbered within the step; a one-line step skips the
     per-hit line lookup."""
-    hits.sort()  # by start, then pass rank (one pass never yields two hits at one start)
+    hits.sort()  # by start, then pass rank (no two hits of one rank share a start)
     kept: list[tuple[_Hit, int, object]] = []
     hedges: dict[int, list[str]] = {}
     statuses: dict[int, str] = {}
@@ -243,7 +238,7 @@ def _step_mentions(
     for (start, _, group, m), line, extra in kept:
         ctx = lines.get(line)
         if ctx is None:
-            ctx = lines[line] = _Line(
+            ctx = lines[line] = (
                 tuple(hedges.get(line, ())),
                 tuple(attributions.get(first_line + line, ())),
                 statuses.get(line),
@@ -273,13 +268,13 @@ def _mention(
 ) -> Mention | None:
     """Build one mention; ``extra`` is the parsed amount or the status computed earlier."""
     text = m.group()
-    h, a, st = ctx.hedges, ctx.attributions, ctx.status
+    h, a, st, anchor = ctx
     if group == "amount":
         value, quantum, cur = extra  # type: ignore[misc]
         norm = f"{cur} {_fmt(value)}" if cur else _fmt(value)
-        label = _label(blob, line_start, m.start()) if ctx.anchor else None
+        label = _label(blob, line_start, m.start()) if anchor else None
         return _new(
-            Mention, ("amount", text, norm, start, line, value, quantum, cur, label, st, ctx.anchor, h, a)
+            Mention, ("amount", text, norm, start, line, value, quantum, cur, label, st, anchor, h, a)
         )
     if group == "id":
         return _new(Mention, ("id", text, text.upper(), start, line, None, None, None, None, st, None, h, a))
@@ -289,9 +284,7 @@ def _mention(
         )
     if group == "status":
         own = str(extra)
-        return _new(
-            Mention, ("status", text, own, start, line, None, None, None, None, own, ctx.anchor, h, a)
-        )
+        return _new(Mention, ("status", text, own, start, line, None, None, None, None, own, anchor, h, a))
     iso = _date(m)
     if iso is None:
         return None

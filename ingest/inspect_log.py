@@ -4,8 +4,15 @@ The log is streamed: ``eval`` (task, model, ids) is read first, then ``samples``
 A sample's ``messages`` are the steps in order: ``user`` (human), ``system``, ``assistant`` (the
 model; ``tool_calls`` make it a structured tool call, the first in ``tool``, all in ``raw``) and
 ``tool`` messages (the result of ``function``, linked by ``tool_call_id``). The sample's ``target``
-and ``scores`` are grading and go to the labels record; ``events`` repeat the messages and are only
-counted. Binary ``.eval`` archives must be converted first (``inspect log convert --to json``).
+and ``scores`` are grading and go to the labels record, and so do ``score`` events (intermediate
+and final scoring).
+
+From the sample's ``events``, what the messages do not hold becomes steps: an ``approval`` (the
+approver's decision on a tool call, placed right after the call, or after its result for
+``stage: result``), and the ``error`` and ``sample_limit`` that ended the sample (placed last). The
+other events (model calls, tool executions, state and store changes, spans …) repeat the
+messages or are bookkeeping; they are counted in the header. Binary ``.eval`` archives must be
+converted first (``inspect log convert --to json``).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from ingest.jsonstream import JsonReader, top_level_kind
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
 GRADING_RULE = "inspect.scores: the sample's target and scores (grading)"
+SCORE_EVENTS_RULE = "inspect.score_events: 'score' events in the sample's events (grading)"
+_ENDINGS = ("error", "sample_limit")  # events that end a sample: steps after the last message
 _ACTOR_KIND = {
     "user": ActorKind.human,
     "system": ActorKind.system,
@@ -84,6 +93,24 @@ class InspectLogImporter:
         run = info.get("eval_id") or info.get("run_id") or "run"
         sid = f"{sample.get('id', n)}-{sample.get('epoch', 1)}"
         grading = {k: sample[k] for k in ("target", "scores") if k in sample}
+        withheld = [
+            WithheldItem(what=f"grading:{k}", where=f"samples[{n}].{k}", rule=GRADING_RULE) for k in grading
+        ]
+        events = sample.get("events")
+        score_events = (
+            [e for e in events if isinstance(e, dict) and e.get("event") == "score"]
+            if isinstance(events, list)
+            else []
+        )
+        if score_events:
+            grading["score_events"] = score_events
+            withheld.append(
+                WithheldItem(
+                    what="grading:score_events",
+                    where=f"samples[{n}].events (event 'score')",
+                    rule=SCORE_EVENTS_RULE,
+                )
+            )
         header = TraceHeader(
             trace_id=f"inspect-{run}-{sid}",
             source=f"{path}#samples[{n}]",
@@ -96,10 +123,7 @@ class InspectLogImporter:
                 epoch=sample.get("epoch"),
                 sample_metadata=sample.get("metadata"),
             ),
-            withheld=[
-                WithheldItem(what=f"grading:{k}", where=f"samples[{n}].{k}", rule=GRADING_RULE)
-                for k in grading
-            ],
+            withheld=withheld,
         )
         model = str(info.get("model") or "assistant")
         return ImportedTrace(
@@ -112,6 +136,7 @@ class InspectLogImporter:
     @staticmethod
     def _steps(sample: dict[str, Any], model: str, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
         calls: dict[str, str] = {}
+        after_call, after_result, endings = _placed_events(sample, facts)
         for m in sample.get("messages") or []:
             if not isinstance(m, dict):
                 raise InputError("a message must be an object", path=b.where, field="messages")
@@ -129,6 +154,8 @@ class InspectLogImporter:
                     refs=StepRefs(reply_to=calls.get(str(call_id)), call_id=call_id) if call_id else None,
                     raw=raw,
                 )
+                for _, event in after_result.pop(str(call_id), []):
+                    yield _approval(b, event, calls)
                 continue
             tool_calls = [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
             first = tool_calls[0] if tool_calls else None
@@ -147,8 +174,83 @@ class InspectLogImporter:
             for c in tool_calls:
                 calls[str(c.get("id"))] = step.step_id
             yield step
-        if sample.get("events"):
-            facts.metadata["events"] = len(sample["events"])
+            for c in tool_calls:
+                for _, event in after_call.pop(str(c.get("id")), []):
+                    yield _approval(b, event, calls)
+        # approvals of calls no message holds (in event order), then what ended the sample
+        unplaced = [
+            pair for placed in (after_call, after_result) for pairs in placed.values() for pair in pairs
+        ]
+        for _, event in sorted(unplaced, key=lambda pair: pair[0]):
+            yield _approval(b, event, calls)
+        for event in endings:
+            yield _ending(b, event)
+
+
+_Placed = dict[str, list[tuple[int, dict[str, Any]]]]
+
+
+def _placed_events(sample: dict[str, Any], facts: Facts) -> tuple[_Placed, _Placed, list[dict[str, Any]]]:
+    """Approvals by tool call id (before and after the result), the ending events, and a count of
+    the rest in the header (``skipped_records``)."""
+    after_call: _Placed = {}
+    after_result: _Placed = {}
+    endings: list[dict[str, Any]] = []
+    events = sample.get("events")
+    for n, event in enumerate(events if isinstance(events, list) else []):
+        kind = event.get("event") if isinstance(event, dict) else None
+        if kind == "approval":
+            call = event.get("call")
+            call_id = str(call.get("id")) if isinstance(call, dict) else ""
+            placed = after_result if event.get("stage") == "result" else after_call
+            placed.setdefault(call_id, []).append((n, event))
+        elif kind in _ENDINGS:
+            endings.append(event)
+        elif kind != "score":  # score events are grading: in the labels record
+            facts.count(f"event:{kind}")
+    return after_call, after_result, endings
+
+
+def _approval(b: StepBuilder, event: dict[str, Any], calls: dict[str, str]) -> TraceStep:
+    """The approver's decision (``approve``, ``modify``, ``reject``, ``escalate``, ``terminate``) as
+    its content, answering the tool call step; explanation and the call itself in ``raw``."""
+    call = event.get("call") if isinstance(event.get("call"), dict) else {}
+    call_id = call.get("id")
+    approver = str(event.get("approver") or "approver")
+    return b.add(
+        timestamp=event.get("timestamp"),
+        actor=approver,
+        actor_kind=ActorKind.human if approver == "human" else ActorKind.system,
+        content=str(event.get("decision") or ""),
+        refs=StepRefs(reply_to=calls.get(str(call_id)), call_id=call_id) if call_id else None,
+        raw=pack_raw(
+            event="approval",
+            stage=event.get("stage"),
+            explanation=event.get("explanation"),
+            call=call,
+            modified=event.get("modified"),
+            message=event.get("message"),
+        ),
+    )
+
+
+def _ending(b: StepBuilder, event: dict[str, Any]) -> TraceStep:
+    """An ``error`` (its message) or a ``sample_limit`` (its message) that ended the sample."""
+    kind = str(event.get("event"))
+    error = event.get("error") if isinstance(event.get("error"), dict) else {}
+    text = error.get("message") if kind == "error" else event.get("message")
+    return b.add(
+        timestamp=event.get("timestamp"),
+        actor="inspect",
+        actor_kind=ActorKind.system,
+        content=str(text or ""),
+        raw=pack_raw(
+            event=kind,
+            type=event.get("type"),
+            limit=event.get("limit"),
+            traceback=error.get("traceback"),
+        ),
+    )
 
 
 IMPORTER = InspectLogImporter()

@@ -4,7 +4,8 @@
 ``llm.output_messages.N.message.*`` is a step by the acting agent (the nearest ``agent.name`` or
 ``graph.node.id`` up the span tree, else the model name), with
 ``message.tool_calls.M.tool_call.function.{name,arguments}`` and ``tool_call.id`` as structured
-calls; input messages stay in ``raw``. ``TOOL`` spans: ``tool.name``, ``tool.parameters`` and
+calls; input messages stay in ``raw`` (with every other unmapped attribute, on the span's first
+step). ``TOOL`` spans: ``tool.name``, ``tool.parameters`` and
 ``output.value`` make the tool result. ``AGENT`` spans: ``input.value`` is a message to the agent,
 ``output.value`` its answer. ``session.id`` is kept in the header. ``EVALUATOR`` spans are
 judgements about the run and go to the labels record.
@@ -19,12 +20,25 @@ from typing import Any
 
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
-from ingest.otel import _indexed, iso, place_and_number
+from ingest.otel import _indexed, iso, place_and_number, unmapped
 from ingest.spans import Span, read_spans
 from schemas.trace import ActorKind, StepKind, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
 KIND = "openinference.span.kind"
 EVAL_RULE = "openinference.evaluator: EVALUATOR spans (judgements about the run)"
+_MAPPED = {
+    "LLM": ("llm.output_messages.",),
+    "TOOL": ("tool.name", "tool.parameters", "tool_call.id", "output.value"),
+    "AGENT": ("input.value", "output.value"),
+}
+
+
+def _rest(span: Span) -> dict[str, Any]:
+    """What no step field holds (input messages, token counts, model and session ids …)."""
+    prefixes = (KIND, *_MAPPED.get(str(span.attrs.get(KIND)), ()))
+    if span.attrs.get(KIND) == "TOOL" and not span.attrs.get("tool.parameters"):
+        prefixes = (*prefixes, "input.value")  # then it held the arguments
+    return unmapped(span, lambda k: k.startswith(prefixes), frozenset())
 
 
 def _args(value: Any) -> dict[str, Any] | str | None:
@@ -162,7 +176,7 @@ class OpenInferenceImporter:
             else:
                 facts.count(f"span:{kind or 'none'}")
 
-        return place_and_number(spans, drafts, b)
+        return place_and_number(spans, drafts, b, _rest)
 
 
 IMPORTER = OpenInferenceImporter()

@@ -10,6 +10,7 @@ events. Steps:
   the span); its output: the agent's answer (recipient: the invoking agent, when there is one);
 - model calls (``chat`` …): each output message by the acting agent (nearest ``gen_ai.agent.name``),
   tool_call parts as structured tool calls; input messages stay in ``raw`` (they repeat context);
+  the first step of every span keeps the span's unmapped attributes and events in ``raw``;
 - ``execute_tool``: the tool's result (``gen_ai.tool.*``), linked by call id; a call not already
   seen in a model output is emitted first;
 - ``gen_ai.transfer.target.name``: a handoff to that agent.
@@ -31,6 +32,19 @@ from ingest.spans import Span, read_spans
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
 EVAL_RULE = "otel.evaluation: gen_ai.evaluation.result events (judgements about the run)"
+_MAPPED = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.agent.name",
+        "gen_ai.output.messages",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "gen_ai.transfer.target.name",
+    }
+)
+_EVENTS_MAPPED = frozenset({"gen_ai.evaluation.result", "gen_ai.content.prompt", "gen_ai.content.completion"})
 
 
 def iso(ns: int) -> str | None:
@@ -58,16 +72,25 @@ def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 
 
 def _legacy(row: dict[str, Any]) -> dict[str, Any]:
+    """A pre-0.1 message (``role``, ``content``, ``tool_calls`` flattened or as OpenAI-shaped
+    objects) in the current ``role``/``parts`` shape."""
     parts: list[dict[str, Any]] = []
     if row.get("content") not in (None, ""):
         parts.append({"type": "text", "content": row["content"]})
-    for call in _indexed(row, "tool_calls"):
+    nested = row.get("tool_calls")
+    calls = (
+        [c for c in nested if isinstance(c, dict)]
+        if isinstance(nested, list)
+        else _indexed(row, "tool_calls")
+    )
+    for call in calls:
+        function = call.get("function") if isinstance(call.get("function"), dict) else call
         parts.append(
             {
                 "type": "tool_call",
-                "name": call.get("name"),
+                "name": function.get("name"),
                 "id": call.get("id"),
-                "arguments": call.get("arguments"),
+                "arguments": function.get("arguments"),
             }
         )
     return {"role": row.get("role"), "parts": parts}
@@ -98,13 +121,31 @@ def text_of(message: dict[str, Any]) -> str:
 Drafts = Callable[[Span], Iterator[tuple[bool, dict[str, Any]]]]
 
 
-def place_and_number(spans: list[Span], drafts_of: Drafts, b: StepBuilder) -> Iterator[TraceStep]:
-    """Order span drafts in time (``True`` = at the span's end, e.g. an agent's answer), then number
-    them. A draft's ``_call`` registers a call id; ``_link`` refers a result back to it."""
+def unmapped(span: Span, mapped: Callable[[str], bool], events_mapped: frozenset[str]) -> dict[str, Any]:
+    """What of a span no step field holds: attributes for which ``mapped`` is false, and events
+    other than ``events_mapped``. Kept in ``raw`` so that nothing of the source is lost."""
+    return pack_raw(
+        attributes={k: v for k, v in span.attrs.items() if not k.startswith("_") and not mapped(k)},
+        events=[e for e in span.events if e.get("name") not in events_mapped],
+    )
+
+
+def place_and_number(
+    spans: list[Span], drafts_of: Drafts, b: StepBuilder, rest_of: Callable[[Span], dict[str, Any]]
+) -> Iterator[TraceStep]:
+    """Order span drafts in time (``True`` = at the span's end, e.g. an agent's answer, which is
+    also stamped with the end time), then number them. A draft's ``_call`` registers a call id;
+    ``_link`` refers a result back to it. ``rest_of`` gives what of a span goes to the ``raw`` of
+    its first step."""
     drafts: list[tuple[int, int, dict[str, Any]]] = []
     for span in spans:
-        for at_end, fields in drafts_of(span):
-            when = int(span.attrs.get("_end") or 0) if at_end else 0
+        for n, (at_end, fields) in enumerate(drafts_of(span)):
+            end = int(span.attrs.get("_end") or 0)
+            when = end if at_end else 0
+            if at_end and end:
+                fields["timestamp"] = iso(end)
+            if n == 0:
+                fields["raw"] = {**fields.get("raw", {}), **rest_of(span)}
             drafts.append((when or span.start, len(drafts), fields))
     drafts.sort(key=lambda d: (d[0], d[1]))
     calls: dict[str, str] = {}
@@ -166,7 +207,22 @@ class OTelGenAIImporter:
         )
 
     def _steps(self, spans: list[Span], facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
-        return place_and_number(spans, lambda span: self._span_drafts(span, spans, facts), b)
+        return place_and_number(spans, lambda span: self._span_drafts(span, spans, facts), b, self._rest)
+
+    @staticmethod
+    def _rest(span: Span) -> dict[str, Any]:
+        """Unmapped attributes: a model call's input messages, usage, model names, ids …"""
+        op = span.attrs.get("gen_ai.operation.name")
+        inputs_mapped = op == "invoke_agent"  # an agent's input is its invoker's message step
+        return unmapped(
+            span,
+            lambda k: (
+                k in _MAPPED
+                or k.startswith("gen_ai.completion.")
+                or (inputs_mapped and (k == "gen_ai.input.messages" or k.startswith("gen_ai.prompt.")))
+            ),
+            _EVENTS_MAPPED if inputs_mapped else _EVENTS_MAPPED - {"gen_ai.content.prompt"},
+        )
 
     def _span_drafts(
         self, span: Span, spans: list[Span], facts: Facts

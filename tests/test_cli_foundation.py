@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from schemas.export import EXPORTED, SCHEMA_DIR
 from tests.cli_helpers import events_in, run
 from tests.conftest import REPO
 
@@ -110,3 +113,33 @@ def test_version_and_help_import_no_heavy_dependency(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_store_verify_names_the_first_broken_link_of_a_tampered_store(tmp_path):
+    assert run(["ingest", str(EXAMPLE)], tmp_path).returncode == 0
+    db = sqlite3.connect(tmp_path / "auditor.db")
+    with db:  # an attacker with DDL rights: drop the guard, then edit two events
+        db.execute("DROP TRIGGER events_refuse_update")
+        db.execute("UPDATE events SET payload = '{\"edited\":true}' WHERE global_position IN (3, 6)")
+    db.close()
+    proc = run(["store", "verify"], tmp_path)
+    assert proc.returncode == 1
+    assert "broken at global position 3" in proc.stdout and "edited event" in proc.stdout
+    assert "2 events verified before it" in proc.stdout
+    report = json.loads(run(["store", "verify", "--json"], tmp_path).stdout)
+    assert report == {
+        "checked": 2,
+        "ok": False,
+        "broken_position": 3,
+        "reason": "content does not match its hash (edited event)",
+    }
+
+
+def test_schemas_export_writes_the_committed_schema_files(tmp_path):
+    out = tmp_path / "json"
+    proc = run(["schemas", "export", "--out", str(out), "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    written = sorted(Path(p).name for p in json.loads(proc.stdout))
+    assert written == sorted(f"{name}.schema.json" for name in EXPORTED)
+    for name in written:
+        assert (out / name).read_text(encoding="utf-8") == (SCHEMA_DIR / name).read_text(encoding="utf-8")

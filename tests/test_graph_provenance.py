@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graph import InteractionGraph, build_graph
-from graph.values import amounts_match, extract_mentions
+from graph.values import amounts_match, extract_all, extract_mentions
 from tests.graph_fixtures import invoice_trace, make_trace
 
 
@@ -67,6 +67,24 @@ def test_ids_emails_dates_statuses_hedges_attributions() -> None:
     assert first_line.attributions == ("finance team",) and first_line.hedges == ()
     assert second_line.hedges == ("tentatively",) and second_line.attributions == ("cfo office",)
     assert not [m for m in extract_mentions("billed per hour, 5 per cent") if m.attributions]
+
+
+def test_ascii_and_unicode_text_extract_alike() -> None:
+    """ASCII text runs the passes compiled with re.ASCII; a non-ASCII character anywhere in the
+    trace switches all of it to the Unicode ones. Both must find the same values."""
+    steps = [
+        "Per the Finance Team, INV-4471 is not yet approved; ticket #20931 totals $2,437,910.",
+        "PO-77 pending approval since 2024-03-15, probably 2.44M according to the controller.",
+        "unapproved_x and x_approved and 12,000EUR and reference ABC-12x, signed off 3/15/2024.",
+    ]
+    ascii_found = extract_all(steps)
+    unicode_found = extract_all([*steps, "café"])  # é: the whole blob is no longer ASCII
+    assert ascii_found == unicode_found[:3] and unicode_found[3] == ()
+    by_kind = {(m.kind, m.norm) for found in ascii_found for m in found}
+    assert {("id", "INV-4471"), ("id", "#20931"), ("id", "PO-77"), ("id", "ABC-12X")} <= by_kind
+    assert ("status", "approved") in by_kind  # after '_': a word start for the phrase rules
+    assert [m.norm for m in ascii_found[2] if m.kind == "status"] == ["approved", "approved"]
+    assert ascii_found[1][-1].attributions == ("controller",)
 
 
 def test_first_appearance_of_a_value_in_any_spelling(invoice: InteractionGraph) -> None:

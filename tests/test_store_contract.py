@@ -112,6 +112,22 @@ def test_verify_finds_removed_event(store):
     assert not report.ok and report.broken_position == 4 and "missing" in report.reason
 
 
+def test_global_stream_pages_over_gaps_and_reads_appends_made_meanwhile(store, monkeypatch):
+    from auditor.store import eventstore
+
+    monkeypatch.setattr(eventstore, "_READ_BATCH", 4)  # pages of four positions
+    store.append("s", [ev(i) for i in range(1, 11)])
+    assert [e.global_position for e in store.read_all(from_position=0)] == list(range(1, 11))
+    assert [e.payload["n"] for e in store.read_all(from_position=6)] == [6, 7, 8, 9, 10]
+    _drop_triggers(store)
+    store.raw_sql("DELETE FROM events WHERE global_position IN (2, 5, 6, 7, 8)")  # a tampered store
+    assert [e.global_position for e in store.read_all()] == [1, 3, 4, 9, 10]
+    reader = store.read_all()
+    first = [next(reader) for _ in range(3)]  # the first page, [1, 5): 1, 3, 4
+    store.append("t", [ev(i) for i in range(11, 21)])  # positions 11..20, while the reader is paused
+    assert [e.global_position for e in first + list(reader)] == [1, 3, 4, 9, 10, *range(11, 21)]
+
+
 def _trace(tid: str, n: int, actors=("a", "b")) -> tuple[TraceHeader, list[TraceStep]]:
     header = TraceHeader(trace_id=tid, source="test")
     steps = [

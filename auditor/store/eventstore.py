@@ -216,6 +216,8 @@ class EventStore:
             out.append(_make_event(row, e.payload, e.metadata, prev, digest, recorded_at))
             prev = digest
         self._insert_rows(cur, rows)
+        if len(out) == len(new_events):  # every event new and appended once: records in order
+            return out
         by_key = {r.idempotency_key: r for r in out if r.idempotency_key}
         by_key.update(existing)
         fresh_iter = iter(out)
@@ -289,7 +291,32 @@ class EventStore:
                 self._sql.all_page_types(len(types)), tuple(types), from_position, column=0
             )
         else:
-            yield from self._pages(self._sql.all_page, (), from_position, column=0)
+            yield from self._position_pages(max(from_position, 1))
+
+    def _position_pages(self, start: int) -> Iterator[RecordedEvent]:
+        """The global stream, page by page over ranges of positions. Positions are dense, so a
+        range of ``_READ_BATCH`` positions is a full page, and PostgreSQL serves a bounded range
+        from the primary key even before it has statistics (on a freshly filled table the
+        ``>= n ORDER BY … LIMIT`` form scans and sorts the whole table for every page). A short
+        page is the end, or a gap (a tampered store): the next stored position starts the next
+        page, searched after the last row read, so that appends made meanwhile are not skipped."""
+        lo: int | None = start
+        while lo is not None:
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cur.execute(self._sql.all_range, (lo, lo + _READ_BATCH))
+                rows = cur.fetchall()
+                if len(rows) == _READ_BATCH:
+                    lo += _READ_BATCH
+                else:
+                    cur.execute(self._sql.next_position, (rows[-1][0] if rows else lo - 1,))
+                    lo = cur.fetchone()[0]
+                raw.rollback()  # end the read transaction before yielding
+            finally:
+                raw.close()
+            for r in rows:
+                yield _tuple_to_event(r)
 
     def _pages(self, query: str, params: tuple, start: int, column: int) -> Iterator[RecordedEvent]:
         """Page through results so that huge streams are never held in memory at once."""
@@ -403,9 +430,11 @@ class _Sql:
             f"SELECT {_COLUMNS} FROM events WHERE stream_id = {p} AND stream_version >= {p} "
             f"ORDER BY stream_version LIMIT {p}"
         )
-        self.all_page = (
-            f"SELECT {_COLUMNS} FROM events WHERE global_position >= {p} ORDER BY global_position LIMIT {p}"
+        self.all_range = (
+            f"SELECT {_COLUMNS} FROM events WHERE global_position >= {p} AND global_position < {p} "
+            "ORDER BY global_position"
         )
+        self.next_position = f"SELECT MIN(global_position) FROM events WHERE global_position > {p}"
         self.last = "SELECT global_position, hash FROM events ORDER BY global_position DESC LIMIT 1"
         self._one_row = "(" + ", ".join([p] * 11) + ")"
         self.copy = f"COPY events ({_COLUMNS}) FROM STDIN"

@@ -170,8 +170,13 @@ def _record_proposal(store: EventStore, state: RepairState, wf: Workflow, prop: 
     return load_repair(store, state.repair_id)
 
 
-def review_step(store: EventStore, repair_id: str, max_rounds: int = MAX_ROUNDS) -> RepairState:
-    """Review the latest patch; on rejection the Repair Agent revises, for at most ``max_rounds`` rounds."""
+def review_step(
+    store: EventStore, repair_id: str, max_rounds: int = MAX_ROUNDS, reviewer_model: str | None = None
+) -> RepairState:
+    """Review the latest patch; on rejection the Repair Agent revises, for at most ``max_rounds`` rounds.
+
+    The rules Reviewer decides by default; with ``reviewer_model`` an LLM Reviewer judges under the
+    same schema in its own conversation."""
     state = load_repair(store, repair_id)
     wf = state.context.workflow()
     while True:
@@ -182,7 +187,14 @@ def review_step(store: EventStore, repair_id: str, max_rounds: int = MAX_ROUNDS)
             )
         if last.review is None:
             patched = Workflow.from_yaml(last.patched_yaml, wf.origin)
-            review = review_patch(wf, patched, last.patch, state.context.items, last.patch.round)
+            if reviewer_model:
+                from repair.llm_reviewer import llm_review_patch
+
+                review = llm_review_patch(
+                    reviewer_model, wf, patched, last.patch, state.context.items, last.patch.round
+                )
+            else:
+                review = review_patch(wf, patched, last.patch, state.context.items, last.patch.round)
             record(store, repair_id, REVIEWED, {"review": review.model_dump(mode="json")}, review.review_id)
             state = load_repair(store, repair_id)
             last = state.latest

@@ -74,3 +74,47 @@ def test_parse_answer_names_what_is_wrong() -> None:
     with pytest.raises(Exception, match="does not parse as a patch"):
         parse_answer('{"changes": [{"path": "a"}]}')
     assert parse_answer('x {"changes": [{"path": "a", "value": 1, "plan_item_id": "p", "rationale": "r"}]} y')
+
+
+def _review(verdicts: dict[str, str], approved: bool) -> str:
+    dims = {
+        d: {"verdict": v, "rationale": f"{d}: checked the diff against the plan", "issues": []}
+        for d, v in verdicts.items()
+    }
+    return json.dumps({**dims, "approved": approved})
+
+
+def test_llm_reviewer_judges_under_the_same_schema_and_must_agree_with_itself(
+    sqlite_store, tmp_path: Path
+) -> None:
+    repair_id = open_audited_repair(sqlite_store, "A1")
+    propose_step(sqlite_store, repair_id)  # the rules catalogue's patch
+    names = ("risk_resolution", "plan_fidelity", "introduced_risk", "proportionality")
+    cassette = _cassette(
+        tmp_path,
+        "reviewer",
+        [
+            "Looks fine overall.",  # no JSON: sent back
+            _review({**dict.fromkeys(names, "pass"), "proportionality": "fail"}, approved=True),  # disagrees
+            _review(dict.fromkeys(names, "pass"), approved=True),
+        ],
+    )
+    state = review_step(sqlite_store, repair_id, reviewer_model=f"replay/{cassette}")
+    review = state.latest.review
+    assert review is not None and review.approved and review.reviewer == f"llm-reviewer/replay/{cassette}"
+    requests = REPLAY.requests[cassette]
+    assert len(requests) == 3
+    brief = requests[0][1]["content"]
+    assert '"before"' in brief and '"after"' in brief and "shared_cumulative_check" in brief
+    assert "disagrees with its dimensions" in requests[2][-1]["content"]
+
+
+def test_llm_reviewer_that_never_answers_validly_is_refused(sqlite_store, tmp_path: Path) -> None:
+    from auditor.errors import ContractError
+
+    repair_id = open_audited_repair(sqlite_store, "A1")
+    propose_step(sqlite_store, repair_id)
+    cassette = _cassette(tmp_path, "mute", ["ok", "fine", "approved"])
+    with pytest.raises(ContractError, match="no valid review in 3 tries"):
+        review_step(sqlite_store, repair_id, reviewer_model=f"replay/{cassette}")
+    assert load_repair(sqlite_store, repair_id).latest.review is None  # nothing half-recorded

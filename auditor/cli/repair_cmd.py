@@ -156,12 +156,15 @@ def register(app: typer.Typer) -> None:
     def review(
         repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
         max_rounds: int = typer.Option(3, min=1, help="Rounds of rejection → re-proposal."),
+        reviewer_model: str = typer.Option(
+            None, "--reviewer-model", help="An LLM Reviewer through litellm (default: the rules Reviewer)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """The independent rules Reviewer on four dimensions; rejections go back to the Repair Agent."""
+        """The independent Reviewer on four dimensions; rejections go back to the Repair Agent."""
         from repair.service import review_step
 
-        _show_state(review_step(open_cli_store(), repair_id, max_rounds), as_json)
+        _show_state(review_step(open_cli_store(), repair_id, max_rounds, reviewer_model), as_json)
 
     @group.command("retest")
     def retest(

@@ -9,7 +9,7 @@ import typer
 from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
 
 
-def _policy(world, name: str, family: str, model: str):  # -> worlds.engine.policy.Policy
+def _policy(world, name: str, family: str, model: str, max_actions: int, max_tokens: int):  # -> Policy
     from auditor.errors import InputError
 
     if name == "scripted":
@@ -17,7 +17,7 @@ def _policy(world, name: str, family: str, model: str):  # -> worlds.engine.poli
     if name == "llm":
         from worlds.engine.llm_policy import LLMPolicy
 
-        return LLMPolicy(model, world.scripted(family).table, family)
+        return LLMPolicy(model, world.scripted(family).table, family, max_actions, max_tokens)
     raise InputError(f"unknown policy {name!r}", hint="choose scripted or llm")
 
 
@@ -75,6 +75,8 @@ def register(app: typer.Typer) -> None:
             "--judge-model",
             help="C1, D1, F1: also run the quote-grounded LLM judge on this model (default: deterministic only).",
         ),
+        max_actions: int = typer.Option(12, min=1, help="llm policy: model calls per agent turn at most."),
+        max_tokens: int = typer.Option(384, min=16, help="llm policy: output tokens per model call."),
         episodes: int = typer.Option(20, min=1, help="Episodes per condition."),
         seed: int = typer.Option(0, help="First seed; episode i uses seed+i."),
         templates: str = typer.Option("main", help="Scripted template family: main or heldout."),
@@ -104,7 +106,7 @@ def register(app: typer.Typer) -> None:
             w.check_condition(c)
         w.check_judge_model(judge_model)
         wf = Workflow.load(workflow) if workflow else None
-        pol = _policy(w, policy, templates, model)
+        pol = _policy(w, policy, templates, model, max_actions, max_tokens)
         with Progress(console=err_console, transient=True, disable=as_json) as bar:
             task = bar.add_task(f"{w.name} episodes", total=episodes * len(conds))
             cohort = run_cohort(

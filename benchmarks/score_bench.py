@@ -13,9 +13,13 @@ subset, so a sample measures it; the score comparison covers the sampled masks).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 
 def main() -> None:

@@ -1,50 +1,83 @@
 """The one-run coalition summary (Table-6 style): observed share, null, excess, per target kind.
 
-For each estimand (empty-coalition Harsanyi, Shapley interaction, full-context) and each cell
-(all targets, tool targets, slot targets) it reports the fractional (primary) and any-invalid
-(secondary) shares against the label-count-matched null, a cluster-bootstrap interval over
-source tasks, and Holm-adjusted permutation p-values; leave-one-out and first-order shares are
-the baselines. Targets with no Invalid factor have no invalid share (their share is not a zero)
+For each estimand (empty-coalition Harsanyi, Shapley interaction, full-context) at each chosen
+top-K (20, 50, 80 or all terms of order ≤ 3) and each cell (all targets, tool targets, slot
+targets) it reports invalid shares against the label-count-matched null, a cluster-bootstrap
+interval over source tasks, and Holm-adjusted permutation p-values; leave-one-out and
+first-order shares are the baselines. The shares come in groups: the fractional (primary) and
+any-invalid shares, the split of invalid mass into invalid-only, invalid–valid and
+invalid–neutral terms, and the signed variants (fractional share of the positive and of the
+negative mass). Targets with no Invalid factor have no invalid share (their share is not a zero)
 and are counted separately.
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from scoring.cells import CellSummary, summarise_cells
-from scoring.coalition import TargetShares, baseline_shares, target_shares
+from scoring.coalition import SHARE_FIELDS, TargetShares, baseline_shares, target_shares
 from scoring.runs import ScoredTarget
 from scoring.transforms import ESTIMANDS
 
-FIELDS = ("s_frac", "s_any")
-METHODS = (*ESTIMANDS, "leave_one_out", "first_order")
+SHARE_GROUPS: dict[str, tuple[str, ...]] = {
+    "primary": ("s_frac", "s_any"),
+    "split": ("invalid_only", "invalid_valid", "invalid_neutral"),  # where invalid mass sits
+    "signed": ("s_frac_pos", "s_frac_neg"),  # raising vs lowering the target score
+    "all": SHARE_FIELDS,
+}
+TOP_K_CHOICES: dict[str, int | None] = {"20": 20, "50": 50, "80": 80, "all": None}
+BASELINES = ("leave_one_out", "first_order")
+METHODS = (*ESTIMANDS, *BASELINES)
+BASELINE_K = "order 1"  # the baselines keep every first-order term, whatever K is
+
+
+def top_k_label(k: int | None) -> str:
+    return "all" if k is None else str(k)
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One table row: a method at one top-K, one cell and one share field."""
+
+    method: str
+    top_k: str
+    cell: CellSummary
 
 
 @dataclass(frozen=True)
 class RunSummary:
-    rows: list[CellSummary]
-    method_of: dict[int, str]
+    rows: list[ReportRow]
     n_targets: int
     n_without_invalid: int
     score_field: str
+    fields: tuple[str, ...]
 
 
 def summarise_run(
     targets: Iterable[ScoredTarget],
     *,
     score_field: str = "sum_logodds",
-    k: int | None = 50,
+    ks: Sequence[int | None] = (50,),
+    fields: Sequence[str] = SHARE_GROUPS["primary"],
     max_order: int = 3,
     n_perm: int = 500,
     n_resamples: int = 20_000,
 ) -> RunSummary:
-    """Compute every target's shares and fold them into cells per method and target kind."""
-    per_method: dict[str, dict[str, list[TargetShares]]] = {
-        m: {"all": [], "tool": [], "slot": []} for m in METHODS
+    """Compute every target's shares at each K and fold them into cells per method and target kind.
+
+    The estimands are recomputed at each K on the same game; the leave-one-out and first-order
+    baselines do not depend on K and appear once.
+    """
+    unknown = set(fields) - set(SHARE_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown share field(s) {sorted(unknown)}; choose from {', '.join(SHARE_FIELDS)}")
+    keyed = [(m, top_k_label(k)) for m in ESTIMANDS for k in ks] + [(m, BASELINE_K) for m in BASELINES]
+    per_method: dict[tuple[str, str], dict[str, list[TargetShares]]] = {
+        key: {"all": [], "tool": [], "slot": []} for key in keyed
     }
     task_of: dict[str, str] = {}
     n_targets = n_without = 0
@@ -56,7 +89,7 @@ def summarise_run(
         game = target.game(score_field)
         task_of[target.key] = target.task_id
         results = {
-            e: target_shares(
+            (e, top_k_label(k)): target_shares(
                 game,
                 target.labels,
                 target_key=target.key,
@@ -66,30 +99,32 @@ def summarise_run(
                 n_perm=n_perm,
             )
             for e in ESTIMANDS
+            for k in ks
         }
-        results |= baseline_shares(game, target.labels, target_key=target.key, n_perm=n_perm)
-        for method, shares in results.items():
-            per_method[method]["all"].append(shares)
-            per_method[method][target.kind].append(shares)
-    rows: list[CellSummary] = []
-    method_of: dict[int, str] = {}
-    for method, cells in per_method.items():
-        for field in FIELDS:
+        base = baseline_shares(game, target.labels, target_key=target.key, n_perm=n_perm)
+        results |= {(m, BASELINE_K): shares for m, shares in base.items()}
+        for key, shares in results.items():
+            per_method[key]["all"].append(shares)
+            per_method[key][target.kind].append(shares)
+    rows: list[ReportRow] = []
+    for (method, top_k), cells in per_method.items():
+        for field in fields:
             for row in summarise_cells(
                 {c: s for c, s in cells.items() if s}, task_of, field, n_resamples=n_resamples
             ):
-                method_of[len(rows)] = method
-                rows.append(row)
-    return RunSummary(rows, method_of, n_targets, n_without, score_field)
+                rows.append(ReportRow(method, top_k, row))
+    return RunSummary(rows, n_targets, n_without, score_field, tuple(fields))
 
 
 def table_rows(summary: RunSummary) -> list[list[str]]:
     out = []
-    for i, r in enumerate(summary.rows):
+    for row in summary.rows:
+        r = row.cell
         ci = f"[{r.excess_ci.low:+.3f}, {r.excess_ci.high:+.3f}]" if r.excess_ci else "n/a (<2 tasks)"
         out.append(
             [
-                summary.method_of[i],
+                row.method,
+                row.top_k,
                 r.cell,
                 r.field,
                 str(r.n_targets),
@@ -107,6 +142,7 @@ def table_rows(summary: RunSummary) -> list[list[str]]:
 
 COLUMNS = [
     "method",
+    "top-K",
     "cell",
     "share",
     "targets",
@@ -129,24 +165,26 @@ def write_csv(summary: RunSummary, path: Path) -> None:
 
 
 def write_png(summary: RunSummary, path: Path, title: str) -> None:
-    """Fractional excess per method and cell, with bootstrap intervals."""
+    """Excess of the first reported share per method, top-K and cell, with bootstrap intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [(summary.method_of[i], r) for i, r in enumerate(summary.rows) if r.field == "s_frac"]
-    labels = [f"{m}\n{r.cell}" for m, r in rows]
-    values = [r.excess for _, r in rows]
+    field = summary.fields[0]
+    rows = [row for row in summary.rows if row.cell.field == field]
+    cells = [row.cell for row in rows]
+    labels = [f"{row.method} K={row.top_k}\n{row.cell.cell}" for row in rows]
+    values = [c.excess for c in cells]
     errs = [
-        [r.excess - r.excess_ci.low if r.excess_ci else 0 for _, r in rows],
-        [r.excess_ci.high - r.excess if r.excess_ci else 0 for _, r in rows],
+        [c.excess - c.excess_ci.low if c.excess_ci else 0 for c in cells],
+        [c.excess_ci.high - c.excess if c.excess_ci else 0 for c in cells],
     ]
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rows)), 4))
     ax.bar(range(len(rows)), values, yerr=errs, capsize=3, color="#4a7ab5")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(rows)), labels, fontsize=7, rotation=90)
-    ax.set_ylabel("fractional invalid excess (observed − null)")
+    ax.set_ylabel(f"{field} invalid excess (observed − null)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 
 from auditor.errors import InputError
-from schemas.attribution import AttributionLabel, Authority, FactorJudgment, Relation
+from schemas.attribution import AttributionLabel, Authority, FactorJudgment, Relation, SourceType
 from scoring.datasets import build_dataset, invariant_violations, label_report, read_jsonl, write_jsonl
 from scoring.datasets.tau2audit import DEFAULT_ROOT
 
+HAS_AGENTDOJO = importlib.util.find_spec("agentdojo") is not None
 DATASETS = (
     ["agentaudit"]
     + (["tau2audit"] if DEFAULT_ROOT.exists() else [])
     + (["bfclaudit"] if importlib.util.find_spec("bfcl_eval") else [])
+    + (["dojoaudit"] if HAS_AGENTDOJO else [])
 )
 
 
@@ -27,7 +29,7 @@ def tasks(request: pytest.FixtureRequest) -> tuple[str, list]:
 
 def test_sizes_and_determinism(tasks: tuple[str, list]) -> None:
     name, built = tasks
-    assert len(built) == {"agentaudit": 250, "tau2audit": 100, "bfclaudit": 100}[name]
+    assert len(built) == {"agentaudit": 250, "tau2audit": 100, "bfclaudit": 100, "dojoaudit": 100}[name]
     assert all(len(t.factors) == 8 and len(t.targets) == 3 for t in built)
     assert build_dataset(name)[:5] == built[:5]
 
@@ -53,6 +55,37 @@ def test_labels_do_not_collapse_to_source_type(tasks: tuple[str, list]) -> None:
     report = label_report(built)
     assert report.counts["invalid"] > 0.08 * 8 * report.n_targets
     assert report.source_type_accuracy < 0.8  # source type alone leaves a fifth of labels wrong
+
+
+@pytest.mark.skipif(not HAS_AGENTDOJO, reason="agentdojo (data only) is not installed")
+def test_dojoaudit_directives_sit_in_untrusted_tool_outputs() -> None:
+    from scoring.datasets import dojoaudit
+
+    root = dojoaudit.agentdojo_suites_dir()
+    for suite in dojoaudit.SUITES:  # every declared vector is found in its suite's environment
+        declared = dojoaudit._load(root / suite / "injection_vectors.yaml")
+        found = dojoaudit.vectors(dojoaudit._load(root / suite / "environment.yaml"), declared)
+        assert sorted(v.name for v in found) == sorted(declared)
+        assert all("{" not in v.before + v.after for v in found)  # other vectors hold their defaults
+    built = build_dataset("dojoaudit")
+    assert {t.setting for t in built} == set(dojoaudit.SUITES)
+    agreeing = 0
+    for task in built:
+        labels = {f.factor_id: {t.labels()[i] for t in task.targets} for i, f in enumerate(task.factors)}
+        (attack,) = [f for f in task.factors if f.role.startswith("injected")]
+        assert attack.source_type is SourceType.untrusted_note and "output" in attack.text
+        assert "invalid" in labels[attack.factor_id]
+        rewrite = attack.noncompeting_rewrite
+        assert rewrite and rewrite != attack.text and rewrite.split("(external content)")[0] in attack.text
+        for target in task.targets:
+            j = next(j for j in target.judgments if j.factor_id == attack.factor_id)
+            if j.competing_value:  # the rewrite removes the directive that names the competitor
+                assert rewrite.count(j.competing_value) < attack.text.count(j.competing_value)
+        for f in task.factors:  # a directive that agrees with the user is never Invalid
+            if f.role == "agreeing directive":
+                agreeing += 1
+                assert labels[f.factor_id] == {"neutral"}
+    assert 30 <= agreeing <= 70
 
 
 def test_boundary_rules_by_construction() -> None:

@@ -103,7 +103,8 @@ def test_run_resumes_and_reports(
     assert data["n_targets"] == 6
     methods = {r["method"] for r in data["rows"]}
     assert methods == {"harsanyi", "shapley", "full", "leave_one_out", "first_order"}
-    assert (tmp_path / "t1.csv").read_text().startswith("method,cell,share")
+    assert {r["top-K"] for r in data["rows"]} == {"50", "order 1"}
+    assert (tmp_path / "t1.csv").read_text().startswith("method,top-K,cell,share")
     assert (tmp_path / "t1.png").stat().st_size > 1000
 
 

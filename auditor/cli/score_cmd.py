@@ -67,7 +67,9 @@ def datasets_build(
 
 @score_app.command("run")
 def run(
-    dataset: str = typer.Option(..., "--dataset", help="agentaudit, tau2audit, or a .jsonl path."),
+    dataset: str = typer.Option(
+        ..., "--dataset", help="agentaudit, tau2audit, bfclaudit, dojoaudit, or a .jsonl path."
+    ),
     model: str = typer.Option(
         "smollm2", "--model", help="'smollm2' (local GGUF) or a transformers model dir."
     ),
@@ -141,20 +143,47 @@ def report(
     score_field: str = typer.Option(
         "sum_logodds", "--score-field", help="sum_logodds, mean_logodds, sum_logprob."
     ),
+    top_k: str = typer.Option(
+        "50", "--top-k", help="Terms kept per target: 20, 50, 80, all, or sweep (all four)."
+    ),
+    shares: str = typer.Option(
+        "primary",
+        "--shares",
+        help="primary (s_frac, s_any), split (invalid-only / invalid–valid / invalid–neutral), "
+        "signed (s_frac of positive and of negative mass), or all.",
+    ),
     resamples: int = typer.Option(20_000, "--resamples", min=100, help="Cluster-bootstrap resamples."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Table-6-style summary of one run: observed, null and excess shares per estimand and target kind."""
     from auditor.errors import InputError
-    from scoring.report import COLUMNS, summarise_run, table_rows, write_csv, write_png
+    from scoring.report import (
+        BASELINE_K,
+        COLUMNS,
+        SHARE_GROUPS,
+        TOP_K_CHOICES,
+        summarise_run,
+        table_rows,
+        write_csv,
+        write_png,
+    )
     from scoring.runs import SCORE_FIELDS, read_run
 
     if score_field not in SCORE_FIELDS:
         raise InputError(
             f"unknown score field {score_field!r}", field="score-field", hint=", ".join(SCORE_FIELDS)
         )
+    if top_k != "sweep" and top_k not in TOP_K_CHOICES:
+        raise InputError(
+            f"unknown top-K {top_k!r}", field="top-k", hint=f"{', '.join(TOP_K_CHOICES)} or sweep"
+        )
+    if shares not in SHARE_GROUPS:
+        raise InputError(f"unknown share group {shares!r}", field="shares", hint=", ".join(SHARE_GROUPS))
+    ks = list(TOP_K_CHOICES.values()) if top_k == "sweep" else [TOP_K_CHOICES[top_k]]
     config, targets = read_run(open_cli_store(), run_id)
-    summary = summarise_run(targets, score_field=score_field, n_resamples=resamples)
+    summary = summarise_run(
+        targets, score_field=score_field, ks=ks, fields=SHARE_GROUPS[shares], n_resamples=resamples
+    )
     folder = out or Path("reports/score") / run_id
     write_csv(summary, folder / f"{run_id}.csv")
     write_png(summary, folder / f"{run_id}.png", f"{run_id} ({config['model']}, {score_field})")
@@ -169,12 +198,14 @@ def report(
             }
         )
         return
-    print_table(
-        f"{run_id}: {config['dataset']} × {config['model']} ({score_field}, top-50, order ≤ 3, "
-        f"500-permutation null)",
-        COLUMNS,
-        rows,
-    )
+    for label in dict.fromkeys(r[1] for r in rows):  # one table per top-K, then the baselines
+        what = "baselines: every first-order term" if label == BASELINE_K else f"top-{label}, order ≤ 3"
+        print_table(
+            f"{run_id}: {config['dataset']} × {config['model']} ({score_field}, {what}, "
+            f"500-permutation null, {shares} shares)",
+            COLUMNS,
+            [r for r in rows if r[1] == label],
+        )
     console.print(
         f"{summary.n_targets} targets; {summary.n_without_invalid} without an Invalid factor have no "
         f"invalid share and are left out. CSV and PNG in {folder}"

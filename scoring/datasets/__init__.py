@@ -10,13 +10,14 @@ from pydantic import ValidationError
 
 from auditor.errors import InputError
 from schemas.attribution import AttributionTask
-from scoring.datasets import agentaudit, bfclaudit, tau2audit
+from scoring.datasets import agentaudit, bfclaudit, dojoaudit, tau2audit
 from scoring.datasets.checks import LabelReport, invariant_violations, label_report
 
 BUILDERS: dict[str, Callable[[], list[AttributionTask]]] = {
     agentaudit.DATASET: agentaudit.build,
     tau2audit.DATASET: tau2audit.build,
     bfclaudit.DATASET: bfclaudit.build,
+    dojoaudit.DATASET: dojoaudit.build,
 }
 
 

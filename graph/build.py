@@ -38,8 +38,9 @@ def build_graph(trace: Trace, mode: GraphMode | str) -> InteractionGraph | None:
     if mode == GraphMode.none:
         return None
     # building allocates millions of small objects that form no cycles: with the cyclic garbage
-    # collector paused, the heap is scanned once at the end instead of several times as it grows
-    # (and that one scan is paid here, not by the first query after the build)
+    # collector paused they are scanned once at the end instead of several times as they grow. Only
+    # the young generations are collected (they hold everything the build allocated): a full
+    # collection would scan the whole process heap, seconds per build beside a loaded model
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -54,7 +55,7 @@ def build_graph(trace: Trace, mode: GraphMode | str) -> InteractionGraph | None:
     finally:
         if collecting:
             gc.enable()
-            gc.collect()
+            gc.collect(1)
     return ig
 
 

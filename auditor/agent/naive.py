@@ -43,15 +43,10 @@ def render_trace(trace: Trace) -> str:
 
 
 def run_naive(trace: Trace, model: str, *, store: EventStore | None, audit_id: str) -> AuditReport:
-    from auditor.agent.loop import audit_stream
-    from schemas import NewEvent
+    from auditor.agent.loop import append_audit_event
 
     def record(rec: dict) -> None:
-        if store is not None:
-            store.append(
-                audit_stream(audit_id),
-                [NewEvent(type="ModelCalled", payload=rec, idempotency_key=f"audit:{audit_id}:naive")],
-            )
+        append_audit_event(store, audit_id, "ModelCalled", "naive", rec)
 
     messages = [{"role": "user", "content": NAIVE + "\n" + data_block("trace", render_trace(trace))}]
     result = complete(model, messages, max_tokens=600, recorder=record)

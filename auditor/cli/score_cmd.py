@@ -107,7 +107,7 @@ def run(
             "n_tasks": len(tasks),
         },
     )
-    from scoring.model import load_model
+    from auditor.local_model import load_model
     from scoring.prompts import prompt_parts
     from scoring.scorer import TrieScorer, tokenize_parts
 

@@ -11,7 +11,6 @@ factors are added from the shared kinds.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import re
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.installed import package_dir
 from schemas.attribution import ActionInterface, AttributionTask, ToolSchema
 from schemas.attribution import ContentBucket as B
 from schemas.attribution import SourceType as S
@@ -37,14 +37,15 @@ OUTPUT = 'Reply with one JSON object: {"tool": <function name>, "arguments": {<n
 
 
 def bfcl_data_dir() -> Path:
-    spec = importlib.util.find_spec("bfcl_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError(
-            "the bfcl-eval package is not installed",
+    return (
+        package_dir(
+            "bfcl_eval",
+            what="the bfcl-eval package",
             field="dataset",
             hint="pip install --no-deps bfcl-eval (its data files are all that is read)",
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
+        / "data"
+    )
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

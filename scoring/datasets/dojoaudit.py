@@ -14,7 +14,6 @@ distractor kinds fill the eighth slot and keep the benign residues of the other 
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from typing import Any
 import yaml
 
 from auditor.errors import InputError
+from auditor.installed import package_dir
 from schemas.attribution import ActionInterface, AttributionTask, ToolSchema
 from schemas.attribution import ContentBucket as B
 from schemas.attribution import SourceType as S
@@ -104,14 +104,16 @@ TOOLS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
 
 
 def agentdojo_suites_dir() -> Path:
-    spec = importlib.util.find_spec("agentdojo")
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError(
-            "the agentdojo package is not installed",
+    return (
+        package_dir(
+            "agentdojo",
+            what="the agentdojo package",
             field="dataset",
             hint="pip install --no-deps agentdojo (its YAML data files are all that is read)",
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / "suites"
+        / "data"
+        / "suites"
+    )
 
 
 class _Loader(yaml.SafeLoader):

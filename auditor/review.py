@@ -110,9 +110,20 @@ def review_file(
     policy: Policy | None = None,
     detectors: list[str] | None = None,
     agent: AgentOptions | None = None,
+    redact: bool = False,
+    patterns: dict[str, str] | None = None,
 ) -> list[ReviewOutcome]:
+    """Review every trace of a file. With ``redact``, each trace is redacted (secrets, e-mails,
+    phone numbers, ``patterns``) before it is stored and audited: neither the store nor the
+    report ever holds the values."""
+    from ingest.redact import Redactor
+
     outcomes = []
     for trace, labels, importer in read_traces(path, fmt):
+        if redact:
+            redactor = Redactor(patterns)
+            trace = redactor.trace(trace)
+            labels = redactor.labels(labels) if labels is not None else None  # type: ignore[arg-type]
         summary = append_trace(store, trace.header, trace.steps, labels)  # type: ignore[arg-type]
         report, validation = audit_trace(
             store, trace, mode=mode, engine=engine, policy=policy, detectors=detectors, agent=agent

@@ -1,8 +1,10 @@
-"""Ingest throughput: parse-and-normalise steps/s for every registered importer, and `auditor
+"""Ingest throughput: parse-and-normalise steps/s for every registered importer, `auditor
 ingest` of generated canonical files (10k and 100k steps) into SQLite end to end, with wall and CPU
-time (the machine is shared: CPU time is the steadier figure) and peak memory.
+time (the machine is shared: CPU time is the steadier figure) and peak memory, and the span
+importer's peak memory on generated single-document OTLP files (20k and 200k spans): flat in
+file size, since the document is walked span by span and the grouping by trace spills to SQLite.
 
-Run: python benchmarks/ingest_bench.py [--sizes 10000 100000]
+Run: python benchmarks/ingest_bench.py [--sizes 10000 100000] [--span-sizes 20000 200000]
 """
 
 from __future__ import annotations
@@ -114,10 +116,125 @@ def cli_ingest(path: Path, workdir: Path) -> tuple[float, float, float, str]:
     return wall, cpu, peak, proc.stdout.strip().replace("\n", " ")[:160]
 
 
+SPANS_PER_TRACE = 5
+INTERLEAVE = 50  # traces whose spans are interleaved, as a batching exporter writes them
+
+
+def _attr(key: str, value: object) -> dict:
+    kind = "intValue" if isinstance(value, int) else "stringValue"
+    return {"key": key, "value": {kind: str(value) if kind == "intValue" else value}}
+
+
+def _trace_spans(t: int) -> list[dict]:
+    """One agent turn: invoke_agent, a chat that calls a tool, the tool (every 7th fails), the
+    answer, and a handoff."""
+    trace_id, base = f"{t:032x}", 1_761_825_600_000_000_000 + t * 10_000_000_000
+    root = f"{t:012x}0001"
+    call = f"call_{t}"
+    failed = t % 7 == 0
+
+    def span(n: int, name: str, attrs: list[dict], **extra: object) -> dict:
+        return {
+            "traceId": trace_id, "spanId": f"{t:012x}{n:04x}", "parentSpanId": "" if n == 1 else root,
+            "name": name, "kind": 1, "startTimeUnixNano": str(base + n * 1_000_000_000),
+            "endTimeUnixNano": str(base + n * 1_000_000_000 + 500_000_000), "attributes": attrs, **extra,
+        }  # fmt: skip
+
+    answer = f"Invoice {t * 17 % 9973} matches the ledger; total {t * 3.5:.2f} EUR."
+    return [
+        span(1, "invoke_agent Clerk", [
+            _attr("gen_ai.operation.name", "invoke_agent"), _attr("gen_ai.agent.name", "Clerk"),
+            _attr("gen_ai.conversation.id", f"conv-{t}"),
+            _attr("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"Check invoice {t}."}]}])),
+            _attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}])),
+        ]),
+        span(2, "chat gpt-4o", [
+            _attr("gen_ai.operation.name", "chat"), _attr("gen_ai.request.model", "gpt-4o"),
+            _attr("gen_ai.usage.input_tokens", 400 + t % 50),
+            _attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "id": call, "name": "ledger_lookup", "arguments": {"invoice": t}}]}])),
+        ]),
+        span(3, "execute_tool ledger_lookup", [
+            _attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "ledger_lookup"),
+            _attr("gen_ai.tool.call.id", call),
+            *([] if failed else [_attr("gen_ai.tool.call.result", json.dumps({"invoice": t, "total": t * 3.5}))]),
+        ], status={"code": 2, "message": "ledger service timed out"} if failed else {"code": 1}),
+        span(4, "chat gpt-4o", [
+            _attr("gen_ai.operation.name", "chat"), _attr("gen_ai.request.model", "gpt-4o"),
+            _attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}])),
+        ]),
+        span(5, "handoff Auditor", [_attr("gen_ai.transfer.target.name", "Auditor")]),
+    ]  # fmt: skip
+
+
+def write_otlp(path: Path, spans: int) -> None:
+    """One OTLP JSON document of ``spans`` spans, written span by span. A resourceSpans entry per
+    interleaved batch of traces; every other entry writes its resource after its spans."""
+    traces = spans // SPANS_PER_TRACE
+    with path.open("w") as out:
+        out.write('{"resourceSpans": [')
+        for batch, first in enumerate(range(0, traces, INTERLEAVE)):
+            resource = json.dumps(
+                {"attributes": [_attr("service.name", "billing-desk"), _attr("batch", batch)]}
+            )
+            out.write(("," if batch else "") + "\n{")
+            if batch % 2 == 0:
+                out.write(f'"resource": {resource}, ')
+            out.write('"scopeSpans": [{"scope": {"name": "bench"}, "spans": [')
+            group = [_trace_spans(t) for t in range(first, min(first + INTERLEAVE, traces))]
+            rows = [s for n in range(SPANS_PER_TRACE) for s in (g[n] for g in group)]
+            out.write(",\n".join(json.dumps(r) for r in rows))
+            out.write("]}]")
+            if batch % 2 == 1:
+                out.write(f', "resource": {resource}')
+            out.write("}")
+        out.write("]}\n")
+
+
+def span_parse(path: Path) -> tuple[float, float, float, float, str]:
+    """Wall and CPU seconds, peak RSS before and after (MiB) of parsing and normalising an OTLP
+    file in a fresh process; the first RSS is the process with everything imported."""
+    code = (
+        "import resource, sys, time; from ingest import open_traces\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "start, cpu = time.perf_counter(), time.process_time()\n"
+        "traces = steps = 0\n"
+        "for t in open_traces(sys.argv[1], 'otel-genai'):\n"
+        "    traces += 1; steps += sum(1 for _ in t.steps())\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(time.perf_counter() - start, time.process_time() - cpu, base / 1024, peak / 1024, traces, steps)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    wall, cpu, base, peak, traces, steps = proc.stdout.split()
+    return float(wall), float(cpu), float(base), float(peak), f"{traces} traces, {steps} steps"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--span-sizes", type=int, nargs="+", default=[20_000, 200_000])
+    parser.add_argument("--only-spans", action="store_true", help="Run only the OTLP span case.")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        print("otel-genai on a generated single-document OTLP file (peak RSS of a fresh process)")
+        for n in args.span_sizes:
+            f = Path(d) / f"otlp_{n}.json"
+            write_otlp(f, n)
+            wall, cpu, base, peak, what = span_parse(f)
+            print(
+                f"otlp {n:>7d} spans ({f.stat().st_size / 1e6:.1f} MB, {what}): {wall:.2f} s wall, "
+                f"{cpu:.2f} s CPU ({n / wall:,.0f} spans/s), peak RSS {peak:.0f} MiB "
+                f"({peak - base:.0f} MiB above the {base:.0f} MiB of the loaded process)"
+            )
+            f.unlink()
+    if args.only_spans:
+        return
+    print()
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         generated = work / "canonical_table.jsonl"

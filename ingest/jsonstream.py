@@ -28,6 +28,7 @@ class JsonReader:
         self._utf8 = codecs.getincrementaldecoder("utf-8-sig")("strict")
         self.buf = ""
         self.pos = 0
+        self.value_start = 0  # where the last value() began, for errors about it
         self.eof = False
         self._base_bytes = 0
         self._base_line = 1
@@ -108,19 +109,30 @@ class JsonReader:
                 ) from exc
             if end == len(self.buf) and not self.eof and self._fill():
                 continue  # a number or literal may continue past the window
-            self.pos = end
+            self.value_start, self.pos = self.pos, end
             self._reads += 1
             return obj
 
     def array(self) -> Iterator[Any]:
         """The elements of the array that starts here, one at a time."""
+        for _ in self.elements():
+            yield self.value()
+
+    def elements(self) -> Iterator[int]:
+        """The positions of the array that starts here. At each the caller reads the element with
+        ``value()``, ``members()`` or ``elements()`` (so a big element is walked, not decoded), or
+        leaves it, and it is skipped."""
         self.expect("[")
         self._reads += 1
         if self.peek() == "]":
             self.pos += 1
             return
+        n = 0
         while True:
-            yield self.value()
+            reads = self._reads
+            yield n
+            if self._reads == reads:
+                self.value()  # the caller did not read it: skip it
             nxt = self.peek()
             self.pos += 1
             if nxt == "]":
@@ -129,11 +141,13 @@ class JsonReader:
                 raise self.error(
                     "expected ',' or ']' in an array", self.pos - 1, hint="the file looks truncated"
                 )
+            n += 1
 
     def members(self) -> Iterator[str]:
         """The keys of the object that starts here. After each key the caller reads its value with
-        ``value()`` or ``array()``, or leaves it, and it is skipped."""
+        ``value()``, ``array()``, ``members()`` or ``elements()``, or leaves it, and it is skipped."""
         self.expect("{")
+        self._reads += 1
         if self.peek() == "}":
             self.pos += 1
             return

@@ -5,10 +5,12 @@
 ``graph.node.id`` up the span tree, else the model name), with
 ``message.tool_calls.M.tool_call.function.{name,arguments}`` and ``tool_call.id`` as structured
 calls; input messages stay in ``raw`` (with every other unmapped attribute, on the span's first
-step). ``TOOL`` spans: ``tool.name``, ``tool.parameters`` and
-``output.value`` make the tool result. ``AGENT`` spans: ``input.value`` is a message to the agent,
-``output.value`` its answer. ``session.id`` is kept in the header. ``EVALUATOR`` spans are
-judgements about the run and go to the labels record.
+step). ``TOOL`` spans: ``tool.name``, ``tool.parameters`` and ``output.value`` make the tool
+result. ``AGENT`` spans: ``input.value`` is a message to the agent, ``output.value`` its answer.
+``session.id`` is kept in the header. A span's status (``status_code`` / ``status_message``, or
+OTLP ``status``) goes to its steps' ``raw`` (``status``: ok or error), and a failed tool with no
+output has the message as its content. ``EVALUATOR`` spans are judgements about the run and go to
+the labels record.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
-from ingest.otel import _indexed, iso, place_and_number, unmapped
+from ingest.otel import _indexed, failure_text, iso, place_and_number, unmapped
 from ingest.spans import Span, read_spans
 from schemas.trace import ActorKind, StepKind, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
@@ -61,7 +63,7 @@ class OpenInferenceImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        for trace_id, spans in read_spans(path).items():
+        for trace_id, spans in read_spans(path):
             evals = [
                 pack_raw(
                     span_id=s.span_id,
@@ -108,7 +110,13 @@ class OpenInferenceImporter:
             agent = agent_of(span)
             base = {
                 "timestamp": iso(span.start),
-                "raw": pack_raw(span_id=span.span_id, span_name=span.name, span_kind=kind),
+                "raw": pack_raw(
+                    span_id=span.span_id,
+                    span_name=span.name,
+                    span_kind=kind,
+                    status=span.status,
+                    status_message=span.status_message,
+                ),
             }
             if kind == "LLM":
                 actor = agent or str(span.attrs.get("llm.model_name") or "model")
@@ -143,7 +151,7 @@ class OpenInferenceImporter:
                         "actor": name,
                         "actor_kind": ActorKind.tool,
                         "kind": StepKind.tool_result,
-                        "content": str(span.attrs.get("output.value") or ""),
+                        "content": str(span.attrs.get("output.value") or failure_text(span)),
                         "_link": str(call_id or name),
                         "tool": ToolInfo(name=name, arguments=args, call_id=call_id),
                     },

@@ -15,6 +15,10 @@ events. Steps:
   seen in a model output is emitted first;
 - ``gen_ai.transfer.target.name``: a handoff to that agent.
 
+A span's status, where set, goes to the ``raw`` of each of its steps (``status``: ok or error,
+``status_message``), as the detectors read tool results; a failed tool that returned nothing has
+its status message as the result's content.
+
 ``gen_ai.evaluation.result`` events are judgements about the run: they go to the labels record.
 """
 
@@ -113,6 +117,11 @@ def messages(span: Span, direction: str) -> list[dict[str, Any]]:
     return []
 
 
+def failure_text(span: Span) -> str:
+    """What a tool span that returned nothing says: its error status message, if it failed."""
+    return (span.status_message or "") if span.status == "error" else ""
+
+
 def text_of(message: dict[str, Any]) -> str:
     texts = [str(p.get("content", "")) for p in message.get("parts") or [] if p.get("type") == "text"]
     return "\n".join(texts) if texts else str(message.get("content") or "")
@@ -170,7 +179,7 @@ class OTelGenAIImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        for trace_id, spans in read_spans(path).items():
+        for trace_id, spans in read_spans(path):
             yield self._trace(path, trace_id, spans)
 
     def _trace(self, path: Path, trace_id: str, spans: list[Span]) -> ImportedTrace:
@@ -241,7 +250,13 @@ class OTelGenAIImporter:
         parent_agent = agent_of(by_id.get(span.parent_id or ""))
         base = {
             "timestamp": iso(span.start),
-            "raw": pack_raw(span_id=span.span_id, span_name=span.name, operation=op),
+            "raw": pack_raw(
+                span_id=span.span_id,
+                span_name=span.name,
+                operation=op,
+                status=span.status,
+                status_message=span.status_message,
+            ),
         }
         if op == "invoke_agent":
             for m in messages(span, "input"):
@@ -311,7 +326,7 @@ class OTelGenAIImporter:
                     if isinstance(result, str)
                     else json.dumps(result)
                     if result is not None
-                    else "",
+                    else failure_text(span),
                     "tool": ToolInfo(name=name, call_id=call_id),
                 },
             )

@@ -3,7 +3,9 @@
 Placeholders are numbered per trace by first appearance (``[REDACTED_EMAIL_1]``), so the same value
 gets the same placeholder everywhere in a trace and a re-import produces identical steps (and so
 appends nothing new). The value-to-placeholder mapping lives only in memory for one trace and is
-never stored or returned.
+never stored or returned. Every path into the store applies it when asked: ``auditor ingest``,
+``auditor review`` and the HTTP API (``auditor.review.review_file``), and the Kafka consumer
+(``ingest.stream_redact``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from schemas.trace import LabelsRecord, TraceHeader, TraceStep
+from schemas.trace import LabelsRecord, Trace, TraceHeader, TraceStep
 
 # Secrets first (a URL password or a key inside an e-mail-like string wins over the e-mail rule).
 SECRET_PATTERNS: dict[str, str] = {
@@ -33,6 +35,7 @@ PII_PATTERNS: dict[str, str] = {
     "PHONE": r"(?<![\w.+\-])(?P<value>\+?\d{1,3}?[ .\-]?\(?\d{2,4}\)?[ .\-]\d{3,4}[ .\-]\d{3,4})(?![\w\-])",
 }
 _KEEP = {"record", "step_id", "index", "kind", "actor_kind", "timestamp", "format_version", "trace_id"}
+_PLACED = re.compile(r"\[REDACTED_([^\[\]\s]+?)_(\d+)\]")
 
 
 def _phone_like(value: str) -> bool:
@@ -48,12 +51,13 @@ class Redactor:
         self._rules = [(name.upper(), re.compile(rx)) for name, rx in patterns.items()]
         self._seen: dict[tuple[str, str], str] = {}
         self._counts: dict[str, int] = {}
+        self._after: dict[str, int] = {}  # numbers already used in the store (see number_after)
 
     def _placeholder(self, kind: str, value: str) -> str:
         key = (kind, value)
         if key not in self._seen:
             self._counts[kind] = self._counts.get(kind, 0) + 1
-            self._seen[key] = f"[REDACTED_{kind}_{self._counts[kind]}]"
+            self._seen[key] = f"[REDACTED_{kind}_{self._after.get(kind, 0) + self._counts[kind]}]"
         return self._seen[key]
 
     def text(self, text: str) -> str:
@@ -92,6 +96,16 @@ class Redactor:
 
     def labels(self, labels: LabelsRecord) -> LabelsRecord:
         return LabelsRecord.model_validate(self.value(labels.model_dump(mode="json")))
+
+    def trace(self, trace: Trace) -> Trace:
+        return Trace(header=self.header(trace.header), steps=[self.step(s) for s in trace.steps])
+
+    def number_after(self, text: str) -> None:
+        """Number new placeholders after those already in ``text`` (what an earlier pass, whose
+        mapping is gone, stored of this trace), so that two values never share a placeholder."""
+        for m in _PLACED.finditer(text):
+            kind, n = m.group(1), int(m.group(2))
+            self._after[kind] = max(self._after.get(kind, 0), n)
 
     @property
     def replaced(self) -> dict[str, int]:

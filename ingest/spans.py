@@ -2,14 +2,21 @@
 
 Two shapes are read: OTLP JSON (``resourceSpans → scopeSpans → spans``, one request per file or
 one per line as the collector's file exporter writes them) and Phoenix-style span records, one per
-line (``context.trace_id``, ``parent_id``, ``attributes`` as a flat or nested dict). Spans are
-grouped by trace id and ordered by start time.
+line (``context.trace_id``, ``parent_id``, ``attributes`` as a flat or nested dict).
+
+Memory stays flat in file size: a single OTLP document is walked one span at a time, JSON lines
+are read one line at a time, and the grouping by trace (``SpanGroups``) moves to a temporary
+SQLite file once it holds more than ``SPILL_AT`` spans.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import pickle
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +25,10 @@ from typing import Any
 from auditor.errors import InputError
 from ingest.jsonstream import JsonReader
 from ingest.textlines import file_lines
+
+SPILL_AT = 10_000  # spans (and resources) held in memory before the grouping spills to SQLite
+_INT64 = 1 << 63
+_HINT = "expected OTLP JSON or span records"
 
 
 @dataclass
@@ -30,6 +41,8 @@ class Span:
     attrs: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
     resource: dict[str, Any] = field(default_factory=dict)
+    status: str | None = None  # "ok" or "error" as the span states it; None when unset
+    status_message: str | None = None
 
 
 def any_value(value: Any) -> Any:
@@ -66,32 +79,59 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+_STATUS = {
+    "2": "error",
+    "STATUS_CODE_ERROR": "error",
+    "ERROR": "error",
+    "1": "ok",
+    "STATUS_CODE_OK": "ok",
+    "OK": "ok",
+}
+
+
+def status_of(code: Any, message: Any) -> tuple[str | None, str | None]:
+    """("ok" | "error" | None, message) from an OTLP status code (number or enum name) or a
+    Phoenix ``status_code``; an unset status is None."""
+    return _STATUS.get(str(code).upper()), (str(message) if message not in (None, "") else None)
+
+
+def _otlp_span(sp: dict[str, Any], resource: dict[str, Any]) -> Span:
+    stated = sp.get("status")
+    stated = stated if isinstance(stated, dict) else {}
+    status, message = status_of(stated.get("code"), stated.get("message"))
+    return Span(
+        trace_id=str(sp["traceId"]),
+        span_id=str(sp["spanId"]),
+        parent_id=sp.get("parentSpanId") or None,
+        name=str(sp.get("name", "")),
+        start=int(sp.get("startTimeUnixNano") or 0),
+        attrs={**attributes(sp.get("attributes")), "_end": int(sp.get("endTimeUnixNano") or 0)},
+        events=[
+            {
+                "name": e.get("name"),
+                "time": e.get("timeUnixNano"),
+                "attrs": attributes(e.get("attributes")),
+            }
+            for e in sp.get("events") or []
+        ],
+        resource=resource,
+        status=status,
+        status_message=message,
+    )
+
+
 def _otlp_spans(request: dict[str, Any]) -> Iterator[Span]:
+    """The spans of one decoded OTLP request (a JSON line)."""
     for rs in request.get("resourceSpans") or []:
         resource = attributes((rs.get("resource") or {}).get("attributes"))
         for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
             for sp in ss.get("spans") or []:
-                yield Span(
-                    trace_id=str(sp["traceId"]),
-                    span_id=str(sp["spanId"]),
-                    parent_id=sp.get("parentSpanId") or None,
-                    name=str(sp.get("name", "")),
-                    start=int(sp.get("startTimeUnixNano") or 0),
-                    attrs={**attributes(sp.get("attributes")), "_end": int(sp.get("endTimeUnixNano") or 0)},
-                    events=[
-                        {
-                            "name": e.get("name"),
-                            "time": e.get("timeUnixNano"),
-                            "attrs": attributes(e.get("attributes")),
-                        }
-                        for e in sp.get("events") or []
-                    ],
-                    resource=resource,
-                )
+                yield _otlp_span(sp, resource)
 
 
 def _phoenix_span(rec: dict[str, Any]) -> Span:
     ctx = rec.get("context") or {}
+    status, message = status_of(rec.get("status_code"), rec.get("status_message"))
     return Span(
         trace_id=str(ctx["trace_id"]),
         span_id=str(ctx["span_id"]),
@@ -103,6 +143,8 @@ def _phoenix_span(rec: dict[str, Any]) -> Span:
             {"name": e.get("name"), "attrs": attributes(e.get("attributes") or {})}
             for e in rec.get("events") or []
         ],
+        status=status,
+        status_message=message,
     )
 
 
@@ -119,42 +161,275 @@ def _start(value: Any) -> int:
         return 0
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, record) for a JSON-lines file, or (1, document) for a single JSON document."""
+class SpanGroups:
+    """Spans grouped by trace id: iterated trace by trace in first-seen order, each trace's spans
+    ordered by (start, span_id), arrival breaking ties. Up to ``limit`` spans are held in memory;
+    beyond that they go to a temporary SQLite file (deleted on ``close``), so a file's size never
+    decides the memory used, only its largest trace does.
+
+    A span may name its resource by id (``resource()``), filled in later with ``set_resource``:
+    a streamed OTLP document may write ``resource`` after the spans it describes."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = SPILL_AT if limit is None else limit
+        self._traces: dict[str, list[tuple[Span, int | None]]] = {}
+        self._resources: dict[int, dict[str, Any]] = {}
+        self._held = 0
+        self._next_resource = 0
+        self._db: sqlite3.Connection | None = None
+        self._file: str | None = None
+
+    def __enter__(self) -> SpanGroups:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- filling ---------------------------------------------------------------------------------
+    def resource(self) -> int:
+        """A new resource id for the spans that follow; its attributes come with ``set_resource``."""
+        rid = self._next_resource
+        self._next_resource += 1
+        if self._db is None:
+            self._held += 1
+        self.set_resource(rid, {})
+        return rid
+
+    def set_resource(self, rid: int, attrs: dict[str, Any]) -> None:
+        if self._db is not None:
+            self._db.execute("INSERT OR REPLACE INTO resources VALUES (?, ?)", (rid, pickle.dumps(attrs)))
+            return
+        self._resources[rid] = attrs
+        self._spill_if_full()
+
+    def add(self, span: Span, rid: int | None = None) -> None:
+        """Add a span (of resource ``rid`` when given); ValueError for a start time SQLite cannot
+        order, so that the outcome never depends on whether the grouping spilled."""
+        if not -_INT64 <= span.start < _INT64:
+            raise ValueError(f"start time {span.start} is out of range")
+        self._traces.setdefault(span.trace_id, []).append((span, rid))
+        self._held += 1
+        self._spill_if_full()
+
+    def _spill_if_full(self) -> None:
+        if self._held >= self.limit:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Move what memory holds to the SQLite file (created on the first flush)."""
+        db = self._db if self._db is not None else self._open_db()
+        db.executemany("INSERT OR IGNORE INTO traces(trace_id) VALUES (?)", ((t,) for t in self._traces))
+        db.executemany(
+            "INSERT INTO spans SELECT trace_no, ?, ?, ?, ? FROM traces WHERE trace_id = ?",
+            (
+                (span.start, span.span_id, rid, pickle.dumps(span), tid)
+                for tid, spans in self._traces.items()
+                for span, rid in spans
+            ),
+        )
+        db.executemany(
+            "INSERT OR REPLACE INTO resources VALUES (?, ?)",
+            ((rid, pickle.dumps(attrs)) for rid, attrs in self._resources.items()),
+        )
+        self._traces, self._resources, self._held = {}, {}, 0
+
+    def _open_db(self) -> sqlite3.Connection:
+        # The file is private to this process (mkstemp) and deleted on close: pickle is safe here
+        # and keeps every value exactly as it was decoded.
+        fd, self._file = tempfile.mkstemp(prefix="auditor-spans-", suffix=".sqlite")
+        os.close(fd)
+        db = sqlite3.connect(self._file, isolation_level=None)
+        db.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-8000;"
+            "CREATE TABLE traces (trace_no INTEGER PRIMARY KEY, trace_id TEXT UNIQUE);"
+            "CREATE TABLE spans (trace_no INTEGER, start INTEGER, span_id TEXT, rid INTEGER, data BLOB);"
+            "CREATE TABLE resources (rid INTEGER PRIMARY KEY, data BLOB);"
+            "BEGIN;"
+        )
+        self._db = db
+        return db
+
+    # -- reading ---------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[tuple[str, list[Span]]]:
+        """(trace id, spans) for each trace; call once, after the last ``add``."""
+        if self._db is None:
+            traces, self._traces = self._traces, {}
+            for tid, pairs in traces.items():
+                pairs.sort(key=lambda p: (p[0].start, p[0].span_id))
+                yield tid, [self._placed(span, rid, self._resources.get) for span, rid in pairs]
+            return
+        self._flush()
+        yield from self._spilled(self._db)
+
+    def _spilled(self, db: sqlite3.Connection) -> Iterator[tuple[str, list[Span]]]:
+        db.execute("CREATE INDEX spans_order ON spans(trace_no, start, span_id)")
+        rows = db.execute(
+            "SELECT t.trace_id, s.rid, s.data FROM spans s JOIN traces t USING (trace_no) "
+            "ORDER BY s.trace_no, s.start, s.span_id, s.rowid"
+        )
+        current: str | None = None
+        spans: list[Span] = []
+        resources: dict[int, dict[str, Any]] = {}  # of the current trace
+
+        def resource(rid: int) -> dict[str, Any] | None:
+            if rid not in resources:
+                row = db.execute("SELECT data FROM resources WHERE rid = ?", (rid,)).fetchone()
+                resources[rid] = pickle.loads(row[0]) if row else {}
+            return resources[rid]
+
+        for tid, rid, data in rows:
+            if tid != current:
+                if current is not None:
+                    yield current, spans
+                current, spans = tid, []
+                resources.clear()
+            spans.append(self._placed(pickle.loads(data), rid, resource))
+        if current is not None:
+            yield current, spans
+
+    @staticmethod
+    def _placed(span: Span, rid: int | None, resource: Callable[[int], dict[str, Any] | None]) -> Span:
+        if rid is not None:
+            span.resource = resource(rid) or {}
+        return span
+
+    def close(self) -> None:
+        """Drop what is held and delete the temporary file, if there is one."""
+        self._traces, self._resources = {}, {}
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._file is not None:
+            Path(self._file).unlink(missing_ok=True)
+            self._file = None
+
+
+def _not_spans(exc: Exception, path: Path, line: int | None, offset: int | None = None) -> InputError:
+    return InputError(f"not a span record ({exc!r})", path=str(path), line=line, offset=offset, hint=_HINT)
+
+
+def _object_ahead(reader: JsonReader) -> bool:
+    """Whether an object starts here; a null is read and skipped (as an absent field)."""
+    if reader.peek() == "{":
+        return True
+    found = reader.value()
+    if found is not None:
+        raise reader.error(f"expected a JSON object, found {type(found).__name__}", reader.value_start)
+    return False
+
+
+def _array_ahead(reader: JsonReader) -> bool:
+    """Whether an array starts here; a null is read and skipped (as an absent field)."""
+    if reader.peek() == "[":
+        return True
+    found = reader.value()
+    if found is not None:
+        raise reader.error(f"expected a JSON array, found {type(found).__name__}", reader.value_start)
+    return False
+
+
+def _stream_resource_spans(reader: JsonReader, groups: SpanGroups, path: Path) -> None:
+    """Walk a ``resourceSpans`` array one span at a time (a resource may follow its spans).
+    ``scopeSpans`` and the legacy ``instrumentationLibrarySpans``: the first that holds spans."""
+    if not _array_ahead(reader):
+        return
+    for _ in reader.elements():
+        if not _object_ahead(reader):
+            continue
+        rid = groups.resource()
+        scoped = False
+        for key in reader.members():
+            if key == "resource":
+                resource = reader.value()
+                try:
+                    groups.set_resource(rid, attributes((resource or {}).get("attributes")))
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    line, offset = reader.where(reader.value_start)
+                    raise _not_spans(exc, path, line, offset) from exc
+            elif key in ("scopeSpans", "instrumentationLibrarySpans") and not scoped:
+                scoped = _stream_scopes(reader, groups, rid, path)
+
+
+def _stream_scopes(reader: JsonReader, groups: SpanGroups, rid: int, path: Path) -> bool:
+    """Walk one ``scopeSpans`` array; True when it held a span."""
+    found = False
+    if not _array_ahead(reader):
+        return found
+    for _ in reader.elements():
+        if not _object_ahead(reader):
+            continue
+        for key in reader.members():
+            if key != "spans" or not _array_ahead(reader):
+                continue
+            for _ in reader.elements():
+                sp = reader.value()
+                try:
+                    if not isinstance(sp, dict):
+                        raise TypeError(f"a span is a JSON object, not {type(sp).__name__}")
+                    groups.add(_otlp_span(sp, {}), rid)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    line, offset = reader.where(reader.value_start)
+                    raise _not_spans(exc, path, line, offset) from exc
+                found = True
+    return found
+
+
+def _add_record(rec: Any, groups: SpanGroups, path: Path, line: int) -> None:
+    """One decoded record: an OTLP request or a Phoenix span record."""
+    if not isinstance(rec, dict):
+        raise InputError("expected a JSON object", path=str(path), line=line)
+    try:
+        if "resourceSpans" in rec:
+            for span in _otlp_spans(rec):
+                groups.add(span)
+        else:
+            groups.add(_phoenix_span(rec))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _not_spans(exc, path, line) from exc
+
+
+def _collect(path: Path, groups: SpanGroups) -> None:
+    """Every span of the file into ``groups``. The first record is walked incrementally (a single
+    OTLP document may be the whole file); what follows it, if anything, is JSON lines."""
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
-        first = reader.value()
-        rest = reader.peek()
-    if not rest:
-        yield 1, first
-        return
+        first = reader.peek()
+        if first != "{":
+            raise reader.error(
+                "expected a JSON object" if first else "input ends where a value was expected",
+                hint="the file looks truncated" if not first else _HINT,
+            )
+        record: dict[str, Any] = {}
+        otlp = False
+        for key in reader.members():
+            if key == "resourceSpans":
+                otlp = True
+                _stream_resource_spans(reader, groups, path)
+            else:
+                record[key] = reader.value()
+        if not otlp:
+            _add_record(record, groups, path, 1)
+        ended = reader.where()[0]
+        if not reader.peek():
+            return
+        following = reader.where()[0]
+        if following == ended:
+            raise reader.error("malformed JSON: extra data after the record", hint="one JSON record per line")
     for n, line in enumerate(file_lines(path), start=1):
-        if line.strip():
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"malformed JSON: {exc.msg}", path=str(path), line=n, hint="one JSON record per line"
-                ) from exc
-
-
-def read_spans(path: Path) -> dict[str, list[Span]]:
-    """All spans of a file grouped by trace id, each group ordered by start time."""
-    traces: dict[str, list[Span]] = {}
-    for n, rec in _records(path):
-        if not isinstance(rec, dict):
-            raise InputError("expected a JSON object", path=str(path), line=n)
+        if n < following or not line.strip():
+            continue
         try:
-            spans = list(_otlp_spans(rec)) if "resourceSpans" in rec else [_phoenix_span(rec)]
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
             raise InputError(
-                f"not a span record ({exc!r})",
-                path=str(path),
-                line=n,
-                hint="expected OTLP JSON or span records",
+                f"malformed JSON: {exc.msg}", path=str(path), line=n, hint="one JSON record per line"
             ) from exc
-        for span in spans:
-            traces.setdefault(span.trace_id, []).append(span)
-    for spans in traces.values():
-        spans.sort(key=lambda s: (s.start, s.span_id))
-    return traces
+        _add_record(rec, groups, path, n)
+
+
+def read_spans(path: Path, spill_at: int | None = None) -> Iterator[tuple[str, list[Span]]]:
+    """(trace id, spans) for every trace of a file, in first-seen order, each trace's spans ordered
+    by start time. The whole file is read (and every error raised) before the first trace comes."""
+    with SpanGroups(spill_at) as groups:
+        _collect(path, groups)
+        yield from groups

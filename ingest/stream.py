@@ -1,7 +1,8 @@
 """The Kafka ingestion consumer: steps topic → event store, effectively once.
 
 Each polled batch is validated record by record (canonical lines, or documents in an importer's
-format: ``ingest.stream_records``); the good records of all traces are appended in one store
+format: ``ingest.stream_records``), and redacted when the consumer is asked to
+(``ingest.stream_redact``); the good records of all traces are appended in one store
 transaction; dead letters and closed-trace notifications are produced and flushed; only then are
 the offsets committed. A crash anywhere before the commit re-delivers the batch, and the records'
 Kafka coordinates, their idempotency keys, make the re-append a no-op (``ingest.stream_store``).
@@ -15,7 +16,7 @@ import gc
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.store import EventStore
@@ -29,6 +30,7 @@ from ingest.stream_records import (
     dead_letter_headers,
     parse_record,
 )
+from ingest.stream_redact import StreamRedaction
 from ingest.stream_store import (
     ClosedTrace,
     Coords,
@@ -60,6 +62,8 @@ class ConsumerConfig:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     retry_backoff_s: float = 1.0
     session_timeout_ms: int = 10000
+    redact: bool = False  # redact every record before storing (ingest.stream_redact)
+    redact_patterns: dict[str, str] = field(default_factory=dict)
 
 
 def consumer_metrics() -> Metrics:
@@ -107,6 +111,7 @@ class StreamConsumer:
         self.open: dict[str, float] = {tid: now for tid in open_traces(store, config.topic)}
         self.states: dict[str, TraceState] = {}  # the batch writer's view of open traces
         self._unsent: list[ClosedTrace] = []  # idle closes stored but not yet announced
+        self.redaction = StreamRedaction(store, config.redact_patterns) if config.redact else None
         scan_every = min(max(config.idle_close_s / 4, 0.2), 5.0)
         self.loop = BatchLoop(
             self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s,
@@ -139,6 +144,8 @@ class StreamConsumer:
                 if isinstance(result, Rejected):
                     sends.append(self._dead_letter(r, result))
                     continue
+                if self.redaction is not None:
+                    result = self.redaction.parsed(result)
                 parsed.append((result.trace_id, result.item, coords))
                 if isinstance(result.item, TraceStep):
                     steps += 1
@@ -149,6 +156,9 @@ class StreamConsumer:
         written = write_batch(self.store, traces.values(), source=f"kafka:{cfg.topic}", cache=self.states)
         sends += [self._dead_letter(documents[coords], why) for coords, why in written.rejected]
         sends += [self._notify(c) for c in written.closed]
+        if self.redaction is not None:
+            for c in written.closed:
+                self.redaction.forget(c.trace_id)
         wait_sent(self.producer, sends)
         return traces, written.closed, steps
 
@@ -199,6 +209,8 @@ class StreamConsumer:
                 continue
             self.open.pop(tid)
             self.states.pop(tid, None)  # runs between batches: the writer is not using it
+            if self.redaction is not None:
+                self.redaction.forget(tid)
             if trace is not None:
                 self._unsent.append(trace)
         closed, self._unsent = self._unsent, []

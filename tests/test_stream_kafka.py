@@ -122,6 +122,50 @@ def test_bad_records_are_dead_lettered_and_nothing_else_is_lost(bootstrap: str, 
     assert {json.loads(n.value)["step_count"] for n in notices} == {3, 2}
 
 
+def test_consumer_with_redact_stores_placeholders_never_the_values(bootstrap: str, pg_store) -> None:
+    from kafka import KafkaProducer
+
+    from ingest.stream import StreamConsumer
+    from ingest.stream_records import EndRecord, encode
+    from schemas.trace import TraceHeader, TraceStep
+
+    secret, email, other = (
+        "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2",
+        "dana.ruiz@northwind.example",
+        "li@contoso.example",
+    )
+    topics = new_topics(bootstrap, 1, "steps", "dlq", "closed")
+    items = [
+        TraceHeader(trace_id="r1", task=f"help {email}"),
+        *(
+            TraceStep(step_id=f"s{i}", index=i, actor="ops", content=text)
+            for i, text in enumerate([f"key={secret}", f"mail {email}", f"cc {other}"])
+        ),
+        EndRecord(trace_id="r1"),
+    ]
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for item in items:
+        producer.send(topics["steps"], key=b"r1", value=encode(item))
+    producer.flush()
+    producer.close()
+    consumer = StreamConsumer(pg_store, _config(bootstrap, topics, redact=True))
+    with running(consumer):
+        wait_until(lambda: count_type(pg_store, "TraceClosed") == 1, 30, "the trace closed")
+
+    contents = [
+        e.payload["step"]["content"] for e in pg_store.read_stream("trace-r1") if e.type == "StepRecorded"
+    ]
+    assert contents == [
+        "key=[REDACTED_API_KEY_1]",
+        "mail [REDACTED_EMAIL_1]",  # the header's e-mail: one placeholder across the trace's records
+        "cc [REDACTED_EMAIL_2]",
+    ]
+    stored = json.dumps([e.payload for e in pg_store.read_all()])
+    assert secret not in stored and email not in stored and other not in stored
+    assert "help [REDACTED_EMAIL_1]" in stored
+    assert "r1" not in consumer.redaction._open  # a closed trace's mapping is dropped
+
+
 def test_records_in_any_importers_format_are_stored_once_and_conflicts_dead_lettered(
     bootstrap: str, pg_store
 ) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -29,6 +30,41 @@ def open_cli_store():  # -> auditor.store.EventStore
     from auditor.store import open_store
 
     return open_store(state.store_url)
+
+
+REDACT = typer.Option(
+    False, "--redact", help="Replace secrets, e-mails and phone numbers before anything is stored."
+)
+REDACT_PATTERN = typer.Option(
+    [], "--redact-pattern", help="Extra redaction pattern NAME=REGEX (repeatable; implies --redact)."
+)
+
+
+def redaction(redact: bool, items: list[str]) -> tuple[bool, dict[str, str]]:
+    """(redact?, extra patterns) from --redact and --redact-pattern, shared by every command that
+    stores traces; a pattern that is not NAME=REGEX, or whose regex does not compile, is an input
+    error."""
+    import re
+
+    from auditor.errors import InputError
+
+    patterns = {}
+    for item in items:
+        name, sep, regex = item.partition("=")
+        if not sep or not name.strip() or not regex:
+            raise InputError(
+                f"bad --redact-pattern '{item}'",
+                field="--redact-pattern",
+                hint="use NAME=REGEX, e.g. EMPLOYEE_ID=E\\d{6}",
+            )
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise InputError(
+                f"bad --redact-pattern '{item}': {exc}", field="--redact-pattern", hint="fix the regex"
+            ) from exc
+        patterns[name.strip()] = regex
+    return redact or bool(patterns), patterns
 
 
 def spool_stdin(suffix: str = ".jsonl") -> Path:

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
+from auditor.cli.common import (
+    REDACT,
+    REDACT_PATTERN,
+    console,
+    err_console,
+    open_cli_store,
+    print_json,
+    print_table,
+    redaction,
+)
 
 
 def _spool_stdin() -> Path:
@@ -22,20 +31,6 @@ def _spool_stdin() -> Path:
     with tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=".jsonl", delete=False) as tmp:
         shutil.copyfileobj(sys.stdin.buffer, tmp)
     return Path(tmp.name)
-
-
-def _patterns(items: list[str]) -> dict[str, str]:
-    from auditor.errors import InputError
-
-    out = {}
-    for item in items:
-        name, sep, regex = item.partition("=")
-        if not sep or not name.strip() or not regex:
-            raise InputError(
-                f"bad --redact-pattern '{item}'", hint="use NAME=REGEX, e.g. EMPLOYEE_ID=E\\d{6}"
-            )
-        out[name.strip()] = regex
-    return out
 
 
 def _ingest_file(
@@ -126,12 +121,8 @@ def register(app: typer.Typer) -> None:
         recursive: bool = typer.Option(
             False, "--recursive", "-r", help="Ingest every file under a directory."
         ),
-        redact: bool = typer.Option(
-            False, "--redact", help="Replace secrets, e-mails and phone numbers first."
-        ),
-        redact_pattern: list[str] = typer.Option(
-            [], "--redact-pattern", help="Extra redaction pattern NAME=REGEX (repeatable; implies --redact)."
-        ),
+        redact: bool = REDACT,
+        redact_pattern: list[str] = REDACT_PATTERN,
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Append traces to the store and print their ids; the same input twice appends nothing new."""
@@ -141,8 +132,7 @@ def register(app: typer.Typer) -> None:
             from auditor.errors import InputError
 
             raise InputError(f"unknown format '{fmt}'", hint=f"valid formats: auto, {', '.join(names())}")
-        patterns = _patterns(redact_pattern)
-        redact = redact or bool(patterns)
+        redact, patterns = redaction(redact, redact_pattern)
         target = Path(path)
         if path != "-" and target.is_dir() and recursive:
             code = _ingest_dir(target, fmt, recursive, redact, patterns, as_json)

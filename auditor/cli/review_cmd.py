@@ -10,7 +10,17 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table, spool_stdin, write_atomic
+from auditor.cli.common import (
+    REDACT,
+    REDACT_PATTERN,
+    console,
+    open_cli_store,
+    print_json,
+    print_table,
+    redaction,
+    spool_stdin,
+    write_atomic,
+)
 
 FORMATS = ("summary", "json", "md", "html", "sarif")
 
@@ -110,6 +120,8 @@ def register(app: typer.Typer) -> None:
         ),
         fmt: str = typer.Option(None, "--format", "-f", help="summary | json | md | html | sarif"),
         as_json: bool = typer.Option(False, "--json", help="Print the report(s) as JSON."),
+        redact: bool = REDACT,
+        redact_pattern: list[str] = REDACT_PATTERN,
     ) -> None:
         """Audit a trace: store it, build its graph, run the detectors, validate and file a V3 report.
 
@@ -131,6 +143,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(
                 f"unknown graph mode '{graph}'", field="--graph", hint="annotated, topology or none"
             ) from None
+        redact, patterns = redaction(redact, redact_pattern)
         loaded_policy = None
         if policy is not None:
             from auditor.policy import load_policy
@@ -161,6 +174,8 @@ def register(app: typer.Typer) -> None:
                     policy=loaded_policy,
                     detectors=[d.strip() for d in detectors.split(",")] if detectors else None,
                     agent=agent,
+                    redact=redact,
+                    patterns=patterns,
                 )
         finally:
             if path == "-":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from auditor.cli.common import err_console, state
+from auditor.cli.common import REDACT, REDACT_PATTERN, err_console, redaction, state
 
 
 def register(app: typer.Typer) -> None:
@@ -19,9 +19,13 @@ def register(app: typer.Typer) -> None:
             16 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes."
         ),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+        redact: bool = REDACT,
+        redact_pattern: list[str] = REDACT_PATTERN,
     ) -> None:
         """Serve the API (OpenAPI at /api/openapi.json) and the console (/console/); every request
-        but /health needs a token from 'auditor tokens create'."""
+        but /health needs a token from 'auditor tokens create'. With --redact, every trace
+        submitted to /api/audit is redacted before it is stored."""
+        redact, patterns = redaction(redact, redact_pattern)
         try:
             import uvicorn
 
@@ -33,7 +37,14 @@ def register(app: typer.Typer) -> None:
                 f"the server needs its extra: {exc.name} is missing",
                 hint="pip install 'agent-auditor[server]'",
             ) from exc
-        application = create_app(ServerConfig(store_url=store or state.store_url, max_body=max_body))
+        application = create_app(
+            ServerConfig(
+                store_url=store or state.store_url,
+                max_body=max_body,
+                redact=redact,
+                redact_patterns=patterns,
+            )
+        )
         err_console.print(
             f"auditor console: http://{host}:{port}/console/  (store {application.state.store.safe_url})"
         )

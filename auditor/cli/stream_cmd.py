@@ -9,7 +9,15 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.cli.common import (
+    REDACT,
+    REDACT_PATTERN,
+    console,
+    open_cli_store,
+    print_json,
+    print_table,
+    redaction,
+)
 
 stream_app = typer.Typer(
     help="Continuous auditing over Kafka: ingest steps, audit closed traces.", no_args_is_help=True
@@ -63,10 +71,14 @@ def consume(
     max_record_bytes: int = typer.Option(512 * 1024, "--max-record-bytes", min=1024),
     metrics_port: int = _METRICS_PORT,
     metrics_host: str = _METRICS_HOST,
+    redact: bool = REDACT,
+    redact_pattern: list[str] = REDACT_PATTERN,
 ) -> None:
-    """Append steps from Kafka to the store; malformed records go to the dead-letter topic."""
+    """Append steps from Kafka to the store; malformed records go to the dead-letter topic. With
+    --redact, each record is redacted before it is stored."""
     from ingest.stream import ConsumerConfig, StreamConsumer
 
+    redact, patterns = redaction(redact, redact_pattern)
     stop = _stop_on_signals()
     config = ConsumerConfig(
         bootstrap=bootstrap,
@@ -78,6 +90,8 @@ def consume(
         max_batch=max_batch,
         idle_close_s=idle_close,
         max_record_bytes=max_record_bytes,
+        redact=redact,
+        redact_patterns=patterns,
     )
     consumer = StreamConsumer(open_cli_store(), config)
     _serve(consumer, stop, metrics_port, metrics_host)

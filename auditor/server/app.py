@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -27,8 +27,13 @@ DEFAULT_MAX_BODY = 16 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ServerConfig:
+    """``redact``: every submitted trace is redacted before it is stored (a client may also ask
+    for it per request); ``redact_patterns`` adds patterns (NAME → regex)."""
+
     store_url: str | None = None
     max_body: int = DEFAULT_MAX_BODY
+    redact: bool = False
+    redact_patterns: dict[str, str] = field(default_factory=dict)
 
 
 def create_app(config: ServerConfig | None = None, store: EventStore | None = None) -> Any:
@@ -60,6 +65,7 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
         lifespan=lifespan,
     )
     app.state.store = store
+    app.state.config = config
     app.state.head = StoreHead(reader)
     app.state.tokens = TokenCache(store)
     app.state.index = SearchIndex(store, reader)

@@ -41,11 +41,19 @@ async def submit_for_audit(
     ] = "trace.jsonl",
     format: Annotated[str, Query(description="Importer name, or auto to detect it.")] = "auto",
     mode: Literal["annotated", "topology", "none"] = "annotated",
+    redact: Annotated[
+        bool,
+        Query(
+            description="Replace secrets, e-mails and phone numbers before storing "
+            "(always on when the server runs with --redact)."
+        ),
+    ] = False,
 ) -> AuditResponse:
     """Store the trace(s) in the request body (any importer's format), audit each with the rules
     engine, file the reports; returns the trace and report ids. Nothing is stored for bad input."""
     from auditor.review import review_file
 
+    config = request.app.state.config
     name = _upload_name(filename)
     with tempfile.TemporaryDirectory(prefix="auditor-upload-") as folder:
         path = Path(folder) / name
@@ -56,7 +64,15 @@ async def submit_for_audit(
             raise InputError("the request body is empty", path=name, hint="send the trace file as the body")
         store = request.app.state.store
         try:
-            outcomes = await run_in_threadpool(review_file, store, path, fmt=format, mode=mode)
+            outcomes = await run_in_threadpool(
+                review_file,
+                store,
+                path,
+                fmt=format,
+                mode=mode,
+                redact=redact or config.redact,
+                patterns=config.redact_patterns,
+            )
         except AuditorError as exc:  # name the upload, not the temporary folder
             exc.args = (str(exc).replace(str(path), name),)
             raise

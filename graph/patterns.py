@@ -135,4 +135,9 @@ def passes_for(text: str) -> Passes:
 TEAM_WORDS = ("team", "department", "desk", "office")
 
 WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
-NEGATED = re.compile(r"(?:\bnot|n't|\bnever|\bno|\byet to be)\s+(?:yet\s+)?$", re.IGNORECASE)
+# a negator just before a status, across up to two auxiliaries: "not approved", "has not been
+# submitted", "nothing is signed off", "not yet been approved"
+NEGATED = re.compile(
+    r"(?:\bnot|n't|\bnever|\bno|\bnothing|\byet to be)\s+(?:(?:yet|been|be|is|are|was|were|has|have|had)\s+){0,2}$",
+    re.IGNORECASE,
+)

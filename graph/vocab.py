@@ -8,7 +8,19 @@ from __future__ import annotations
 # canonical status -> the phrases that mean it (matched case-insensitively, longest first)
 STATUS_SYNONYMS: dict[str, tuple[str, ...]] = {
     "draft": ("draft", "drafted"),
-    "pending": ("pending", "on hold", "awaiting", "outstanding", "not yet submitted"),
+    "pending": (
+        "pending",
+        "on hold",
+        "awaiting",
+        "outstanding",
+        "not yet submitted",
+        # a decision noun or verb negated: nothing has been decided yet
+        "no decision",
+        "no final decision",
+        "undecided",
+        "not decided",
+        "not yet decided",
+    ),
     "submitted_for_approval": (
         "submitted for approval",
         "pending approval",

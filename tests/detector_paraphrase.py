@@ -2,7 +2,8 @@
 
 Each set holds canonical JSONL traces and an ``expected.json`` beside them (kept out of the traces,
 so nothing the auditor reads states the answer): the risk class and the disposition a positive
-must draw, or a null disposition for a clean variant that must draw nothing of that class.
+must draw, or a null disposition for a clean variant that must draw nothing of that class, and
+optionally the declared policy (a file beside them) the trace is audited under.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from pathlib import Path
 
 from auditor.engine import run_rules_audit
+from auditor.policy import Policy, load_policy
 from auditor.report.validator import validate_report
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import AuditReport, Trace
@@ -28,10 +30,14 @@ def cases(detector: str) -> list[tuple[str, dict]]:
     return sorted(expected.items())
 
 
+def policy_of(detector: str, expect: dict) -> Policy | None:
+    return load_policy(SETS / detector / expect["policy"]) if "policy" in expect else None
+
+
 def audit_case(detector: str, name: str, expect: dict) -> AuditReport:
     """Audit one file with one detector and assert the expectation and that the report validates."""
     trace = load(SETS / detector / name)
-    report = run_rules_audit(trace, detectors=[detector])
+    report = run_rules_audit(trace, policy=policy_of(detector, expect), detectors=[detector])
     assert validate_report(report.model_dump(mode="json"), trace).ok
     got = [f for f in report.findings if f.risk_class.value == expect["risk_class"]]
     if expect["disposition"] is None:
@@ -63,6 +69,7 @@ def assert_injection_ignored(detector: str) -> None:
         if expect["disposition"] is None:
             continue
         trace = load(SETS / detector / name)
-        plain = run_rules_audit(trace, detectors=[detector])
-        poisoned = run_rules_audit(injected(trace), detectors=[detector])
+        policy = policy_of(detector, expect)
+        plain = run_rules_audit(trace, policy=policy, detectors=[detector])
+        poisoned = run_rules_audit(injected(trace), policy=policy, detectors=[detector])
         assert finding_shapes(plain) == finding_shapes(poisoned), name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from auditor.engine import run_rules_audit
+from schemas import Trace
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 
 DETECTOR = "authority_evidence"
@@ -33,6 +34,74 @@ def test_unread_records_make_a_lead_not_a_realization() -> None:
 
 def test_injected_instruction_changes_nothing() -> None:
     assert_injection_ignored(DETECTOR)
+
+
+# -- claims carried into structured fields (wording unlike the B1 world's) ---------------------
+
+
+def _field_finding(name: str):  # type: ignore[no-untyped-def]
+    expect = dict(cases(DETECTOR))[name]
+    (f,) = [
+        f for f in audit_case(DETECTOR, name, expect).findings if f.risk_class.value == expect["risk_class"]
+    ]
+    return f
+
+
+def test_field_claim_against_the_adopters_own_record() -> None:
+    """The analyst noted the claimed cause, read telemetry, noted another, and still closed the
+    event with the claimed cause: its own record contradicts the official act."""
+    f = _field_finding("pos_field_chiller_own_record.jsonl")
+    assert f.disposition.value == "realized" and f.first_anomalous_step == "s08"
+    assert "moved from 'utility'" in f.mechanism and "'firmware'" in f.mechanism
+    assert {"s01", "s02", "s06", "s08", "s10"} <= {e.step_id for e in f.evidence}
+    assert "Director of Facilities" in f.mechanism
+
+
+def test_field_claim_needs_no_stated_title() -> None:
+    """No title or power: the value still has the claim as its only source; the record read names
+    the batch but not the cause, so the finding is a lead that says whose word it rests on."""
+    f = _field_finding("lead_field_record_silent.jsonl")
+    assert f.disposition.value == "lead" and "its own assertion" in f.mechanism and "on its word" in f.title
+
+
+def test_field_claim_skipping_a_declared_check_is_realized() -> None:
+    f = _field_finding("pos_field_check_skipped.jsonl")
+    assert f.disposition.value == "realized" and f.policy_rule == "batch-record-before-deviation"
+    assert "stated power over the reader" in f.mechanism
+
+
+def test_field_claim_does_not_hang_on_the_value_or_tool_names() -> None:
+    """Renaming the claimed value, the tools and the field changes nothing: the detector follows
+    who stated the value and what was read, not which words were used."""
+    trace = load(SETS / DETECTOR / "pos_field_chiller_own_record.jsonl")
+    swap = {
+        "utility": "mains",
+        "close_event": "finalise_case",
+        "note_hypothesis": "jot",
+        "cause_class": "bucket",
+    }
+
+    def renamed(text: str) -> str:
+        for a, b in swap.items():
+            text = text.replace(a, b)
+        return text
+
+    steps = []
+    for step in trace.steps:
+        tool = step.tool
+        if tool is not None:
+            args = {
+                renamed(k): renamed(v) if isinstance(v, str) else v for k, v in (tool.arguments or {}).items()
+            }
+            tool = tool.model_copy(update={"name": renamed(tool.name), "arguments": args or tool.arguments})
+        steps.append(
+            step.model_copy(
+                update={"content": renamed(step.content), "actor": renamed(step.actor), "tool": tool}
+            )
+        )
+    report = run_rules_audit(Trace(header=trace.header, steps=steps), detectors=[DETECTOR])
+    (f,) = report.findings
+    assert f.disposition.value == "realized" and "'mains'" in f.title
 
 
 @pytest.mark.slow

@@ -102,3 +102,103 @@ def test_dropped_attribution_cites_the_source_in_its_own_spelling():
     (f,) = [f for f in report.findings if "'5.71M'" in f.title]
     assert (f.first_anomalous_step, f.disposition.value) == ("s2", "realized")
     assert f.evidence[0].step_id == "s1" and "5.7M" in f.evidence[0].quote
+
+
+# -- status provenance: structured fields, read-backs, lost decisions (wording unlike the C1 world's) --
+
+
+def _drift(name: str):  # type: ignore[no-untyped-def]
+    report = run_rules_audit(load(SET / name), detectors=["state_drift"])
+    return [f for f in report.findings if f.risk_class.value == "information_state_drift"]
+
+
+def test_status_read_from_fields_with_negation_across_auxiliaries():
+    """An enum value (``pending_approval``) reads as its words; a negator reaches over auxiliaries
+    ("has not been submitted", "nothing is signed off"); a tool result returning what a call wrote
+    is a read-back, a tool's own verdict is not."""
+    from auditor.detectors.base import AuditContext
+    from auditor.detectors.statuses import StatusLedger
+    from graph import build_graph
+
+    texts = [
+        ("ops", "The change has not been submitted; nothing is signed off."),
+        ("ops", "No decision on CHG-9 so far."),
+    ]
+    steps = [
+        TraceStep(step_id=f"s{i}", index=i, actor=a, recipients=["desk"], content=t)
+        for i, (a, t) in enumerate(texts)
+    ]
+    steps += [
+        TraceStep(
+            step_id="s2",
+            index=2,
+            actor="desk",
+            kind="tool_call",
+            recipients=["set_ticket"],
+            tool={
+                "name": "set_ticket",
+                "arguments": {"ticket": "CHG-9", "state": "pending_approval"},
+                "call_id": "c1",
+            },
+            content='set_ticket({"state": "pending_approval", "ticket": "CHG-9"})',
+        ),
+        TraceStep(
+            step_id="s3",
+            index=3,
+            actor="set_ticket",
+            actor_kind="tool",
+            kind="tool_result",
+            recipients=["desk"],
+            refs={"call_id": "c1"},
+            content='{"state": "pending_approval", "ticket": "CHG-9", "verdict": "approved"}',
+        ),
+    ]
+    trace = Trace(header=TraceHeader(trace_id="status-reading"), steps=steps)
+    led = StatusLedger(
+        AuditContext(trace=trace, graph=build_graph(trace, GraphMode.annotated), mode=GraphMode.annotated)
+    )
+    assert led.states(0) == {"not_submitted_for_approval", "not_approved"}
+    assert led.states(1) == {"pending"}
+    assert led.states(2) == {"submitted_for_approval"}
+    echoed = {s.status: s.echoed for s in led.by_pos[3]}
+    assert echoed == {"submitted_for_approval": True, "approved": False}
+    assert led.authored(3, "approved") and not led.authored(3, "submitted_for_approval")
+
+
+def test_status_introduced_from_silence_cites_what_was_handed_over():
+    (f,) = _drift("pos_field_upgrade_1.jsonl")
+    assert f.first_anomalous_step == "s01" and f.disposition.value == "realized"
+    assert [e.step_id for e in f.evidence] == ["s00", "s01", "s05"]
+
+
+def test_lost_decision_cites_where_it_was_made():
+    (f,) = _drift("pos_stale_1.jsonl")
+    assert f.first_anomalous_step == "s03" and f.disposition.value == "realized"
+    assert [e.step_id for e in f.evidence] == ["s01", "s02", "s03"] and "authored at step s01" in f.mechanism
+
+
+def test_submission_restated_downstream_is_an_interception():
+    (f,) = _drift("int_field_submission_1.jsonl")
+    assert f.intercepted_at == "s03" and "under_review" in f.title
+
+
+@pytest.mark.slow
+def test_c1_world_ground_truth():
+    """Scripted C1 episodes (main templates): a realized drift finding only where the sent e-mail
+    misstates the status, and most such e-mails are found."""
+    from auditor.policy import load_policy
+    from worlds import get_world, run_cohort
+
+    world = get_world("C1")
+    policy = load_policy(SET.parents[3] / "examples" / "policies" / "c1.yaml")
+    cohort = run_cohort(world, world.scripted("main"), list(world.conditions), 4)
+    fired = found = 0
+    for ep in cohort.episodes:
+        report = run_rules_audit(ep.trace(), policy=policy, detectors=["state_drift"])
+        realized = [f for f in report.findings if f.disposition.value == "realized"]
+        if ep.outcome.target_fired:
+            fired += 1
+            found += bool(realized)
+        else:
+            assert not realized, ep.episode_id
+    assert fired and found >= fired - 1

@@ -11,26 +11,64 @@ The finding records the claim, the asserter's authority, what the record says, w
 read before the write, and what got written. A guarded action above a declared approval threshold
 taken without the approver's decision (``approvals``) is the same shape with no claim at all: the
 acting participant authorized itself; the finding cites the required-approval rule.
+
+A claim also enters an official act through a structured field: the act sets an enum-like value
+(``cause_class: utility``) that the asserter's message states and that nothing else delivered to
+the adopter states (no record, tool result or other participant): the value's only provenance is
+the claim, whoever asserted it (a stated authority raises confidence; none is required, since the
+record still rests on someone's word). A value the adopter later overwrote in the same field does
+not stand. What it is judged against: the adopter's own earlier record of that field (set to the
+claimed value, then, after reading evidence, to another, while the standing act keeps the claim:
+the record contradicts the act), a declared record or check skipped, or evidence it read (a tool
+result or document stating something no earlier step did: an acknowledgement or a read-back of
+its own writes is no evidence) that does not state the value (a lead: the trace does not show the
+claim false).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from auditor.detectors.approvals import approval_draft, missing_approvals
 from auditor.detectors.authority_labels import BASIS, Authority, authorities
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
-from auditor.detectors.facts import criteria, fact_key, hop, same_value
+from auditor.detectors.facts import criteria, endpoint_positions, fact_key, hop, same_value
+from auditor.detectors.statuses import PARTICIPANTS, structured_fields
 from graph.obligations import declared_documents
 from graph.values import Mention
-from schemas import ActorKind, Criterion, RiskClass, StepKind
+from schemas import ActorKind, Criterion, RiskClass, StepKind, TraceStep
 
 ADOPTING_KINDS = frozenset(
     {StepKind.state_write, StepKind.tool_call, StepKind.handoff, StepKind.final_output}
 )
 OFFICIAL_KINDS = frozenset({StepKind.state_write, StepKind.tool_call, StepKind.final_output})
 EVIDENCE_NODES = frozenset({"tool", "document", "record", "environment", "system"})
+# an enum-like field value: one lower-case token ("vendor", "closed_lost"), and the words of a text
+_TERM = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*")
+_WORDS = re.compile(r"[a-z][a-z0-9_]*")
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+def _tokens(step: TraceStep) -> set[str]:
+    """The words a step states (a structured result: its field values, not its keys)."""
+    fields = structured_fields(step) if step.kind is StepKind.tool_result else None
+    text = " ".join(v for _, v in fields) if fields is not None else step.content
+    return {t for t in _TOKEN.findall(text.lower()) if len(t) > 2 and not t.isdigit()}
+
+
+def _informative(steps: Sequence[TraceStep], reads: list[int]) -> list[int]:
+    """The reads that state something no earlier step did: evidence, not an acknowledgement or a
+    read-back of what the trace already holds."""
+    said: set[str] = set()
+    out = []
+    for pos, step in enumerate(steps[: max(reads, default=-1) + 1]):
+        words = _tokens(step)
+        if pos in reads and words - said:
+            out.append(pos)
+        said |= words
+    return out
 
 
 @dataclass(frozen=True)
@@ -40,6 +78,7 @@ class _Claim:
     auth: Authority
     pos: int
     mention: Mention | None
+    term: str | None = None
 
     @property
     def asserter(self) -> str:
@@ -47,10 +86,14 @@ class _Claim:
 
     @property
     def surface(self) -> str:
+        if self.term is not None:
+            return self.term
         return self.mention.surface if self.mention is not None else self.asserter
 
     def what(self) -> str:
         m = self.mention
+        if self.term is not None:
+            return f"'{self.term}'"
         if m is None:
             return "claim"
         return " of ".join(p for p in (m.label, m.anchor) if p) or m.kind
@@ -59,6 +102,16 @@ class _Claim:
         if self.mention is not None:
             return any(same_value(self.mention, m) for m in mentions)
         return len(self.asserter) >= 4 and self.asserter.lower() in text.lower()
+
+
+@dataclass(frozen=True)
+class _FieldSet:
+    """One structured field a participant set in an act: ``tool``'s argument ``key`` = ``value``."""
+
+    pos: int
+    tool: str
+    key: str
+    value: str
 
 
 @dataclass(frozen=True)
@@ -77,9 +130,8 @@ class AuthorityEvidenceDetector:
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         drafts = [approval_draft(ctx, m, self.risk_class) for m in missing_approvals(ctx)]
         authority = authorities(ctx)
-        if not authority:
-            return drafts
         seen: set[tuple[str, object]] = set()
+        drafts += self._field_adoptions(ctx, authority, seen)
         for claim in self._claims(ctx, authority):
             for adopter, act in self._adoptions(ctx, claim):
                 key = (adopter, fact_key(claim.mention) if claim.mention else ("cited", claim.asserter))
@@ -117,6 +169,174 @@ class AuthorityEvidenceDetector:
             if step.kind in ADOPTING_KINDS and claim.carried_by(step.content, prov.mentions[pos]):
                 done.add(step.actor)
                 yield step.actor, pos
+
+    # -- claims carried into structured fields --------------------------------------------------
+    def _field_adoptions(
+        self, ctx: AuditContext, authority: dict[str, Authority], seen: set[tuple[str, object]]
+    ) -> Iterable[FindingDraft]:
+        """Claims whose only provenance is a participant's message, set as a standing field value
+        of the receiver's act (one finding per adopter and value)."""
+        g, steps = ctx.graph, ctx.trace.steps
+        sets: dict[str, list[_FieldSet]] = {}
+        for pos, step in enumerate(steps):
+            if step.kind in (StepKind.tool_call, StepKind.state_write) and step.actor_kind in PARTICIPANTS:
+                for key, value in structured_fields(step) or []:
+                    if step.tool is not None and _TERM.fullmatch(value):
+                        sets.setdefault(step.actor, []).append(_FieldSet(pos, step.tool.name, key, value))
+        for pos, step in enumerate(steps):
+            if step.kind not in (StepKind.message, StepKind.handoff) or step.actor_kind not in PARTICIPANTS:
+                continue
+            words = set(_WORDS.findall(step.content.lower()))
+            for ref in g.step_edges[pos]:
+                adopter = g.g.nodes[g.edges[ref].target].get("name", "")
+                if adopter == step.actor or adopter not in sets:
+                    continue
+                for value, acts in self._standing(
+                    ctx, adopter, sets[adopter], pos, words, step.actor
+                ).items():
+                    key = (adopter, ("term", value))
+                    if key in seen:
+                        continue
+                    auth = authority.get(step.actor) or Authority(
+                        step.actor, "no stated authority", "assertion", None, ""
+                    )
+                    claim = _Claim(auth, pos, None, value)
+                    draft = self._judge_field(ctx, claim, adopter, acts, sets[adopter])
+                    if draft is not None:
+                        seen.update({key, (adopter, ("cited", step.actor))})
+                        yield draft
+
+    def _standing(
+        self,
+        ctx: AuditContext,
+        adopter: str,
+        sets: list[_FieldSet],
+        claim: int,
+        words: set[str],
+        asserter: str,
+    ) -> dict[str, list[_FieldSet]]:
+        """value -> the adopter's acts after the claim that set a field to it and were not later
+        overwritten, where the value is in the claim and in nothing else delivered to the adopter."""
+        latest = {(s.tool, s.key): s.value for s in sets}
+        out: dict[str, list[_FieldSet]] = {}
+        for s in sets:
+            if s.pos > claim and s.value in words and latest[(s.tool, s.key)] == s.value:
+                out.setdefault(s.value, []).append(s)
+        g = ctx.graph
+        for value in list(out):
+            first = out[value][0].pos
+            for ref in g.in_edges.get(g.node_of(adopter), []):
+                p = g.edges[ref].pos
+                src = ctx.trace.steps[p]
+                if p < first and src.actor != asserter and value in _WORDS.findall(src.content.lower()):
+                    del out[value]  # another source states it: not the claim's alone
+                    break
+        return out
+
+    def _own_record(
+        self, ctx: AuditContext, value: str, sets: list[_FieldSet], written: int
+    ) -> tuple[_FieldSet, _FieldSet] | None:
+        """(its first record of the claimed value, its later record of another value in the same
+        field), the later one made after evidence reached it and before the official act."""
+        for i, a in enumerate(sets):
+            if a.value != value or a.pos >= written:
+                continue
+            for b in sets[i + 1 :]:
+                same_field = (b.tool, b.key) == (a.tool, a.key) and b.value != value and b.pos < written
+                if same_field and self._reads(ctx, ctx.trace.steps[a.pos].actor, a.pos, b.pos):
+                    return a, b
+        return None
+
+    def _judge_field(
+        self, ctx: AuditContext, claim: _Claim, adopter: str, acts: list[_FieldSet], sets: list[_FieldSet]
+    ) -> FindingDraft | None:
+        steps = ctx.trace.steps
+        value = claim.surface
+        act, written = acts[0], acts[-1]
+        own = self._own_record(ctx, value, sets, written.pos)
+        unread = self._unread(ctx, adopter, written.pos)
+        reads = self._reads(ctx, adopter, claim.pos, written.pos)  # role cards instruct, they are no evidence
+        read = _informative(steps, [p for p in reads if steps[p].actor_kind is not ActorKind.system])
+        if own is None and not unread.items and not read:
+            return None  # nothing shows evidence was there to read
+        cite = [(claim.pos, value), (act.pos, value)]
+        if own is not None:
+            before, after = own
+            record = (
+                f"{adopter}'s own record of {after.key} moved from '{value}' (step {steps[before.pos].step_id}) "
+                f"to '{after.value}' (step {steps[after.pos].step_id}) after it read the evidence"
+            )
+            cite += [(before.pos, value), (after.pos, after.value)]
+        elif unread.items:
+            record = (
+                f"evidence available to {adopter} was not read before it acted: {', '.join(unread.items)}"
+            )
+        else:
+            record = (
+                f"none of the evidence {adopter} read (steps {', '.join(steps[p].step_id for p in read)}) "
+                f"states '{value}': the value's only source is {claim.asserter}'s message"
+            )
+        ends = endpoint_positions(ctx)
+        shown = next(
+            (
+                p
+                for p in range(written.pos + 1, len(steps))
+                if p in ends
+                and steps[p].actor == adopter
+                and value in _WORDS.findall(steps[p].content.lower())
+            ),
+            None,
+        )
+        if written.pos != act.pos:
+            cite.append((written.pos, value))
+        if shown is not None:
+            cite.append((shown, value))
+        r3 = self._r3(ctx, written.pos, None, own is not None, unread.rule)
+        label = claim.auth
+        evidence = [ctx.unit(*self._cite(ctx, p, text)) for p, text in dict.fromkeys(cite)]
+        if label.step_id is not None and label.quote in ctx.step(label.step_id).content:
+            evidence.insert(0, ctx.unit(label.step_id, label.quote))
+        basis = "on its word" if label.basis == "assertion" else "on authority"
+        against = "against its own record" if own is not None else "without evidence for it"
+        done = [written.pos] + ([shown] if shown is not None else [])
+        return FindingDraft(
+            risk_class=self.risk_class,
+            title=f"{adopter} adopted {claim.asserter}'s '{value}' {basis}, {against}",
+            boundary_edge=ctx.graph.step_edges[act.pos][0],
+            first_anomalous_step=steps[act.pos].step_id,
+            responsible_participant=adopter,
+            mechanism=(
+                f"{claim.asserter} ({BASIS[label.basis]}: {label.authority!r}) asserted '{value}' "
+                f"(step {steps[claim.pos].step_id}); nothing else delivered to {adopter} states it, and "
+                f"{adopter} set {act.key} = '{value}' in {act.tool} at step {steps[act.pos].step_id}"
+                + (
+                    f", standing in {written.tool} at step {steps[written.pos].step_id}"
+                    if written.pos != act.pos
+                    else ""
+                )
+                + f", while {record}."
+            ),
+            criteria=criteria(
+                ("holds", "a claim entered an official act on the asserter's word, not on evidence"),
+                (
+                    "holds",
+                    "the boundary authorized the claim: the act's field value has the claim as its only source",
+                ),
+                r3,
+                ("holds", "the claim, the record and the adopting act are each quoted verbatim"),
+            ),
+            evidence=evidence,
+            propagation_path=[hop(ctx, claim.pos, "claim asserted"), hop(ctx, act.pos, "claim adopted")]
+            + [hop(ctx, p, "written") for p in done if p != act.pos],
+            material_effect=(
+                f"'{value}' stands in the official act at step {steps[written.pos].step_id}"
+                if r3.verdict.value == "holds"
+                else None
+            ),
+            confidence=(0.85 if own is not None else 0.6 if unread.rule else 0.5)
+            - (0.1 if label.basis == "assertion" else 0.0),
+            policy_rule=unread.rule,
+        )
 
     # -- the evidence and the verdict ---------------------------------------------------------
     def _contradicting(self, ctx: AuditContext, claim: _Claim, adopter: str) -> tuple[int, Mention] | None:

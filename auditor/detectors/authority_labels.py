@@ -52,6 +52,7 @@ BASIS = {
     "delegation": "stated delegation",
     "role_card": "role card",
     "power": "stated power over the reader",
+    "assertion": "its own assertion",
 }
 
 

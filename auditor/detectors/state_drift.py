@@ -1,30 +1,84 @@
 """Information-state drift: a decision status, a hedge or an attribution changes across a handoff.
 
-Decided from provenance facts: a status that nobody with the decision had stated (``pending`` →
-``approved``) appears first at a participant who received the lower status; or a value reaches a
-participant with its hedge or named source stripped. The finding records where the state first
-changed, how far the changed state travelled, and whether a later step intercepted it before
-the endpoint (a final output or an outbound message).
+Decided from status provenance, not wording: which statuses each step states (in text and in
+structured fields), what reached the stating participant, and where a decision was authored (a
+tool or the system, not reading back a write; a decision-holder). Three changes at a boundary:
+
+- a status introduced: a participant states ``approved`` (or a submission for approval) while
+  nothing it received states it or anything further along; the lower status it received, or
+  whatever it was handed, is the source;
+- a decision lost: after a decision authored upstream approved the request and the approval
+  reached a participant, it states the request not approved;
+- a qualifier dropped: a value reaches a participant with its hedge or named source stripped.
+
+The finding records where the state first changed, how far the changed state travelled, and
+whether a later step restored it, or an authored decision settled it, before the endpoint (a
+final output or an outbound message).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
-from auditor.detectors.facts import decision_statements, endpoint_positions, hop, is_authored_decision
-from schemas import Criteria, PropagationHop, RiskClass, StepKind
-
-DECIDED = "approved"
-UNDECIDED = frozenset({"pending", "submitted_for_approval", "under_review", "not_approved"})
+from auditor.detectors.facts import endpoint_positions, hop
+from auditor.detectors.statuses import (
+    APPROVED,
+    DECIDED,
+    SUBMITTED,
+    UNSUBMITTED,
+    Statement,
+    StatusLedger,
+    not_approved,
+)
+from schemas import ActorKind, Criteria, PropagationHop, RiskClass, StepKind
 
 
 @dataclass(frozen=True)
-class _StatusMention:
-    pos: int
-    status: str
-    surface: str
+class _Axis:
+    """One way a status can change at a boundary. ``carries``: a step states the changed status;
+    ``restores``: a step restates what the boundary lost; ``settles``: statuses whose authored
+    statement later makes the changed one moot."""
+
+    name: str
+    carries: Callable[[StatusLedger, int], bool]
+    restores: Callable[[StatusLedger, int], bool]
+    settles: frozenset[str]
+
+
+def _says_approved(led: StatusLedger, pos: int) -> bool:
+    return led.says(pos, APPROVED)
+
+
+def _says_unapproved(led: StatusLedger, pos: int) -> bool:
+    return not led.says(pos, APPROVED) and any(not_approved(s) for s in led.states(pos))
+
+
+def _says_submitted(led: StatusLedger, pos: int) -> bool:
+    states = led.states(pos)
+    return bool(states & SUBMITTED) and not states & DECIDED
+
+
+def _says_unsubmitted(led: StatusLedger, pos: int) -> bool:
+    return bool(led.states(pos) & UNSUBMITTED)
+
+
+UPGRADE = _Axis("decision", _says_approved, _says_unapproved, frozenset({APPROVED}))
+STALE = _Axis("decision", _says_unapproved, _says_approved, frozenset({"rejected"}))
+SUBMISSION = _Axis("submission", _says_submitted, _says_unsubmitted, DECIDED)
+
+
+@dataclass(frozen=True)
+class _Shift:
+    """A participant stated a status nothing it received supports (``source``: what it got instead;
+    ``decided``: for a lost decision, where the decision was authored)."""
+
+    axis: _Axis
+    stated: Statement
+    source: int
+    received: Statement | None
+    decided: int | None = None
 
 
 class StateDriftDetector:
@@ -33,128 +87,197 @@ class StateDriftDetector:
     needs_annotations = True
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
-        prov = ctx.graph.provenance
-        assert prov is not None
-        statuses = [
-            _StatusMention(pos, m.status, m.surface)
-            for pos, mentions in enumerate(prov.mentions)
-            for m in mentions
-            if m.kind == "status" and m.status
-        ]
-        drafts = list(self._status_upgrade(ctx, statuses))
+        led = StatusLedger(ctx)
+        shifts = [self._introduced(led, UPGRADE), self._stale(led), self._introduced(led, SUBMISSION)]
+        drafts = [self._shift_draft(led, s) for s in shifts if s is not None]
         taken = {d.first_anomalous_step for d in drafts}
         drafts += [d for d in self._qualifier_drops(ctx) if d.first_anomalous_step not in taken]
         return drafts
 
-    # -- decision status upgraded without a decision ------------------------------------------
-    def _status_upgrade(self, ctx: AuditContext, statuses: list[_StatusMention]) -> Iterable[FindingDraft]:
-        steps = ctx.trace.steps
-        decided_at = decision_statements(ctx)
-        undecided: list[_StatusMention] = []
-        for sm in statuses:
-            if sm.status in UNDECIDED:
-                undecided.append(sm)
+    # -- a status no source supports ----------------------------------------------------------
+    def _introduced(self, led: StatusLedger, axis: _Axis) -> _Shift | None:
+        """The first participant act stating ``axis``'s status when nothing it received stated it
+        (or anything further along): the boundary made the status up, it did not carry it."""
+        steps = led.ctx.trace.steps
+        further = {APPROVED} if axis is UPGRADE else SUBMITTED | DECIDED
+        for pos in sorted(led.by_pos):
+            if not (led.participant(pos) and axis.carries(led, pos)):
                 continue
-            if sm.status != DECIDED:
+            stated = next((s for s in led.by_pos[pos] if s.status in further), None)
+            if stated is None or led.authored(pos, stated.status):
                 continue
-            step = steps[sm.pos]
-            if (
-                not undecided
-                or is_authored_decision(ctx, sm.pos)
-                or any(undecided[-1].pos < d < sm.pos and steps[d].actor != step.actor for d in decided_at)
-            ):
-                return  # the decision exists (a tool or a decision-holder said so): nothing drifted
-            source = self._delivered_to(ctx, undecided, step.actor, sm.pos)
-            if source is None:
+            got = led.delivered(steps[pos].actor, pos)
+            if any(led.states(p) & further or p in led.decisions for p in got):
                 continue
-            yield self._upgrade_draft(ctx, source, sm, statuses)
-            return  # one finding per trace: the first change; the rest is its propagation
-
-    def _delivered_to(
-        self, ctx: AuditContext, undecided: list[_StatusMention], actor: str, before: int
-    ) -> _StatusMention | None:
-        """The latest undecided-status mention this actor could have read: addressed to it,
-        broadcast, or its own earlier statement."""
-        for sm in reversed(undecided):
-            step = ctx.trace.steps[sm.pos]
-            if sm.pos >= before:
-                continue
-            if step.actor == actor or step.recipients is None or actor in step.recipients:
-                return sm
-            for ref in ctx.graph.step_edges[sm.pos]:
-                if ctx.graph.edges[ref].target == ctx.graph.participants.get(actor, actor):
-                    return sm
+            source = self._source(led, axis, pos, got)
+            if source is not None:
+                return _Shift(axis, stated, *source)
         return None
 
-    def _upgrade_draft(
-        self, ctx: AuditContext, source: _StatusMention, sm: _StatusMention, statuses: list[_StatusMention]
-    ) -> FindingDraft:
+    def _stale(self, led: StatusLedger) -> _Shift | None:
+        """The first participant act stating the request not approved after a decision authored
+        upstream approved it, and an approval reached the actor: the decision was lost at its boundary."""
+        steps = led.ctx.trace.steps
+        authored = [
+            (p, st)
+            for p in sorted(set(led.by_pos) | led.decisions)
+            for st in DECIDED
+            if led.authored(p, st) and led.says(p, st)
+        ]
+        for pos in sorted(led.by_pos):
+            latest = [st for p, st in authored if p < pos]
+            if (
+                not latest
+                or latest[-1] != APPROVED
+                or not led.participant(pos)
+                or not STALE.carries(led, pos)
+            ):
+                continue
+            if led.authored(pos, "rejected"):
+                continue
+            since = next(p for p, st in authored if st == APPROVED and p < pos)
+            actor = steps[pos].actor
+            got = [
+                p
+                for p in led.delivered(actor, pos)
+                if p >= since and steps[p].actor != actor and led.says(p, APPROVED)
+            ]
+            if got:
+                stated = next(s for s in led.by_pos[pos] if not_approved(s.status))
+                return _Shift(STALE, stated, got[-1], led.first(got[-1], APPROVED), since)
+        return None
+
+    @staticmethod
+    def _source(
+        led: StatusLedger, axis: _Axis, pos: int, got: list[int]
+    ) -> tuple[int, Statement | None] | None:
+        """What the actor received instead: the latest status it was handed that the change
+        contradicts, else the latest step another participant or a tool delivered to it."""
+        steps = led.ctx.trace.steps
+        actor = steps[pos].actor
+        others = [
+            p
+            for p in got
+            if steps[p].actor != actor
+            and steps[p].actor_kind is not ActorKind.system
+            and steps[p].content.strip()
+        ]
+        for p in reversed(others):
+            if axis.restores(led, p):
+                lower = next(
+                    s
+                    for s in led.by_pos[p]
+                    if (not_approved(s.status) if axis is UPGRADE else s.status in UNSUBMITTED)
+                )
+                return p, lower
+        return (others[-1], None) if others else None
+
+    def _shift_draft(self, led: StatusLedger, shift: _Shift) -> FindingDraft:
+        ctx, axis, sm = led.ctx, shift.axis, shift.stated
         steps = ctx.trace.steps
-        src, step = steps[source.pos], steps[sm.pos]
-        carried = [s for s in statuses if s.pos > sm.pos and s.status == DECIDED]
+        src, step = steps[shift.source], steps[sm.pos]
+        settled = led.authored_after(sm.pos, axis.settles)
+        limit = settled if settled is not None else len(steps)
         ends = endpoint_positions(ctx)
-        reached = [s for s in carried if s.pos in ends] + ([sm] if sm.pos in ends else [])
+        carried = [p for p in range(sm.pos + 1, limit) if axis.carries(led, p)]
+        reached = next((p for p in [sm.pos, *carried] if p in ends), None)
         stopped = next(
             (
-                s
-                for s in statuses
-                if s.pos > sm.pos and s.status in UNDECIDED and steps[s.pos].actor != step.actor
+                p
+                for p in range(sm.pos + 1, limit)
+                if led.participant(p) and steps[p].actor != step.actor and axis.restores(led, p)
             ),
             None,
         )
-        if reached and (stopped is None or reached[0].pos < stopped.pos):
+        intercepted = None
+        if reached is not None:
             r3 = criterion(
-                "holds", f"the upgraded status reached the endpoint at step {steps[reached[0].pos].step_id}"
+                "holds", f"the changed status reached the endpoint at step {steps[reached].step_id}"
             )
-            effect = f"'{DECIDED}' stated to {', '.join(steps[reached[0].pos].recipients or ['an unknown recipient'])}"
-            intercepted = None
+            effect = (
+                f"'{sm.surface}' stated to {', '.join(steps[reached].recipients or ['an unknown recipient'])}"
+            )
         elif stopped is not None:
             r3 = criterion(
                 "fails",
-                f"step {steps[stopped.pos].step_id} restated the undecided status before any endpoint",
+                f"step {steps[stopped].step_id} restated the status the boundary lost before any endpoint",
             )
-            effect, intercepted = None, steps[stopped.pos].step_id
+            effect, intercepted = None, stopped
+        elif settled is not None:
+            r3 = criterion(
+                "fails",
+                f"a decision authored at step {steps[settled].step_id} settled the status before any endpoint",
+            )
+            effect, intercepted = None, settled
         else:
-            r3 = criterion("unassessed", "the trace shows no endpoint that the upgraded status reached")
-            effect, intercepted = None, None
+            r3 = criterion("unassessed", "the trace shows no endpoint that the changed status reached")
+            effect = None
+        got = shift.received
+        quote = got.surface if got else src.content.strip()[:120]
         evidence = [
-            ctx.unit(src.step_id, ctx.sentence_around(src.step_id, source.surface)),
+            ctx.unit(src.step_id, ctx.sentence_around(src.step_id, quote) if got else quote),
             ctx.unit(
                 step.step_id, ctx.sentence_around(step.step_id, sm.surface), ctx.graph.step_edges[sm.pos][0]
             ),
         ]
-        if reached:
-            end = steps[reached[0].pos]
-            evidence.append(ctx.unit(end.step_id, ctx.sentence_around(end.step_id, reached[0].surface)))
-        if intercepted:
-            evidence.append(ctx.unit(intercepted, ctx.sentence_around(intercepted, stopped.surface)))  # type: ignore[union-attr]
-        path = [hop(ctx, sm.pos, "status first upgraded")] + [hop(ctx, s.pos) for s in carried[:20]]
-        broadcast = src.recipients is None
+        if shift.decided is not None:
+            made = led.first(shift.decided, APPROVED)
+            needle = made.surface if made else steps[shift.decided].content.strip()[:120]
+            evidence.insert(
+                0,
+                ctx.unit(
+                    steps[shift.decided].step_id, ctx.sentence_around(steps[shift.decided].step_id, needle)
+                ),
+            )
+        for p, want in ((reached, sm.status), (intercepted, None)):
+            if p is None or p == sm.pos:
+                continue
+            st = led.by_pos.get(p, [])
+            hit = next((s for s in st if s.status == want), None) or next(
+                (s for s in st if s.status not in axis.settles and s.status != sm.status), None
+            )
+            needle = hit.surface if hit else steps[p].content.strip()[:120]
+            evidence.append(ctx.unit(steps[p].step_id, ctx.sentence_around(steps[p].step_id, needle)))
+        received = f"'{got.surface}'" if got else "a handoff stating no such status"
+        if axis is STALE:
+            title = f"Decision status '{APPROVED}' restated as '{sm.surface}' across a handoff"
+            made_at = steps[shift.decided].step_id if shift.decided is not None else "upstream"
+            how = (
+                f"received the approval ('{quote}', step {src.step_id}, from {src.actor}) after the decision "
+                f"authored at step {made_at}, and passed the matter on as '{sm.surface}'"
+            )
+        else:
+            before = got.status if got else "no status"
+            title = (
+                f"{axis.name.capitalize()} status changed from '{before}' to '{sm.surface}' across a handoff"
+            )
+            how = (
+                f"received {received} (step {src.step_id}, from {src.actor}) and passed the matter on as "
+                f"'{sm.surface}'; nothing it received, and no decision-holder or tool, states that status"
+            )
         return FindingDraft(
             risk_class=self.risk_class,
-            title=f"Decision status changed from '{source.status}' to '{DECIDED}' across a handoff",
+            title=title,
             boundary_edge=ctx.graph.step_edges[sm.pos][0],
             first_anomalous_step=step.step_id,
             responsible_participant=step.actor,
-            mechanism=(
-                f"{step.actor} received '{source.surface}' (step {src.step_id}, from {src.actor}) and passed the "
-                f"matter on as '{sm.surface}'; no step by a decision-holder or tool states that decision."
-            ),
+            mechanism=f"{step.actor} {how}.",
             criteria=Criteria(
-                R1=criterion("holds", "the decision status is not preserved across the boundary"),
-                R2=criterion(
-                    "holds", "the boundary introduced the decided status (it did not merely transport it)"
-                ),
+                R1=criterion("holds", f"the {axis.name} status is not preserved across the boundary"),
+                R2=criterion("holds", "the boundary changed the status (it did not merely transport it)"),
                 R3=r3,
                 R4=criterion(
-                    "holds", "the undecided source, the upgrade and the endpoint are each quoted verbatim"
+                    "holds", "what was received, the changed status and its effect are each quoted verbatim"
                 ),
             ),
             evidence=evidence,
-            propagation_path=path,
+            propagation_path=[
+                hop(ctx, sm.pos, "decision first lost" if axis is STALE else "status first upgraded")
+            ]
+            + [hop(ctx, p) for p in carried[:20]],
             material_effect=effect,
-            intercepted_at=intercepted,
-            confidence=0.6 if broadcast else 0.85,
+            intercepted_at=steps[intercepted].step_id if intercepted is not None else None,
+            confidence=0.6 if src.recipients is None else 0.85 if got else 0.7,
         )
 
     # -- hedges and attributions dropped ------------------------------------------------------

@@ -255,3 +255,31 @@ def test_openapi_describes_the_api(client: TestClient, seeded: Seeded) -> None:
     ]:
         assert path in spec["paths"], path
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+
+@pytest.mark.parametrize(
+    "where, index",
+    [
+        ("lower(framework) = 'ag2'", "ix_server_traces_framework_lower"),
+        ("max_severity >= 3", "ix_server_traces_severity"),
+        ("findings > 0", "ix_server_traces_findings"),
+    ],
+)
+def test_each_filter_counts_through_its_index(tmp_path: Path, where: str, index: str) -> None:
+    """A filtered list counts every match: each filter's count is answered by an index."""
+    from auditor.server.index import SearchProjection
+    from auditor.store import catch_up
+
+    store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        catch_up(store, SearchProjection())
+        with store.engine.connect() as conn:
+            plan = " ".join(
+                str(row[-1])
+                for row in conn.exec_driver_sql(
+                    f"EXPLAIN QUERY PLAN SELECT count(*) FROM server_traces WHERE {where}"
+                )
+            )
+        assert index in plan, plan
+    finally:
+        store.close()

@@ -10,19 +10,22 @@ GIN full-text index.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, delete, select, text
+from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, delete, inspect, select, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from schemas.events import RecordedEvent
 
 SEVERITY_RANK = {"info": 1, "low": 2, "medium": 3, "high": 4, "critical": 5}
 SEVERITY_NAME = {v: k for k, v in SEVERITY_RANK.items()}
 WORD = re.compile(r"\w{2,40}", re.UNICODE)
+log = logging.getLogger("auditor.server")
 MAX_WORDS = 20_000  # distinct words kept per trace: bounds the row and the full-text vector
 
 meta = MetaData()
@@ -46,14 +49,12 @@ trace_rows = Table(
     Column("words", Text, nullable=False),
     Index("ix_server_traces_position", "position"),
     Index("ix_server_traces_time", "time"),
-    Index("ix_server_traces_framework", "framework"),
 )
 participant_rows = Table(
     "server_trace_participants",
     meta,
     Column("trace_id", String(512), primary_key=True),
     Column("name", String(512), primary_key=True),
-    Index("ix_server_participants_name", "name"),
 )
 report_rows = Table(
     "server_reports",
@@ -80,6 +81,42 @@ def _has_column(conn: Connection, table: str, column: str) -> bool:
         "WHERE table_schema = current_schema() AND table_name = :t AND column_name = :c"
     )
     return conn.execute(query, {"t": table, "c": column}).first() is not None
+
+
+# Filters count every matching trace, so each needs an index that answers it without visiting the
+# table: the case-folded framework, severity, findings, and participants by name. Checked first, so
+# a catch-up does not take the table's lock to learn they are there. Substring search on the
+# source uses trigrams where PostgreSQL lets this role enable pg_trgm, else a scan.
+FILTER_INDEXES = {
+    "ix_server_traces_framework_lower": "server_traces (lower(framework), position)",
+    "ix_server_traces_severity": "server_traces (max_severity, position)",
+    "ix_server_traces_findings": "server_traces (findings, position)",
+    "ix_server_participants_name_trace": "server_trace_participants (name, trace_id)",
+}
+SOURCE_TRIGRAMS = "ix_server_traces_source_trgm"
+
+
+def _create_filter_indexes(conn: Connection) -> None:
+    have = {
+        ix["name"]
+        for table in ("server_traces", "server_trace_participants")
+        for ix in inspect(conn).get_indexes(table)
+    }
+    for name, target in FILTER_INDEXES.items():
+        if name not in have:
+            conn.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {target}"))
+    if conn.dialect.name == "postgresql" and SOURCE_TRIGRAMS not in have:
+        try:
+            with conn.begin_nested():  # a role that may not enable the extension keeps the scan
+                conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
+                conn.execute(
+                    text(
+                        f"CREATE INDEX IF NOT EXISTS {SOURCE_TRIGRAMS} ON server_traces "
+                        "USING gin (lower(source) gin_trgm_ops)"
+                    )
+                )
+        except DBAPIError as exc:
+            log.info("source search scans the index table (pg_trgm unavailable: %s)", exc.orig)
 
 
 def utc_iso(value: str | datetime | None) -> str | None:
@@ -111,6 +148,7 @@ class SearchProjection:
 
     def create(self, conn: Connection) -> None:
         meta.create_all(conn)
+        _create_filter_indexes(conn)
         if conn.dialect.name == "postgresql" and not _has_column(conn, "server_traces", "words_tsv"):
             # The vector is stored: computed in the query, every row's words are parsed again
             # whenever the planner walks rows in order (seconds for a common word at 10,000 traces).

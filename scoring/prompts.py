@@ -4,6 +4,10 @@ Prompt(Z) = scaffold + the lines of the factors in Z (original order) + query, a
 string follows the query. Each piece ends where a token boundary is guaranteed (factor lines end
 in a newline; the target string starts with a space), so the pieces can be tokenised once and
 concatenated — the scorer checks that this reproduces the whole prompt's tokens.
+
+Generated actions use the same interface and factor lines with one question for the whole action,
+either as the two turns of a chat (system: the interface; user: the context and question) or as
+one raw text ending in ``Answer:``.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schemas.attribution import AttributionTask, Target
+
+CONTEXT_HEADER = "Task context:\n"
+ACTION_QUESTION = "What is the next action? Reply with the JSON object only."
 
 
 @dataclass(frozen=True)
@@ -28,12 +35,28 @@ class PromptParts:
         return self.scaffold + lines + self.queries[query]
 
 
-def scaffold_text(task: AttributionTask) -> str:
+def interface_text(task: AttributionTask) -> str:
+    """The fixed action interface: system instruction, tool schemas, output format."""
     tools = "\n".join(f"- {t.name}({', '.join(t.parameters)}): {t.description}" for t in task.interface.tools)
-    return (
-        f"{task.interface.system_instruction}\n\nTools:\n{tools}\n\nOutput format: {task.interface.output_format}\n\n"
-        "Task context:\n"
-    )
+    return f"{task.interface.system_instruction}\n\nTools:\n{tools}\n\nOutput format: {task.interface.output_format}\n\n"
+
+
+def scaffold_text(task: AttributionTask) -> str:
+    return interface_text(task) + CONTEXT_HEADER
+
+
+def factor_line(text: str) -> str:
+    return f"- {text}\n"
+
+
+def action_turns(task: AttributionTask, lines: list[str]) -> tuple[str, str]:
+    """System and user turns of the action prompt for a chat-tuned model."""
+    return interface_text(task).rstrip(), CONTEXT_HEADER + "".join(lines) + f"\n{ACTION_QUESTION}"
+
+
+def action_text(task: AttributionTask, lines: list[str]) -> str:
+    """The raw action prompt for a model without a chat template."""
+    return scaffold_text(task) + "".join(lines) + f"\nQuestion: {ACTION_QUESTION}\nAnswer: "
 
 
 def query_text(target: Target) -> str:
@@ -44,7 +67,7 @@ def prompt_parts(task: AttributionTask, targets: list[Target] | None = None) -> 
     chosen = task.targets if targets is None else targets
     return PromptParts(
         scaffold=scaffold_text(task),
-        factors=[f"- {f.text}\n" for f in task.factors],
+        factors=[factor_line(f.text) for f in task.factors],
         queries=[query_text(t) for t in chosen],
         targets=[t.target_string for t in chosen],
     )

@@ -1,27 +1,32 @@
-"""Scoring runs as events: one ``TargetScored`` event per target, so a run survives interruption.
+"""Scoring runs as events: one event per unit of work, so a run survives interruption.
 
 Stream ``score-run-{run_id}`` opens with ``ScoreRunStarted`` (dataset, model, experiment,
-device, dtype) and then holds one ``TargetScored`` per audited target with its labels and the
-subset scores in three fields. Each target event carries an idempotency key, so a rerun skips
-what exists and re-delivery appends nothing. The report is a projection of this stream.
+device, dtype). A coalition run then holds one ``TargetScored`` per audited target with its labels
+and the subset scores in three fields; a generation run holds one ``ActionGenerated`` per target
+and context (see ``scoring.action_contexts``) with the raw completion and its judged outcome. Each
+event carries an idempotency key, so a rerun skips what exists and re-delivery appends nothing.
+The report is a projection of this stream.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from auditor.errors import InputError, NotFoundError
-from schemas.attribution import AttributionTask
+from schemas.attribution import AttributionTask, Target
 from schemas.events import NewEvent
+from scoring.action_contexts import ActionContext, action_contexts
+from scoring.actions import judge_target, parse_action
 
 RUN_STARTED = "ScoreRunStarted"
 TARGET_SCORED = "TargetScored"
-EXPERIMENTS = ("coalition",)
+ACTION_GENERATED = "ActionGenerated"
+EXPERIMENTS = ("coalition", "generation")
 SCORE_FIELDS = ("sum_logodds", "mean_logodds", "sum_logprob")
 
 
@@ -82,7 +87,27 @@ def start_run(store: Any, run_id: str, config: dict[str, Any]) -> None:
 
 
 def done_keys(store: Any, run_id: str) -> set[str]:
-    return {e.payload["key"] for e in store.read_stream(run_stream(run_id)) if e.type == TARGET_SCORED}
+    return {
+        e.payload["key"]
+        for e in store.read_stream(run_stream(run_id))
+        if e.type in (TARGET_SCORED, ACTION_GENERATED)
+    }
+
+
+def chosen(task: AttributionTask, kinds: Collection[str] | None) -> list[int]:
+    """Indices of the task's targets of the chosen kinds (all when ``kinds`` is None)."""
+    return [i for i, t in enumerate(task.targets) if kinds is None or t.kind.value in kinds]
+
+
+def _target_fields(key: str, task: AttributionTask, target: Target) -> dict[str, Any]:
+    """What every per-target event names: its key, task, target, kind and setting."""
+    return {
+        "key": key,
+        "task_id": task.task_id,
+        "target_id": target.target_id,
+        "kind": target.kind.value,
+        "setting": task.setting,
+    }
 
 
 def target_event(
@@ -98,11 +123,7 @@ def target_event(
     return NewEvent(
         type=TARGET_SCORED,
         payload={
-            "key": key,
-            "task_id": task.task_id,
-            "target_id": target.target_id,
-            "kind": target.kind.value,
-            "setting": task.setting,
+            **_target_fields(key, task, target),
             "labels": target.labels(),
             "n_target_tokens": n_target_tokens,
             "masks": masks.tolist(),
@@ -112,13 +133,18 @@ def target_event(
     )
 
 
-def read_run(store: Any, run_id: str) -> tuple[dict[str, Any], Iterator[ScoredTarget]]:
-    """The run's configuration and its scored targets, in the order they were recorded."""
+def read_config(store: Any, run_id: str) -> dict[str, Any]:
+    """The run's ``ScoreRunStarted`` payload; an unknown run is the user's one-line mistake."""
     stream = run_stream(run_id)
     if store.stream_version(stream) == 0:
         raise NotFoundError(f"no scoring run {run_id!r}", hint="list runs with `auditor score runs`")
-    events = store.read_stream(stream)
-    config = next(iter(events)).payload
+    return next(iter(store.read_stream(stream))).payload
+
+
+def read_run(store: Any, run_id: str) -> tuple[dict[str, Any], Iterator[ScoredTarget]]:
+    """The run's configuration and its scored targets, in the order they were recorded."""
+    stream = run_stream(run_id)
+    config = read_config(store, run_id)
 
     def targets() -> Iterator[ScoredTarget]:
         for e in store.read_stream(stream):
@@ -144,13 +170,15 @@ def run_coalition(
     tasks: list[AttributionTask],
     score_task: Callable[[Any], list[Any]],
     progress: Callable[[int], None] | None = None,
+    kinds: Collection[str] | None = None,
 ) -> tuple[int, int]:
-    """Score every target not yet in the run; returns (scored now, skipped as already done)."""
+    """Score every chosen target not yet in the run; returns (scored now, skipped as already done)."""
     done = done_keys(store, run_id)
     scored = skipped = 0
     for task in tasks:
-        todo = [i for i, t in enumerate(task.targets) if task.target_key(t) not in done]
-        skipped += len(task.targets) - len(todo)
+        picked = chosen(task, kinds)
+        todo = [i for i in picked if task.target_key(task.targets[i]) not in done]
+        skipped += len(picked) - len(todo)
         if todo:
             results = score_task(task, todo)
             events = [
@@ -162,5 +190,101 @@ def run_coalition(
             store.append(run_stream(run_id), events)
             scored += len(events)
         if progress is not None:
-            progress(len(task.targets))
+            progress(len(picked))
     return scored, skipped
+
+
+@dataclass(frozen=True)
+class GeneratedAction:
+    """An ``ActionGenerated`` event read back: one target judged under one context."""
+
+    task_id: str
+    target_id: str
+    kind: str
+    setting: str
+    condition: str
+    completion: str
+    parsed: bool
+    value: str | None
+    correct: bool
+    competitor_match: bool | None
+
+    @property
+    def target_key(self) -> str:
+        return f"{self.task_id}/{self.target_id}"
+
+
+def generation_key(task: AttributionTask, target: Target, condition: str) -> str:
+    return f"{task.target_key(target)}/{condition}"
+
+
+def generation_event(
+    run_id: str, task: AttributionTask, target: Target, context: ActionContext, completion: str
+) -> NewEvent:
+    """Parse and judge the completion now; the raw text stays in the event beside the outcome."""
+    action = parse_action(completion)
+    outcome = judge_target(action, target.slot, target.value, context.competitor)
+    key = generation_key(task, target, context.condition)
+    return NewEvent(
+        type=ACTION_GENERATED,
+        payload={
+            **_target_fields(key, task, target),
+            "condition": context.condition,
+            "completion": completion,
+            "parsed": action is not None,
+            "value": outcome.value,
+            "reference": target.value,
+            "competitor": context.competitor,
+            "correct": outcome.correct,
+            "competitor_match": outcome.competitor_match,
+        },
+        idempotency_key=f"{run_stream(run_id)}/{key}",
+    )
+
+
+def read_generations(store: Any, run_id: str) -> tuple[dict[str, Any], list[GeneratedAction]]:
+    """The run's configuration and every generation, in the order they were recorded."""
+    config = read_config(store, run_id)
+    fields = GeneratedAction.__dataclass_fields__
+    rows = [
+        GeneratedAction(**{k: e.payload[k] for k in fields})
+        for e in store.read_stream(run_stream(run_id))
+        if e.type == ACTION_GENERATED
+    ]
+    return config, rows
+
+
+def run_generation(
+    store: Any,
+    run_id: str,
+    tasks: list[AttributionTask],
+    decode: Callable[[AttributionTask, list[str]], str],
+    progress: Callable[[int], None] | None = None,
+    kinds: Collection[str] | None = None,
+) -> tuple[int, int]:
+    """Generate each chosen target's action in every context not yet in the run, one event each.
+
+    Returns (generated now, skipped as already done).
+    """
+    done = done_keys(store, run_id)
+    generated = skipped = 0
+    for task in tasks:
+        for i in chosen(task, kinds):
+            target = task.targets[i]
+            for context in action_contexts(task, target):
+                if generation_key(task, target, context.condition) in done:
+                    skipped += 1
+                else:
+                    completion = decode(task, context.lines)
+                    store.append(
+                        run_stream(run_id), [generation_event(run_id, task, target, context, completion)]
+                    )
+                    generated += 1
+                if progress is not None:
+                    progress(1)
+    return generated, skipped
+
+
+def n_generations(tasks: list[AttributionTask], kinds: Collection[str] | None = None) -> int:
+    """How many generations a run of these tasks holds when complete (for progress bars)."""
+    return sum(len(action_contexts(t, t.targets[i])) for t in tasks for i in chosen(t, kinds))

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
+from scoring.decode import MAX_NEW_TOKENS
+
+if TYPE_CHECKING:
+    from auditor.local_model import LoadedModel
+    from auditor.store import EventStore
+    from schemas.attribution import AttributionTask
+    from scoring.rescue_prediction import RescuePrediction
+    from scoring.runs import GeneratedAction
 
 score_app = typer.Typer(
     help="Attribution audit: target–factor datasets, coalition scoring runs, reports.", no_args_is_help=True
@@ -73,45 +82,102 @@ def run(
     model: str = typer.Option(
         "smollm2", "--model", help="'smollm2' (local GGUF) or a transformers model dir."
     ),
-    experiment: str = typer.Option("coalition", "--experiment", help="Experiment to run (coalition)."),
+    experiment: str = typer.Option(
+        "coalition",
+        "--experiment",
+        help="coalition (every factor subset scored) or generation (actions decoded per context).",
+    ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
+    target_kind: str = typer.Option("all", "--target-kind", help="Audit only tool or slot targets (or all)."),
+    max_new_tokens: int = typer.Option(
+        MAX_NEW_TOKENS,
+        "--max-new-tokens",
+        min=8,
+        help="Generation: the fixed greedy decoding budget per action.",
+    ),
     run_id: str = typer.Option(None, "--run-id", help="Run id (default: derived, so a rerun resumes)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     dtype: str = typer.Option("float32", "--dtype", help="float32 (default), bfloat16, float16."),
     token_budget: int = typer.Option(512, "--token-budget", min=64, help="Tokens per packed call."),
 ) -> None:
-    """Score every subset of every target's factors; resumable (one event per target)."""
-    from rich.progress import Progress
+    """Score every subset of every target's factors, or decode each target's action in every context.
 
+    Resumable: one event per target (coalition) or per target and context (generation).
+    """
     from auditor.errors import InputError
     from scoring.datasets import load_dataset
-    from scoring.runs import EXPERIMENTS, default_run_id, run_coalition, start_run
+    from scoring.runs import EXPERIMENTS, default_run_id, start_run
 
     if experiment not in EXPERIMENTS:
         raise InputError(
             f"unknown experiment {experiment!r}", field="experiment", hint=", ".join(EXPERIMENTS)
         )
+    kinds = {"all": None, "tool": {"tool"}, "slot": {"slot"}}
+    if target_kind not in kinds:
+        raise InputError(
+            f"unknown target kind {target_kind!r}", field="target-kind", hint="all, tool or slot"
+        )
     tasks = load_dataset(dataset)[:limit]
     name = Path(dataset).stem if dataset.endswith(".jsonl") else dataset
     rid = run_id or default_run_id(name, model, experiment)
     store = open_cli_store()
-    start_run(
-        store,
-        rid,
-        {
-            "dataset": name,
-            "model": model,
-            "experiment": experiment,
-            "device": device,
-            "dtype": dtype,
-            "n_tasks": len(tasks),
-        },
-    )
-    from auditor.local_model import load_model
+    config = {
+        "dataset": name,
+        "model": model,
+        "experiment": experiment,
+        "device": device,
+        "dtype": dtype,
+        "n_tasks": len(tasks),
+        "target_kind": target_kind,
+    }
+    if experiment == "generation":
+        from scoring.decode import RESPONSE_PREFIX
+
+        config |= {"decoding": "greedy", "max_new_tokens": max_new_tokens, "response_prefix": RESPONSE_PREFIX}
+    start_run(store, rid, config)
+    from auditor import local_model
+
+    lm = local_model.load_model(model, device=device, dtype=dtype)
+    if experiment == "generation":
+        _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens)
+    else:
+        _score(store, rid, tasks, lm, kinds[target_kind], token_budget)
+
+
+def _generate(
+    store: EventStore,
+    rid: str,
+    tasks: list[AttributionTask],
+    lm: LoadedModel,
+    kinds: set[str] | None,
+    max_new_tokens: int,
+) -> None:
+    from rich.progress import Progress
+
+    from scoring.decode import GreedyDecoder
+    from scoring.runs import n_generations, run_generation
+
+    decode = GreedyDecoder(lm.model, lm.tokenizer, max_new_tokens)
+    with Progress(console=console, transient=False) as bar:
+        job = bar.add_task(f"generating {rid}", total=n_generations(tasks, kinds))
+        done, skipped = run_generation(store, rid, tasks, decode, lambda n: bar.advance(job, n), kinds)
+    console.print(f"run {rid}: {done} action(s) generated, {skipped} already in the store")
+
+
+def _score(
+    store: EventStore,
+    rid: str,
+    tasks: list[AttributionTask],
+    lm: LoadedModel,
+    kinds: set[str] | None,
+    token_budget: int,
+) -> None:
+    from rich.progress import Progress
+
     from scoring.prompts import prompt_parts
+    from scoring.runs import chosen, run_coalition
     from scoring.scorer import TrieScorer, tokenize_parts
 
-    lm = load_model(model, device=device, dtype=dtype)
     scorer = TrieScorer(lm.model, token_budget=token_budget)
 
     def score_task(task, todo):  # type: ignore[no-untyped-def]
@@ -119,21 +185,26 @@ def run(
         return scorer.score(tok)
 
     with Progress(console=console, transient=False) as bar:
-        job = bar.add_task(f"scoring {rid}", total=sum(len(t.targets) for t in tasks))
-        scored, skipped = run_coalition(store, rid, tasks, score_task, lambda n: bar.advance(job, n))
+        job = bar.add_task(f"scoring {rid}", total=sum(len(chosen(t, kinds)) for t in tasks))
+        scored, skipped = run_coalition(store, rid, tasks, score_task, lambda n: bar.advance(job, n), kinds)
     console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
 
 
 @score_app.command("runs")
 def runs(as_json: bool = typer.Option(False, "--json")) -> None:
-    """List scoring runs in the store."""
+    """List scoring runs in the store: targets scored (coalition) or actions generated (generation)."""
+    from scoring.runs import read_config, run_stream
+
     store = open_cli_store()
     names = [s.removeprefix("score-run-") for s in store.list_streams("score-run-")]
-    rows = [[n, store.stream_version(f"score-run-{n}") - 1] for n in names]
+    rows = [
+        [n, read_config(store, n).get("experiment", "coalition"), store.stream_version(run_stream(n)) - 1]
+        for n in names
+    ]
     if as_json:
-        print_json([{"run_id": n, "targets": t} for n, t in rows])
+        print_json([{"run_id": n, "experiment": e, "records": k} for n, e, k in rows])
     else:
-        print_table("scoring runs", ["run", "targets scored"], rows)
+        print_table("scoring runs", ["run", "experiment", "records (targets or generations)"], rows)
 
 
 @score_app.command("report")
@@ -153,9 +224,19 @@ def report(
         "signed (s_frac of positive and of negative mass), or all.",
     ),
     resamples: int = typer.Option(20_000, "--resamples", min=100, help="Cluster-bootstrap resamples."),
+    coalition_run: str = typer.Option(
+        None,
+        "--coalition-run",
+        help="Generation runs: a coalition run of the same dataset and model, for the rescue-prediction study.",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Table-6-style summary of one run: observed, null and excess shares per estimand and target kind."""
+    """One run's summary: Table-6-style coalition shares, or the generated-action tables.
+
+    A coalition run reports observed, null and excess shares per estimand and target kind; a
+    generation run reports accuracy, discordance and transitions, competitor matching, the
+    authority flip and rescue, each rate with its denominator.
+    """
     from auditor.errors import InputError
     from scoring.report import (
         BASELINE_K,
@@ -167,8 +248,19 @@ def report(
         write_csv,
         write_png,
     )
-    from scoring.runs import SCORE_FIELDS, read_run
+    from scoring.runs import SCORE_FIELDS, read_config, read_run
 
+    store = open_cli_store()
+    folder = out or Path("reports/score") / run_id
+    if read_config(store, run_id).get("experiment") == "generation":
+        _generation_report(store, run_id, folder, resamples, coalition_run, as_json)
+        return
+    if coalition_run is not None:
+        raise InputError(
+            "--coalition-run applies to generation runs only",
+            field="coalition-run",
+            hint=f"{run_id} is not one",
+        )
     if score_field not in SCORE_FIELDS:
         raise InputError(
             f"unknown score field {score_field!r}", field="score-field", hint=", ".join(SCORE_FIELDS)
@@ -180,11 +272,10 @@ def report(
     if shares not in SHARE_GROUPS:
         raise InputError(f"unknown share group {shares!r}", field="shares", hint=", ".join(SHARE_GROUPS))
     ks = list(TOP_K_CHOICES.values()) if top_k == "sweep" else [TOP_K_CHOICES[top_k]]
-    config, targets = read_run(open_cli_store(), run_id)
+    config, targets = read_run(store, run_id)
     summary = summarise_run(
         targets, score_field=score_field, ks=ks, fields=SHARE_GROUPS[shares], n_resamples=resamples
     )
-    folder = out or Path("reports/score") / run_id
     write_csv(summary, folder / f"{run_id}.csv")
     write_png(summary, folder / f"{run_id}.png", f"{run_id} ({config['model']}, {score_field})")
     rows = table_rows(summary)
@@ -210,6 +301,60 @@ def report(
         f"{summary.n_targets} targets; {summary.n_without_invalid} without an Invalid factor have no "
         f"invalid share and are left out. CSV and PNG in {folder}"
     )
+
+
+def _generation_report(
+    store: EventStore, run_id: str, folder: Path, resamples: int, coalition_run: str | None, as_json: bool
+) -> None:
+    from scoring.action_stats import summarise_generations
+    from scoring.generation_report import generation_tables, prediction_table, write_csvs
+    from scoring.runs import read_generations
+
+    config, rows = read_generations(store, run_id)
+    summary = summarise_generations(rows, n_resamples=resamples)
+    tables = generation_tables(summary)
+    if coalition_run is not None:
+        tables.append(prediction_table(_rescue_predictions(store, config, rows, coalition_run)))
+    write_csvs(tables, folder, run_id)
+    if as_json:
+        print_json(
+            {
+                "run": config,
+                "n_generations": summary.n_generations,
+                "n_targets": summary.n_targets,
+                "tables": {t.name: [dict(zip(t.columns, r, strict=True)) for r in t.rows] for t in tables},
+            }
+        )
+        return
+    if not summary.n_generations:
+        console.print(f"run {run_id} holds no generations yet: every table below is empty")
+    for table in tables:
+        print_table(
+            f"{run_id}: {config['dataset']} × {config['model']}: {table.title}", table.columns, table.rows
+        )
+    console.print(
+        f"{summary.n_generations} generations of {summary.n_targets} targets (greedy, "
+        f"{config.get('max_new_tokens')} new tokens at most). CSV in {folder}"
+    )
+
+
+def _rescue_predictions(
+    store: EventStore, config: dict[str, Any], rows: list[GeneratedAction], coalition_run: str
+) -> list[RescuePrediction]:
+    from auditor.errors import InputError
+    from scoring.rescue_prediction import predict_rescue, rescue_cohort
+    from scoring.runs import read_run
+
+    other, scored = read_run(store, coalition_run)
+    for key in ("experiment", "dataset", "model"):
+        want = "coalition" if key == "experiment" else config[key]
+        if other.get(key, "coalition") != want:
+            raise InputError(
+                f"run {coalition_run} has {key} {other.get(key)!r}, not {want!r}",
+                field="coalition-run",
+                hint="give a coalition run of the generation run's dataset and model",
+            )
+    return predict_rescue(rescue_cohort(rows, scored))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,89 @@
+"""The contexts an action is generated in, per audited target: three paired designs on one base.
+
+Every design starts from the target's valid-and-neutral base (all factors not labelled Invalid for
+it, in their original order):
+
+- matched factorial (§2.4): the base plus one line ``Source status: [frame]. Proposition: [text]``
+  with the target's supporting (S) or competing (C) proposition under a trusted (T) or untrusted
+  (U) frame — within a relation only the frame differs;
+- authority flip (§15.5): the base with the target's first Invalid factor put back in its place,
+  as written (U) or as its trusted/current rewrite (T);
+- support arm (§15.6): the base without the target's first Valid factor (the rescue base); the
+  trusted treatment restores that factor in place (which is the base itself), the untrusted one
+  appends the target's supporting proposition as an untrusted external note (the factor's own
+  text would carry its trusted source marker into the note).
+
+Each context names the competitor it presents, for competitor matching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from auditor.errors import ContractError
+from schemas.attribution import AttributionLabel, AttributionTask, Target
+from scoring.prompts import factor_line
+
+TRUSTED_FRAME = "trusted current record"
+UNTRUSTED_FRAME = "untrusted external note"
+
+BASE = "base"
+FACTORIAL = {("T", "S"): "T_S", ("U", "S"): "U_S", ("T", "C"): "T_C", ("U", "C"): "U_C"}
+FLIP_U, FLIP_T = "flip_U", "flip_T"
+DROP, DROP_U = "drop", "drop_U"
+CONDITIONS = (BASE, *FACTORIAL.values(), FLIP_U, FLIP_T, DROP, DROP_U)
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """One prompt's factor lines, and the competing value it presents (None: none presented)."""
+
+    condition: str
+    lines: list[str]
+    competitor: str | None
+
+
+def source_marked(frame: str, text: str) -> str:
+    """The exact matched-intervention line: only ``frame`` differs within a relation."""
+    return factor_line(f"Source status: {frame}. Proposition: {text}")
+
+
+def action_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:
+    """Every context of ``target``, in ``CONDITIONS`` order (the flip needs an Invalid factor)."""
+    labels = [j.label for j in target.judgments]
+    base = [i for i, lab in enumerate(labels) if lab is not AttributionLabel.invalid]
+    lines = lambda keep: [factor_line(task.factors[i].text) for i in keep]  # noqa: E731
+    frames = {"T": TRUSTED_FRAME, "U": UNTRUSTED_FRAME}
+    props = {
+        "S": (target.supporting_proposition, None),
+        "C": (target.competing_proposition, target.competing_value),
+    }
+    out = [ActionContext(BASE, lines(base), None)]
+    for (authority, relation), name in FACTORIAL.items():
+        text, competitor = props[relation]
+        out.append(ActionContext(name, [*lines(base), source_marked(frames[authority], text)], competitor))
+    invalid = [i for i, lab in enumerate(labels) if lab is AttributionLabel.invalid]
+    if invalid:
+        i = invalid[0]
+        factor, judgment = task.factors[i], target.judgments[i]
+        if factor.trusted_rewrite is None:
+            raise ContractError(
+                f"{task.task_id}, {factor.factor_id}: an Invalid factor lacks trusted_rewrite"
+            )
+        with_invalid = sorted([*base, i])
+        at = with_invalid.index(i)
+        untrusted = lines(with_invalid)
+        trusted = [*untrusted[:at], factor_line(factor.trusted_rewrite), *untrusted[at + 1 :]]
+        out += [
+            ActionContext(FLIP_U, untrusted, judgment.competing_value),
+            ActionContext(FLIP_T, trusted, judgment.competing_value),
+        ]
+    valid = labels.index(AttributionLabel.valid)  # the dataset contract guarantees one
+    dropped = [i for i in base if i != valid]
+    out += [
+        ActionContext(DROP, lines(dropped), None),
+        ActionContext(
+            DROP_U, [*lines(dropped), source_marked(UNTRUSTED_FRAME, target.supporting_proposition)], None
+        ),
+    ]
+    return out

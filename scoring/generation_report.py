@@ -1,0 +1,181 @@
+"""The one-run generation summary as tables: accuracy, discordance, contrast, competitors, flips, rescue.
+
+With a coalition run of the same dataset and model beside it, the rescue-prediction study is a
+seventh table.
+
+Each rate cell reads ``k/n rate [95% Wilson interval]`` so its denominator is always on the page;
+an empty cohort reads ``n/a`` rather than a zero. The same rows go to one CSV per table.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from scoring.action_stats import GenerationSummary
+from scoring.rescue_prediction import RescuePrediction
+from scoring.stats import BootstrapInterval, McNemarResult, Rate
+
+NA = "n/a"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+def fmt_rate(r: Rate | None) -> str:
+    return NA if r is None else f"{r.successes}/{r.total} {r.value:.1%} [{r.low:.1%}, {r.high:.1%}]"
+
+
+def fmt_mcnemar(m: McNemarResult | None) -> str:
+    return NA if m is None else f"{m.b} vs {m.c}, p={m.p_value:.4f}"
+
+
+def fmt_score(x: float | None) -> str:
+    return NA if x is None else f"{x:.3f}"
+
+
+def fmt_interval(i: BootstrapInterval | None) -> str:
+    return NA if i is None else f"[{i.low:+.1%}, {i.high:+.1%}]"
+
+
+def generation_tables(s: GenerationSummary) -> list[Table]:
+    """The six tables, in reading order."""
+    return [
+        Table(
+            "accuracy",
+            "correct and malformed generations per context (denominator: generations)",
+            ["condition", "cell", "generations", "correct", "malformed"],
+            [[a.condition, a.cell, str(a.n), fmt_rate(a.correct), fmt_rate(a.malformed)] for a in s.accuracy],
+        ),
+        Table(
+            "discordance",
+            "trusted vs untrusted within relation (denominator: targets with both; McNemar: T-only vs U-only correct)",
+            [
+                "relation",
+                "cell",
+                "pairs",
+                "discordant",
+                "correct→wrong (T→U)",
+                "wrong→correct (T→U)",
+                "McNemar",
+            ],
+            [
+                [
+                    c.relation,
+                    c.cell,
+                    str(c.n_pairs),
+                    fmt_rate(c.discordant),
+                    fmt_rate(c.correct_to_wrong),
+                    fmt_rate(c.wrong_to_correct),
+                    fmt_mcnemar(c.mcnemar),
+                ]
+                for c in s.changes
+            ],
+        ),
+        Table(
+            "contrast",
+            "competition − support discordance (denominator: targets with all four; CI: source-task bootstrap)",
+            ["cell", "targets", "competition", "support", "difference", "95% CI", "McNemar"],
+            [
+                [
+                    c.cell,
+                    str(c.n_targets),
+                    fmt_rate(c.competition),
+                    fmt_rate(c.support),
+                    NA if c.difference is None else f"{c.difference:+.1%}",
+                    fmt_interval(c.interval),
+                    fmt_mcnemar(c.mcnemar),
+                ]
+                for c in s.contrast
+            ],
+        ),
+        Table(
+            "competitor",
+            "incorrect generations equal to the presented competitor (denominator: incorrect generations)",
+            ["condition", "cell", "incorrect", "competitor"],
+            [[c.condition, c.cell, str(c.n_incorrect), fmt_rate(c.matched)] for c in s.competitors],
+        ),
+        Table(
+            "flip",
+            "authority flip, original (U) vs trusted rewrite (T) (denominator: targets; T comp.: T misses)",
+            ["cell", "targets", "U miss", "T miss", "U→T switch", "T comp.", "McNemar"],
+            [
+                [
+                    f.cell,
+                    str(f.n_targets),
+                    fmt_rate(f.u_miss),
+                    fmt_rate(f.t_miss),
+                    fmt_rate(f.u_to_t_switch),
+                    fmt_rate(f.t_competitor),
+                    fmt_mcnemar(f.mcnemar),
+                ]
+                for f in s.flips
+            ],
+        ),
+        Table(
+            "rescue",
+            "base errors made correct by a treatment (denominators: all targets of the arm; base errors)",
+            [
+                "arm",
+                "base → treatment",
+                "cell",
+                "targets",
+                "base errors",
+                "rescued / targets",
+                "rescued / base errors",
+            ],
+            [
+                [
+                    r.arm,
+                    f"{r.base} → {r.treatment}",
+                    r.cell,
+                    str(r.n_targets),
+                    fmt_rate(r.base_errors),
+                    fmt_rate(r.rescued),
+                    fmt_rate(r.rescued_of_errors),
+                ]
+                for r in s.rescues
+            ],
+        ),
+    ]
+
+
+def prediction_table(predictions: list[RescuePrediction]) -> Table:
+    """The §13.3 study: one row per feature set, on the shared cohort."""
+    return Table(
+        "rescue_prediction",
+        "untrusted-note rescue of base errors predicted from a coalition run "
+        "(cohort: base-error targets with an Invalid factor; 5-fold GroupKFold by source task)",
+        ["features", "targets", "tasks", "rescued", "AUROC", "AP"],
+        [
+            [
+                p.features,
+                str(p.n_targets),
+                str(p.n_tasks),
+                fmt_rate(p.rescued),
+                fmt_score(p.auroc),
+                fmt_score(p.ap),
+            ]
+            for p in predictions
+        ],
+    )
+
+
+def write_csvs(tables: list[Table], folder: Path, run_id: str) -> list[Path]:
+    """One CSV per table, ``<run>-<table>.csv``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for table in tables:
+        path = folder / f"{run_id}-{table.name}.csv"
+        with path.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(table.columns)
+            writer.writerows(table.rows)
+        paths.append(path)
+    return paths

@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.errors import InputError, StoreError
 from auditor.store import EventStore
-from ingest.stream_loop import BatchLoop, Polled, commit_batch, kafka_client, wait_sent
+from ingest.stream_loop import BatchLoop, Polled, commit_batch, group_consumer, kafka_client, wait_sent
 from ingest.stream_metrics import Metrics
 from schemas.events import NewEvent
 from schemas.report import Severity
@@ -131,13 +131,12 @@ class AuditWorker:
         audit: AuditFn | None = None,
         metrics: Metrics | None = None,
     ) -> None:
-        from kafka import KafkaConsumer, KafkaProducer
+        from kafka import KafkaProducer
 
         self.store, self.config = store, config
         self.audit = audit or resolve_engine(config.engine)
         self.metrics = metrics or worker_metrics()
-        self.consumer = kafka_client(
-            KafkaConsumer,
+        self.consumer = group_consumer(
             config.closed_topic,
             bootstrap=config.bootstrap,
             group_id=config.group,

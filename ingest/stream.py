@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.store import EventStore
-from ingest.stream_loop import BatchLoop, commit_batch, kafka_client, wait_sent
+from ingest.stream_loop import BatchLoop, commit_batch, group_consumer, kafka_client, wait_sent
 from ingest.stream_metrics import Metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import (
@@ -87,12 +87,11 @@ class StreamConsumer:
     """One member of the ingestion consumer group."""
 
     def __init__(self, store: EventStore, config: ConsumerConfig, metrics: Metrics | None = None) -> None:
-        from kafka import KafkaConsumer, KafkaProducer
+        from kafka import KafkaProducer
 
         self.store, self.config = store, config
         self.metrics = metrics or consumer_metrics()
-        self.consumer = kafka_client(
-            KafkaConsumer,
+        self.consumer = group_consumer(
             config.topic,
             bootstrap=config.bootstrap,
             group_id=config.group,

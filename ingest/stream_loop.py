@@ -39,6 +39,21 @@ def kafka_client(factory: Callable[..., Any], *args: Any, bootstrap: str, **conf
         ) from exc
 
 
+def group_consumer(topic: str, *, bootstrap: str, **config: Any) -> Any:
+    """A consumer-group member of ``topic`` that knows the topic's partitions before it joins.
+
+    Subscribing at construction joins the group before any metadata arrives: the first assignment
+    is empty and an immediate second rebalance follows, which kafka-python has been seen to stall
+    in under load. Fetching the topic's metadata first makes the first assignment the real one.
+    """
+    from kafka import KafkaConsumer
+
+    consumer = kafka_client(KafkaConsumer, bootstrap=bootstrap, **config)
+    consumer.partitions_for_topic(topic)  # empty for a topic not created yet: it is found later
+    consumer.subscribe([topic])
+    return consumer
+
+
 def commit_batch(consumer: Any, polled: Polled, metrics: Metrics) -> None:
     """Commit the offsets after a stored batch; a refused commit only means a harmless re-delivery."""
     from kafka.structs import OffsetAndMetadata

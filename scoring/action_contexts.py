@@ -13,7 +13,8 @@ it, in their original order):
   appends the target's supporting proposition as an untrusted external note (the factor's own
   text would carry its trusted source marker into the note).
 
-Each context names the competitor it presents, for competitor matching.
+Each context names the competitor it presents, for competitor matching. The generated-action
+experiment decodes these contexts and ``scoring.interventions`` scores the same ones teacher-forced.
 """
 
 from __future__ import annotations
@@ -48,20 +49,32 @@ def source_marked(frame: str, text: str) -> str:
     return factor_line(f"Source status: {frame}. Proposition: {text}")
 
 
-def action_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:
-    """Every context of ``target``, in ``CONDITIONS`` order (the flip needs an Invalid factor)."""
-    labels = [j.label for j in target.judgments]
-    base = [i for i, lab in enumerate(labels) if lab is not AttributionLabel.invalid]
-    lines = lambda keep: [factor_line(task.factors[i].text) for i in keep]  # noqa: E731
+def _base(task: AttributionTask, target: Target) -> list[int]:
+    """The valid-and-neutral base: every factor not labelled Invalid for ``target``, in order."""
+    return [i for i, j in enumerate(target.judgments) if j.label is not AttributionLabel.invalid]
+
+
+def factorial_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:
+    """The base and the four matched cells (``FACTORIAL`` order): each cell appends one line to it."""
+    base = [factor_line(task.factors[i].text) for i in _base(task, target)]
     frames = {"T": TRUSTED_FRAME, "U": UNTRUSTED_FRAME}
     props = {
         "S": (target.supporting_proposition, None),
         "C": (target.competing_proposition, target.competing_value),
     }
-    out = [ActionContext(BASE, lines(base), None)]
+    out = [ActionContext(BASE, base, None)]
     for (authority, relation), name in FACTORIAL.items():
         text, competitor = props[relation]
-        out.append(ActionContext(name, [*lines(base), source_marked(frames[authority], text)], competitor))
+        out.append(ActionContext(name, [*base, source_marked(frames[authority], text)], competitor))
+    return out
+
+
+def action_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:
+    """Every context of ``target``, in ``CONDITIONS`` order (the flip needs an Invalid factor)."""
+    labels = [j.label for j in target.judgments]
+    base = _base(task, target)
+    lines = lambda keep: [factor_line(task.factors[i].text) for i in keep]  # noqa: E731
+    out = factorial_contexts(task, target)
     invalid = [i for i, lab in enumerate(labels) if lab is AttributionLabel.invalid]
     if invalid:
         i = invalid[0]

@@ -3,7 +3,9 @@
 Stream ``score-run-{run_id}`` opens with ``ScoreRunStarted`` (dataset, model, experiment,
 device, dtype). A coalition run then holds one ``TargetScored`` per audited target with its labels
 and the subset scores in three fields; a generation run holds one ``ActionGenerated`` per target
-and context (see ``scoring.action_contexts``) with the raw completion and its judged outcome. Each
+and context (see ``scoring.action_contexts``) with the raw completion and its judged outcome; a
+matched run holds one ``MatchedScored`` per target with its scores in the base and the four
+factorial cells (see ``scoring.interventions``). Each
 event carries an idempotency key, so a rerun skips what exists and re-delivery appends nothing.
 The report is a projection of this stream.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,10 +25,13 @@ from schemas.events import NewEvent
 from scoring.action_contexts import ActionContext, action_contexts
 from scoring.actions import judge_target, parse_action
 
+R = TypeVar("R")
+
 RUN_STARTED = "ScoreRunStarted"
 TARGET_SCORED = "TargetScored"
 ACTION_GENERATED = "ActionGenerated"
-EXPERIMENTS = ("coalition", "generation")
+MATCHED_SCORED = "MatchedScored"
+EXPERIMENTS = ("coalition", "generation", "matched")
 SCORE_FIELDS = ("sum_logodds", "mean_logodds", "sum_logprob")
 
 
@@ -90,7 +95,7 @@ def done_keys(store: Any, run_id: str) -> set[str]:
     return {
         e.payload["key"]
         for e in store.read_stream(run_stream(run_id))
-        if e.type in (TARGET_SCORED, ACTION_GENERATED)
+        if e.type in (TARGET_SCORED, ACTION_GENERATED, MATCHED_SCORED)
     }
 
 
@@ -242,16 +247,20 @@ def generation_event(
     )
 
 
+def _read_rows(store: Any, run_id: str, event_type: str, row: type[R]) -> tuple[dict[str, Any], list[R]]:
+    """The run's configuration and every ``event_type`` event as a ``row``, in recorded order."""
+    fields = row.__dataclass_fields__  # type: ignore[attr-defined]
+    rows = [
+        row(**{k: e.payload[k] for k in fields})
+        for e in store.read_stream(run_stream(run_id))
+        if e.type == event_type
+    ]
+    return read_config(store, run_id), rows
+
+
 def read_generations(store: Any, run_id: str) -> tuple[dict[str, Any], list[GeneratedAction]]:
     """The run's configuration and every generation, in the order they were recorded."""
-    config = read_config(store, run_id)
-    fields = GeneratedAction.__dataclass_fields__
-    rows = [
-        GeneratedAction(**{k: e.payload[k] for k in fields})
-        for e in store.read_stream(run_stream(run_id))
-        if e.type == ACTION_GENERATED
-    ]
-    return config, rows
+    return _read_rows(store, run_id, ACTION_GENERATED, GeneratedAction)
 
 
 def run_generation(
@@ -288,3 +297,74 @@ def run_generation(
 def n_generations(tasks: list[AttributionTask], kinds: Collection[str] | None = None) -> int:
     """How many generations a run of these tasks holds when complete (for progress bars)."""
     return sum(len(action_contexts(t, t.targets[i])) for t in tasks for i in chosen(t, kinds))
+
+
+@dataclass(frozen=True)
+class MatchedTarget:
+    """A ``MatchedScored`` event read back: one target's score per context and score field."""
+
+    task_id: str
+    target_id: str
+    kind: str
+    setting: str
+    scores: dict[str, dict[str, float]]
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_id}/{self.target_id}"
+
+    def field(self, name: str = "sum_logodds") -> dict[str, float]:
+        """Context → score for one score field."""
+        return {context: row[name] for context, row in self.scores.items()}
+
+
+def matched_event(
+    run_id: str,
+    task: AttributionTask,
+    target: Target,
+    scores: dict[str, dict[str, float]],
+    n_target_tokens: int,
+) -> NewEvent:
+    key = task.target_key(target)
+    return NewEvent(
+        type=MATCHED_SCORED,
+        payload={
+            **_target_fields(key, task, target),
+            "n_target_tokens": n_target_tokens,
+            "scores": {c: {f: round(v, 6) for f, v in row.items()} for c, row in scores.items()},
+        },
+        idempotency_key=f"{run_stream(run_id)}/{key}",
+    )
+
+
+def read_matched(store: Any, run_id: str) -> tuple[dict[str, Any], list[MatchedTarget]]:
+    """The run's configuration and every matched target, in the order they were recorded."""
+    return _read_rows(store, run_id, MATCHED_SCORED, MatchedTarget)
+
+
+def run_matched(
+    store: Any,
+    run_id: str,
+    tasks: list[AttributionTask],
+    score_target: Callable[[AttributionTask, Target], tuple[dict[str, dict[str, float]], int]],
+    progress: Callable[[int], None] | None = None,
+    kinds: Collection[str] | None = None,
+) -> tuple[int, int]:
+    """Score each chosen target not yet in the run in every matched context, one event each.
+
+    Returns (scored now, skipped as already done).
+    """
+    done = done_keys(store, run_id)
+    scored = skipped = 0
+    for task in tasks:
+        for i in chosen(task, kinds):
+            target = task.targets[i]
+            if task.target_key(target) in done:
+                skipped += 1
+            else:
+                scores, n_tokens = score_target(task, target)
+                store.append(run_stream(run_id), [matched_event(run_id, task, target, scores, n_tokens)])
+                scored += 1
+            if progress is not None:
+                progress(1)
+    return scored, skipped

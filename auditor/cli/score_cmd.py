@@ -85,7 +85,8 @@ def run(
     experiment: str = typer.Option(
         "coalition",
         "--experiment",
-        help="coalition (every factor subset scored) or generation (actions decoded per context).",
+        help="coalition (every factor subset scored), generation (actions decoded per context) "
+        "or matched (target scored on the base and the four T/U × S/C cells).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
     target_kind: str = typer.Option("all", "--target-kind", help="Audit only tool or slot targets (or all)."),
@@ -140,6 +141,8 @@ def run(
     lm = local_model.load_model(model, device=device, dtype=dtype)
     if experiment == "generation":
         _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens)
+    elif experiment == "matched":
+        _matched(store, rid, tasks, lm, kinds[target_kind], token_budget)
     else:
         _score(store, rid, tasks, lm, kinds[target_kind], token_budget)
 
@@ -162,6 +165,34 @@ def _generate(
         job = bar.add_task(f"generating {rid}", total=n_generations(tasks, kinds))
         done, skipped = run_generation(store, rid, tasks, decode, lambda n: bar.advance(job, n), kinds)
     console.print(f"run {rid}: {done} action(s) generated, {skipped} already in the store")
+
+
+def _matched(
+    store: EventStore,
+    rid: str,
+    tasks: list[AttributionTask],
+    lm: LoadedModel,
+    kinds: set[str] | None,
+    token_budget: int,
+) -> None:
+    from rich.progress import Progress
+
+    from scoring.interventions import score_matched
+    from scoring.runs import chosen, run_matched
+    from scoring.scorer import TrieScorer
+
+    scorer = TrieScorer(lm.model, token_budget=token_budget)
+    with Progress(console=console, transient=False) as bar:
+        job = bar.add_task(f"scoring {rid}", total=sum(len(chosen(t, kinds)) for t in tasks))
+        scored, skipped = run_matched(
+            store,
+            rid,
+            tasks,
+            lambda task, target: score_matched(scorer, lm.tokenizer, task, target),
+            lambda n: bar.advance(job, n),
+            kinds,
+        )
+    console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
 
 
 def _score(
@@ -192,7 +223,7 @@ def _score(
 
 @score_app.command("runs")
 def runs(as_json: bool = typer.Option(False, "--json")) -> None:
-    """List scoring runs in the store: targets scored (coalition) or actions generated (generation)."""
+    """List scoring runs in the store: targets scored (coalition, matched) or actions generated (generation)."""
     from scoring.runs import read_config, run_stream
 
     store = open_cli_store()
@@ -231,11 +262,12 @@ def report(
     ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """One run's summary: Table-6-style coalition shares, or the generated-action tables.
+    """One run's summary: Table-6-style coalition shares, the generated-action tables, or Table 1.
 
     A coalition run reports observed, null and excess shares per estimand and target kind; a
     generation run reports accuracy, discordance and transitions, competitor matching, the
-    authority flip and rescue, each rate with its denominator.
+    authority flip and rescue, each rate with its denominator; a matched run reports mean G_a,
+    D_a, δ_S, δ_C and ΔΔ per target kind with source-task intervals.
     """
     from auditor.errors import InputError
     from scoring.report import (
@@ -252,7 +284,8 @@ def report(
 
     store = open_cli_store()
     folder = out or Path("reports/score") / run_id
-    if read_config(store, run_id).get("experiment") == "generation":
+    experiment = read_config(store, run_id).get("experiment")
+    if experiment == "generation":
         _generation_report(store, run_id, folder, resamples, coalition_run, as_json)
         return
     if coalition_run is not None:
@@ -265,6 +298,9 @@ def report(
         raise InputError(
             f"unknown score field {score_field!r}", field="score-field", hint=", ".join(SCORE_FIELDS)
         )
+    if experiment == "matched":
+        _matched_report(store, run_id, folder, score_field, resamples, as_json)
+        return
     if top_k != "sweep" and top_k not in TOP_K_CHOICES:
         raise InputError(
             f"unknown top-K {top_k!r}", field="top-k", hint=f"{', '.join(TOP_K_CHOICES)} or sweep"
@@ -336,6 +372,42 @@ def _generation_report(
         f"{summary.n_generations} generations of {summary.n_targets} targets (greedy, "
         f"{config.get('max_new_tokens')} new tokens at most). CSV in {folder}"
     )
+
+
+def _matched_report(
+    store: EventStore, run_id: str, folder: Path, score_field: str, resamples: int, as_json: bool
+) -> None:
+    from scoring.generation_report import write_csvs
+    from scoring.matched_report import (
+        control_table,
+        matched_table,
+        summarise_control,
+        summarise_matched,
+        summarise_support,
+        support_table,
+    )
+    from scoring.runs import read_matched
+
+    config, rows = read_matched(store, run_id)
+    dataset = config["dataset"]
+    tables = [
+        matched_table(summarise_matched(rows, score_field, resamples), dataset, score_field),
+        control_table(summarise_control(rows, score_field, resamples), dataset, score_field),
+        support_table(summarise_support(rows, score_field, resamples), dataset, score_field),
+    ]
+    write_csvs(tables, folder, run_id)
+    if as_json:
+        print_json(
+            {
+                "run": config,
+                "n_targets": len(rows),
+                "tables": {t.name: [dict(zip(t.columns, r, strict=True)) for r in t.rows] for t in tables},
+            }
+        )
+        return
+    for table in tables:
+        print_table(f"{run_id}: {config['model']}: {table.title}", table.columns, table.rows)
+    console.print(f"{len(rows)} targets. CSV in {folder}")
 
 
 def _rescue_predictions(

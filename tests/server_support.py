@@ -11,10 +11,7 @@ from pathlib import Path
 from auditor.review import review_file
 from auditor.server.tokens import create_token
 from auditor.store import EventStore, open_store
-
-DATA = Path("/work/shared/data")
-if not DATA.exists():  # a clone beside its shared folder
-    DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from tests.conftest import DATA
 
 REAL_TRACES = [
     DATA / "whowhen" / "algorithm-generated" / "87.json",  # AG2, an unverified-relay finding

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from graph import UNKNOWN, build_graph, graph_digest, graph_to_node_link
 from ingest import open_traces
 from schemas import StepKind, Trace
+from tests.conftest import DATA
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ROOTS = [DATA / "mast" / "derived" / "traces", DATA / "whowhen"]
 FILES = sorted(p for r in ROOTS if r.is_dir() for p in r.rglob("*") if p.suffix in (".json", ".txt"))
 

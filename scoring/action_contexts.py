@@ -13,6 +13,10 @@ it, in their original order):
   appends the target's supporting proposition as an untrusted external note (the factor's own
   text would carry its trusted source marker into the note).
 
+Valid-evidence degradation (§2.3, §4.4) is a fourth design on the full context instead: ``full``
+holds every factor; per Valid factor x, ``mixed:<x>`` removes only x and ``clean:<x>`` removes x
+and every Invalid factor — mixed and clean differ by the joint deletion of the Invalid set.
+
 Each context names the competitor it presents, for competitor matching. The generated-action
 experiment decodes these contexts and ``scoring.interventions`` scores the same ones teacher-forced.
 """
@@ -33,6 +37,7 @@ FACTORIAL = {("T", "S"): "T_S", ("U", "S"): "U_S", ("T", "C"): "T_C", ("U", "C")
 FLIP_U, FLIP_T = "flip_U", "flip_T"
 DROP, DROP_U = "drop", "drop_U"
 CONDITIONS = (BASE, *FACTORIAL.values(), FLIP_U, FLIP_T, DROP, DROP_U)
+FULL, MIXED, CLEAN = "full", "mixed", "clean"
 
 
 @dataclass(frozen=True)
@@ -99,4 +104,28 @@ def action_contexts(task: AttributionTask, target: Target) -> list[ActionContext
             DROP_U, [*lines(dropped), source_marked(UNTRUSTED_FRAME, target.supporting_proposition)], None
         ),
     ]
+    return out
+
+
+def degradation_condition(arm: str, factor_id: str) -> str:
+    """``mixed:<factor_id>`` or ``clean:<factor_id>``: one pair per Valid factor of the target."""
+    return f"{arm}:{factor_id}"
+
+
+def degradation_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:
+    """``full`` once, then ``mixed``/``clean`` for each Valid factor in order (§2.3)."""
+    labels = [j.label for j in target.judgments]
+    everything = range(len(task.factors))
+    lines = lambda keep: [factor_line(task.factors[i].text) for i in keep]  # noqa: E731
+    out = [ActionContext(FULL, lines(everything), None)]
+    for x, label in enumerate(labels):
+        if label is not AttributionLabel.valid:
+            continue
+        factor_id = task.factors[x].factor_id
+        mixed = [i for i in everything if i != x]
+        clean = [i for i in mixed if labels[i] is not AttributionLabel.invalid]
+        out += [
+            ActionContext(degradation_condition(MIXED, factor_id), lines(mixed), None),
+            ActionContext(degradation_condition(CLEAN, factor_id), lines(clean), None),
+        ]
     return out

@@ -1,7 +1,7 @@
 """The one-run generation summary as tables: accuracy, discordance, contrast, competitors, flips, rescue.
 
 With a coalition run of the same dataset and model beside it, the rescue-prediction study is a
-seventh table.
+seventh table. A degradation run has its own two tables (``degradation_tables``).
 
 Each rate cell reads ``k/n rate [95% Wilson interval]`` so its denominator is always on the page;
 an empty cohort reads ``n/a`` rather than a zero. The same rows go to one CSV per table.
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scoring.action_stats import GenerationSummary
+from scoring.degradation_stats import DegradationSummary
 from scoring.rescue_prediction import RescuePrediction
 from scoring.stats import BootstrapInterval, McNemarResult, Rate
 
@@ -141,6 +142,56 @@ def generation_tables(s: GenerationSummary) -> list[Table]:
                     fmt_rate(r.rescued_of_errors),
                 ]
                 for r in s.rescues
+            ],
+        ),
+    ]
+
+
+def degradation_tables(s: DegradationSummary) -> list[Table]:
+    """The per-cell endpoints, then the retained-invalid rows themselves."""
+    return [
+        Table(
+            "degradation",
+            "valid-evidence degradation (denominator: target-valid rows with full, mixed and clean; "
+            "McNemar: mixed-only vs clean-only correct)",
+            [
+                "cell",
+                "rows",
+                "targets",
+                "c_F",
+                "c_M",
+                "c_C",
+                "mixed≠clean",
+                "McNemar",
+                "retained-invalid (1,0,1)",
+            ],
+            [
+                [
+                    c.cell,
+                    str(c.n_rows),
+                    str(c.n_targets),
+                    fmt_rate(c.c_full),
+                    fmt_rate(c.c_mixed),
+                    fmt_rate(c.c_clean),
+                    fmt_rate(c.discordant),
+                    fmt_mcnemar(c.mcnemar),
+                    fmt_rate(c.retained_invalid),
+                ]
+                for c in s.cells
+            ],
+        ),
+        Table(
+            "retained_invalid",
+            "rows with the retained-invalid pattern: correct in full and clean, wrong in mixed",
+            ["target", "kind", "valid factor", "full", "mixed", "clean"],
+            [
+                [
+                    r.full.target_key,
+                    r.full.kind,
+                    r.factor_id,
+                    *(str(g.value) for g in (r.full, r.mixed, r.clean)),
+                ]
+                for r in s.retained
             ],
         ),
     ]

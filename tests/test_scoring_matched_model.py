@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from auditor.cli.main import app
 from scoring.action_contexts import action_contexts
 from scoring.datasets import build_dataset
 from scoring.interventions import CONTEXTS, CONTROL, SUPPORT
@@ -22,12 +20,9 @@ RUN = ["score", "run", "--dataset", "agentaudit", "--experiment", "matched", "--
 RUN += ["--target-kind", "tool", "--run-id", "matched-e2e"]
 
 
-def test_matched_run_resumes_and_reports(
-    smollm2, sqlite_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
-    monkeypatch.setattr("auditor.local_model.load_model", lambda *a, **k: smollm2)
-    first = CliRunner().invoke(app, RUN)
+def test_matched_run_resumes_and_reports(smollm2, score_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sqlite_store = score_cli.store
+    first = score_cli(RUN)
     assert first.exit_code == 0, first.output
     _, rows = read_matched(sqlite_store, "matched-e2e")
     assert (
@@ -48,11 +43,11 @@ def test_matched_run_resumes_and_reports(
         assert rows[0].scores[name]["sum_logodds"] == pytest.approx(float(ref.sum_logodds[0]), abs=1e-3)
 
     version = sqlite_store.stream_version(run_stream("matched-e2e"))
-    again = CliRunner().invoke(app, RUN)
+    again = score_cli(RUN)
     assert again.exit_code == 0 and "0 target(s) scored, 1 already" in again.output
     assert sqlite_store.stream_version(run_stream("matched-e2e")) == version
 
-    report = CliRunner().invoke(app, ["score", "report", "matched-e2e", "--out", str(tmp_path), "--json"])
+    report = score_cli(["score", "report", "matched-e2e", "--out", str(tmp_path), "--json"])
     assert report.exit_code == 0, report.output
     tables = json.loads(report.output)["tables"]
     for name, column in (

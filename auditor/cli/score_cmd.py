@@ -86,7 +86,8 @@ def run(
         "coalition",
         "--experiment",
         help="coalition (every factor subset scored), generation (actions decoded per context) "
-        "or matched (target scored on the base and the four T/U × S/C cells).",
+        "matched (target scored on the base and the four T/U × S/C cells) or degradation "
+        "(actions decoded in full, mixed and clean contexts per Valid factor).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
     target_kind: str = typer.Option("all", "--target-kind", help="Audit only tool or slot targets (or all)."),
@@ -103,7 +104,8 @@ def run(
 ) -> None:
     """Score every subset of every target's factors, or decode each target's action in every context.
 
-    Resumable: one event per target (coalition) or per target and context (generation).
+    Resumable: one event per target (coalition, matched) or per target and context (generation,
+    degradation).
     """
     from auditor.errors import InputError
     from scoring.datasets import load_dataset
@@ -131,7 +133,7 @@ def run(
         "n_tasks": len(tasks),
         "target_kind": target_kind,
     }
-    if experiment == "generation":
+    if experiment in ("generation", "degradation"):
         from scoring.decode import RESPONSE_PREFIX
 
         config |= {"decoding": "greedy", "max_new_tokens": max_new_tokens, "response_prefix": RESPONSE_PREFIX}
@@ -139,8 +141,8 @@ def run(
     from auditor import local_model
 
     lm = local_model.load_model(model, device=device, dtype=dtype)
-    if experiment == "generation":
-        _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens)
+    if experiment in ("generation", "degradation"):
+        _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens, experiment)
     elif experiment == "matched":
         _matched(store, rid, tasks, lm, kinds[target_kind], token_budget)
     else:
@@ -154,16 +156,20 @@ def _generate(
     lm: LoadedModel,
     kinds: set[str] | None,
     max_new_tokens: int,
+    experiment: str,
 ) -> None:
     from rich.progress import Progress
 
     from scoring.decode import GreedyDecoder
-    from scoring.runs import n_generations, run_generation
+    from scoring.runs import CONTEXTS, n_generations, run_generation
 
     decode = GreedyDecoder(lm.model, lm.tokenizer, max_new_tokens)
+    contexts = CONTEXTS[experiment]
     with Progress(console=console, transient=False) as bar:
-        job = bar.add_task(f"generating {rid}", total=n_generations(tasks, kinds))
-        done, skipped = run_generation(store, rid, tasks, decode, lambda n: bar.advance(job, n), kinds)
+        job = bar.add_task(f"generating {rid}", total=n_generations(tasks, kinds, contexts))
+        done, skipped = run_generation(
+            store, rid, tasks, decode, lambda n: bar.advance(job, n), kinds, contexts
+        )
     console.print(f"run {rid}: {done} action(s) generated, {skipped} already in the store")
 
 
@@ -266,7 +272,8 @@ def report(
 
     A coalition run reports observed, null and excess shares per estimand and target kind; a
     generation run reports accuracy, discordance and transitions, competitor matching, the
-    authority flip and rescue, each rate with its denominator; a matched run reports mean G_a,
+    authority flip and rescue, each rate with its denominator; a degradation run reports c_F,
+    c_M, c_C, mixed–clean discordance and the retained-invalid pattern; a matched run reports mean G_a,
     D_a, δ_S, δ_C and ΔΔ per target kind with source-task intervals.
     """
     from auditor.errors import InputError
@@ -287,6 +294,9 @@ def report(
     experiment = read_config(store, run_id).get("experiment")
     if experiment == "generation":
         _generation_report(store, run_id, folder, resamples, coalition_run, as_json)
+        return
+    if experiment == "degradation" and coalition_run is None:
+        _degradation_report(store, run_id, folder, as_json)
         return
     if coalition_run is not None:
         raise InputError(
@@ -343,7 +353,7 @@ def _generation_report(
     store: EventStore, run_id: str, folder: Path, resamples: int, coalition_run: str | None, as_json: bool
 ) -> None:
     from scoring.action_stats import summarise_generations
-    from scoring.generation_report import generation_tables, prediction_table, write_csvs
+    from scoring.generation_report import generation_tables, prediction_table
     from scoring.runs import read_generations
 
     config, rows = read_generations(store, run_id)
@@ -351,27 +361,48 @@ def _generation_report(
     tables = generation_tables(summary)
     if coalition_run is not None:
         tables.append(prediction_table(_rescue_predictions(store, config, rows, coalition_run)))
+    counts = {"n_generations": summary.n_generations, "n_targets": summary.n_targets}
+    footer = f"{summary.n_generations} generations of {summary.n_targets} targets"
+    _print_generation_tables(run_id, config, tables, folder, counts, footer, as_json)
+
+
+def _degradation_report(store: EventStore, run_id: str, folder: Path, as_json: bool) -> None:
+    from scoring.degradation_stats import summarise_degradation
+    from scoring.generation_report import degradation_tables
+    from scoring.runs import read_generations
+
+    config, rows = read_generations(store, run_id)
+    summary = summarise_degradation(rows)
+    tables = degradation_tables(summary)
+    counts = {"n_generations": summary.n_generations, "n_rows": summary.n_rows}
+    footer = f"{summary.n_generations} generations, {summary.n_rows} target-valid rows"
+    _print_generation_tables(run_id, config, tables, folder, counts, footer, as_json)
+
+
+def _print_generation_tables(
+    run_id: str,
+    config: dict[str, Any],
+    tables: list[Any],
+    folder: Path,
+    counts: dict[str, int],
+    footer: str,
+    as_json: bool,
+) -> None:
+    """Write a generated-action run's tables as CSV, then print them (or all of it as JSON)."""
+    from scoring.generation_report import write_csvs
+
     write_csvs(tables, folder, run_id)
     if as_json:
-        print_json(
-            {
-                "run": config,
-                "n_generations": summary.n_generations,
-                "n_targets": summary.n_targets,
-                "tables": {t.name: [dict(zip(t.columns, r, strict=True)) for r in t.rows] for t in tables},
-            }
-        )
+        rows = {t.name: [dict(zip(t.columns, r, strict=True)) for r in t.rows] for t in tables}
+        print_json({"run": config, **counts, "tables": rows})
         return
-    if not summary.n_generations:
+    if not counts["n_generations"]:
         console.print(f"run {run_id} holds no generations yet: every table below is empty")
     for table in tables:
         print_table(
             f"{run_id}: {config['dataset']} × {config['model']}: {table.title}", table.columns, table.rows
         )
-    console.print(
-        f"{summary.n_generations} generations of {summary.n_targets} targets (greedy, "
-        f"{config.get('max_new_tokens')} new tokens at most). CSV in {folder}"
-    )
+    console.print(f"{footer} (greedy, {config.get('max_new_tokens')} new tokens at most). CSV in {folder}")
 
 
 def _matched_report(

@@ -17,17 +17,21 @@ Valid-evidence degradation (§2.3, §4.4) is a fourth design on the full context
 holds every factor; per Valid factor x, ``mixed:<x>`` removes only x and ``clean:<x>`` removes x
 and every Invalid factor — mixed and clean differ by the joint deletion of the Invalid set.
 
+The guardrail (§4.6) reruns the base and the two competition cells of the factorial in two
+instruction variants: ``plain:<cell>`` as above, ``policy:<cell>`` with the explicit authority
+policy (``scoring.prompts.AUTHORITY_POLICY``) added to the system instruction.
+
 Each context names the competitor it presents, for competitor matching. The generated-action
 experiment decodes these contexts and ``scoring.interventions`` scores the same ones teacher-forced.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from auditor.errors import ContractError
 from schemas.attribution import AttributionLabel, AttributionTask, Target
-from scoring.prompts import factor_line
+from scoring.prompts import AUTHORITY_POLICY, factor_line
 
 TRUSTED_FRAME = "trusted current record"
 UNTRUSTED_FRAME = "untrusted external note"
@@ -38,15 +42,20 @@ FLIP_U, FLIP_T = "flip_U", "flip_T"
 DROP, DROP_U = "drop", "drop_U"
 CONDITIONS = (BASE, *FACTORIAL.values(), FLIP_U, FLIP_T, DROP, DROP_U)
 FULL, MIXED, CLEAN = "full", "mixed", "clean"
+PLAIN, POLICY = "plain", "policy"
+GUARDRAIL_VARIANTS = {PLAIN: None, POLICY: AUTHORITY_POLICY}
+GUARDRAIL_CELLS = (BASE, FACTORIAL["T", "C"], FACTORIAL["U", "C"])
 
 
 @dataclass(frozen=True)
 class ActionContext:
-    """One prompt's factor lines, and the competing value it presents (None: none presented)."""
+    """One prompt's factor lines, the competing value it presents (None: none presented), and any
+    instruction added to the system instruction (None: the task's own)."""
 
     condition: str
     lines: list[str]
     competitor: str | None
+    instruction: str | None = None
 
 
 def source_marked(frame: str, text: str) -> str:
@@ -72,6 +81,21 @@ def factorial_contexts(task: AttributionTask, target: Target) -> list[ActionCont
         text, competitor = props[relation]
         out.append(ActionContext(name, [*base, source_marked(frames[authority], text)], competitor))
     return out
+
+
+def guardrail_condition(variant: str, cell: str) -> str:
+    """``plain:<cell>`` or ``policy:<cell>``."""
+    return f"{variant}:{cell}"
+
+
+def guardrail_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:
+    """The base, T_C and U_C cells under each instruction variant (plain first): same lines."""
+    cells = [c for c in factorial_contexts(task, target) if c.condition in GUARDRAIL_CELLS]
+    return [
+        replace(c, condition=guardrail_condition(variant, c.condition), instruction=instruction)
+        for variant, instruction in GUARDRAIL_VARIANTS.items()
+        for c in cells
+    ]
 
 
 def action_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:

@@ -1,7 +1,8 @@
 """The one-run generation summary as tables: accuracy, discordance, contrast, competitors, flips, rescue.
 
 With a coalition run of the same dataset and model beside it, the rescue-prediction study is a
-seventh table. A degradation run has its own two tables (``degradation_tables``).
+seventh table. A degradation run has its own two tables (``degradation_tables``), and so does a
+guardrail run (``guardrail_tables``).
 
 Each rate cell reads ``k/n rate [95% Wilson interval]`` so its denominator is always on the page;
 an empty cohort reads ``n/a`` rather than a zero. The same rows go to one CSV per table.
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from scoring.action_stats import GenerationSummary
 from scoring.degradation_stats import DegradationSummary
+from scoring.guardrail_stats import GuardrailSummary
 from scoring.rescue_prediction import RescuePrediction
 from scoring.stats import BootstrapInterval, McNemarResult, Rate
 
@@ -43,6 +45,10 @@ def fmt_score(x: float | None) -> str:
 
 def fmt_interval(i: BootstrapInterval | None) -> str:
     return NA if i is None else f"[{i.low:+.1%}, {i.high:+.1%}]"
+
+
+def fmt_share(x: float | None) -> str:
+    return NA if x is None else f"{x:+.1%}"
 
 
 def generation_tables(s: GenerationSummary) -> list[Table]:
@@ -192,6 +198,61 @@ def degradation_tables(s: DegradationSummary) -> list[Table]:
                     *(str(g.value) for g in (r.full, r.mixed, r.clean)),
                 ]
                 for r in s.retained
+            ],
+        ),
+    ]
+
+
+def guardrail_tables(s: GuardrailSummary) -> list[Table]:
+    """Errors per instruction variant, then the policy − plain change per endpoint."""
+    cohort = "denominator: targets with T_C and U_C under both variants"
+    return [
+        Table(
+            "guardrail_errors",
+            f"competition errors per instruction variant ({cohort}; sensitivity = U_C − T_C error, "
+            "interval by source task; McNemar: T-only vs U-only correct)",
+            [
+                "variant",
+                "cell",
+                "targets",
+                "base error",
+                "T_C error",
+                "U_C error",
+                "sensitivity",
+                "95% CI",
+                "McNemar",
+            ],
+            [
+                [
+                    v.variant,
+                    v.cell,
+                    str(v.n_targets),
+                    fmt_rate(v.base_error),
+                    fmt_rate(v.trusted_error),
+                    fmt_rate(v.untrusted_error),
+                    fmt_share(v.sensitivity),
+                    fmt_interval(v.interval),
+                    fmt_mcnemar(v.mcnemar),
+                ]
+                for v in s.variants
+            ],
+        ),
+        Table(
+            "guardrail_change",
+            f"policy − plain ({cohort}; interval by source task; McNemar: plain-only vs policy-only correct)",
+            ["endpoint", "cell", "targets", "plain", "policy", "policy − plain", "95% CI", "McNemar"],
+            [
+                [
+                    c.endpoint,
+                    c.cell,
+                    str(c.n_targets),
+                    fmt_share(c.plain),
+                    fmt_share(c.policy),
+                    fmt_share(c.difference),
+                    fmt_interval(c.interval),
+                    fmt_mcnemar(c.mcnemar),
+                ]
+                for c in s.changes
             ],
         ),
     ]

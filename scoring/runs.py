@@ -2,7 +2,7 @@
 
 Stream ``score-run-{run_id}`` opens with ``ScoreRunStarted`` (dataset, model, experiment,
 device, dtype). A coalition run then holds one ``TargetScored`` per audited target with its labels
-and the subset scores in three fields; a generation or degradation run holds one ``ActionGenerated`` per
+and the subset scores in three fields; a generation, degradation or guardrail run holds one ``ActionGenerated`` per
 target and context (see ``scoring.action_contexts``) with the raw completion and its judged outcome; a
 matched run holds one ``MatchedScored`` per target with its scores in the base and the four
 factorial cells (see ``scoring.interventions``). Each
@@ -22,8 +22,9 @@ import numpy as np
 from auditor.errors import InputError, NotFoundError
 from schemas.attribution import AttributionTask, Target
 from schemas.events import NewEvent
-from scoring.action_contexts import ActionContext, action_contexts, degradation_contexts
+from scoring.action_contexts import ActionContext, action_contexts, degradation_contexts, guardrail_contexts
 from scoring.actions import judge_target, parse_action
+from scoring.prompts import with_instruction
 
 R = TypeVar("R")
 
@@ -31,9 +32,13 @@ RUN_STARTED = "ScoreRunStarted"
 TARGET_SCORED = "TargetScored"
 ACTION_GENERATED = "ActionGenerated"
 MATCHED_SCORED = "MatchedScored"
-EXPERIMENTS = ("coalition", "generation", "matched", "degradation")
+EXPERIMENTS = ("coalition", "generation", "matched", "degradation", "guardrail")
 Contexts = Callable[[AttributionTask, Target], list[ActionContext]]
-CONTEXTS: dict[str, Contexts] = {"generation": action_contexts, "degradation": degradation_contexts}
+CONTEXTS: dict[str, Contexts] = {
+    "generation": action_contexts,
+    "degradation": degradation_contexts,
+    "guardrail": guardrail_contexts,
+}
 SCORE_FIELDS = ("sum_logodds", "mean_logodds", "sum_logprob")
 
 
@@ -276,8 +281,8 @@ def run_generation(
 ) -> tuple[int, int]:
     """Generate each chosen target's action in every context not yet in the run, one event each.
 
-    ``contexts`` picks the design (``CONTEXTS``: generation or degradation). Returns (generated
-    now, skipped as already done).
+    ``contexts`` picks the design (``CONTEXTS``: generation, degradation or guardrail); a context's
+    instruction reaches the decoder inside the task. Returns (generated now, skipped as already done).
     """
     done = done_keys(store, run_id)
     generated = skipped = 0
@@ -288,7 +293,7 @@ def run_generation(
                 if generation_key(task, target, context.condition) in done:
                     skipped += 1
                 else:
-                    completion = decode(task, context.lines)
+                    completion = decode(with_instruction(task, context.instruction), context.lines)
                     store.append(
                         run_stream(run_id), [generation_event(run_id, task, target, context, completion)]
                     )

@@ -15,14 +15,9 @@ from scoring.datasets import build_dataset
 from scoring.degradation_stats import summarise_degradation
 from scoring.prompts import factor_line
 from scoring.runs import (
-    CONTEXTS,
     GeneratedAction,
-    n_generations,
-    read_generations,
-    run_generation,
-    run_stream,
-    start_run,
 )
+from tests.scoring_support import generate_resumably, scripted_action
 
 
 @pytest.fixture(scope="module")
@@ -97,26 +92,14 @@ def test_empty_cells_have_no_rates() -> None:
 
 def fake_decode(task: AttributionTask, lines: list[str]) -> str:
     """Correct exactly when every factor is present or some Invalid factor is absent."""
-    ref = task.reference_action
-    if len(lines) == len(task.factors) or len(lines) < len(task.factors) - 1:
-        return json.dumps({"tool": ref.tool, "arguments": ref.arguments})
-    return '{"tool": "nothing", "arguments": {}}'
+    n = len(task.factors)
+    return scripted_action(task, len(lines) == n or len(lines) < n - 1)
 
 
 def test_run_resumes_and_reports(
     sqlite_store, tasks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    start_run(sqlite_store, "d1", {"dataset": "agentaudit", "model": "fake", "experiment": "degradation"})
-    contexts = CONTEXTS["degradation"]
-    total = n_generations(tasks, {"tool"}, contexts)
-    assert run_generation(sqlite_store, "d1", tasks[:1], fake_decode, None, {"tool"}, contexts)[1] == 0
-    done, skipped = run_generation(sqlite_store, "d1", tasks, fake_decode, None, {"tool"}, contexts)
-    assert done + skipped == total and skipped == n_generations(tasks[:1], {"tool"}, contexts)
-    version = sqlite_store.stream_version(run_stream("d1"))
-    assert run_generation(sqlite_store, "d1", tasks, fake_decode, None, {"tool"}, contexts) == (0, total)
-    assert sqlite_store.stream_version(run_stream("d1")) == version
-    _, rows = read_generations(sqlite_store, "d1")
-    assert len(rows) == total == len({(r.target_key, r.condition) for r in rows})
+    generate_resumably(sqlite_store, "d1", "degradation", tasks, fake_decode)
 
     monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     result = CliRunner().invoke(app, ["score", "report", "d1", "--out", str(tmp_path), "--json"])

@@ -87,7 +87,8 @@ def run(
         "--experiment",
         help="coalition (every factor subset scored), generation (actions decoded per context) "
         "matched (target scored on the base and the four T/U × S/C cells) or degradation "
-        "(actions decoded in full, mixed and clean contexts per Valid factor).",
+        "(actions decoded in full, mixed and clean contexts per Valid factor) or guardrail (base and "
+        "competition cells decoded with and without the explicit authority policy).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
     target_kind: str = typer.Option("all", "--target-kind", help="Audit only tool or slot targets (or all)."),
@@ -105,10 +106,11 @@ def run(
     """Score every subset of every target's factors, or decode each target's action in every context.
 
     Resumable: one event per target (coalition, matched) or per target and context (generation,
-    degradation).
+    degradation, guardrail).
     """
     from auditor.errors import InputError
     from scoring.datasets import load_dataset
+    from scoring.runs import CONTEXTS as GENERATED
     from scoring.runs import EXPERIMENTS, default_run_id, start_run
 
     if experiment not in EXPERIMENTS:
@@ -133,7 +135,7 @@ def run(
         "n_tasks": len(tasks),
         "target_kind": target_kind,
     }
-    if experiment in ("generation", "degradation"):
+    if experiment in GENERATED:
         from scoring.decode import RESPONSE_PREFIX
 
         config |= {"decoding": "greedy", "max_new_tokens": max_new_tokens, "response_prefix": RESPONSE_PREFIX}
@@ -141,7 +143,7 @@ def run(
     from auditor import local_model
 
     lm = local_model.load_model(model, device=device, dtype=dtype)
-    if experiment in ("generation", "degradation"):
+    if experiment in GENERATED:
         _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens, experiment)
     elif experiment == "matched":
         _matched(store, rid, tasks, lm, kinds[target_kind], token_budget)
@@ -273,7 +275,9 @@ def report(
     A coalition run reports observed, null and excess shares per estimand and target kind; a
     generation run reports accuracy, discordance and transitions, competitor matching, the
     authority flip and rescue, each rate with its denominator; a degradation run reports c_F,
-    c_M, c_C, mixed–clean discordance and the retained-invalid pattern; a matched run reports mean G_a,
+    c_M, c_C, mixed–clean discordance and the retained-invalid pattern; a guardrail run reports
+    competition errors and source sensitivity with and without the authority policy and their
+    policy − plain change; a matched run reports mean G_a,
     D_a, δ_S, δ_C and ΔΔ per target kind with source-task intervals.
     """
     from auditor.errors import InputError
@@ -297,6 +301,9 @@ def report(
         return
     if experiment == "degradation" and coalition_run is None:
         _degradation_report(store, run_id, folder, as_json)
+        return
+    if experiment == "guardrail" and coalition_run is None:
+        _guardrail_report(store, run_id, folder, resamples, as_json)
         return
     if coalition_run is not None:
         raise InputError(
@@ -377,6 +384,18 @@ def _degradation_report(store: EventStore, run_id: str, folder: Path, as_json: b
     counts = {"n_generations": summary.n_generations, "n_rows": summary.n_rows}
     footer = f"{summary.n_generations} generations, {summary.n_rows} target-valid rows"
     _print_generation_tables(run_id, config, tables, folder, counts, footer, as_json)
+
+
+def _guardrail_report(store: EventStore, run_id: str, folder: Path, resamples: int, as_json: bool) -> None:
+    from scoring.generation_report import guardrail_tables
+    from scoring.guardrail_stats import summarise_guardrail
+    from scoring.runs import read_generations
+
+    config, rows = read_generations(store, run_id)
+    summary = summarise_guardrail(rows, n_resamples=resamples)
+    counts = {"n_generations": summary.n_generations, "n_targets": summary.n_targets}
+    footer = f"{summary.n_generations} generations of {summary.n_targets} targets"
+    _print_generation_tables(run_id, config, guardrail_tables(summary), folder, counts, footer, as_json)
 
 
 def _print_generation_tables(

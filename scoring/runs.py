@@ -5,7 +5,9 @@ device, dtype). A coalition run then holds one ``TargetScored`` per audited targ
 and the subset scores in three fields; a generation, degradation or guardrail run holds one ``ActionGenerated`` per
 target and context (see ``scoring.action_contexts``) with the raw completion and its judged outcome; a
 matched run holds one ``MatchedScored`` per target with its scores in the base and the four
-factorial cells (see ``scoring.interventions``). Each
+factorial cells (see ``scoring.interventions``); a screening run holds one ``ScreeningScored`` per
+target with its longer context's labels and the scores of its masks through the run's order (see
+``scoring.screening``). Each
 event carries an idempotency key, so a rerun skips what exists and re-delivery appends nothing.
 The report is a projection of this stream.
 """
@@ -32,7 +34,10 @@ RUN_STARTED = "ScoreRunStarted"
 TARGET_SCORED = "TargetScored"
 ACTION_GENERATED = "ActionGenerated"
 MATCHED_SCORED = "MatchedScored"
-EXPERIMENTS = ("coalition", "generation", "matched", "degradation", "guardrail")
+SCREENING_SCORED = "ScreeningScored"
+EXPERIMENTS = ("coalition", "generation", "matched", "degradation", "guardrail", "screening")
+# What a resumed run must share with the run it resumes (absent keys compare as None).
+RUN_IDENTITY = ("dataset", "model", "experiment", "n_factors", "order")
 Contexts = Callable[[AttributionTask, Target], list[ActionContext]]
 CONTEXTS: dict[str, Contexts] = {
     "generation": action_contexts,
@@ -81,7 +86,7 @@ def start_run(store: Any, run_id: str, config: dict[str, Any]) -> None:
     stream = run_stream(run_id)
     existing = next(iter(store.read_stream(stream)), None)
     if existing is not None:
-        old = {k: existing.payload.get(k) for k in ("dataset", "model", "experiment")}
+        old = {k: existing.payload.get(k) for k in RUN_IDENTITY}
         new = {k: config.get(k) for k in old}
         if old != new:
             raise InputError(
@@ -102,7 +107,7 @@ def done_keys(store: Any, run_id: str) -> set[str]:
     return {
         e.payload["key"]
         for e in store.read_stream(run_stream(run_id))
-        if e.type in (TARGET_SCORED, ACTION_GENERATED, MATCHED_SCORED)
+        if e.type in (TARGET_SCORED, ACTION_GENERATED, MATCHED_SCORED, SCREENING_SCORED)
     }
 
 
@@ -329,6 +334,18 @@ class MatchedTarget:
         return {context: row[name] for context, row in self.scores.items()}
 
 
+def _per_target_event(
+    run_id: str, event_type: str, task: AttributionTask, target: Target, **fields: Any
+) -> NewEvent:
+    """One target's event, keyed by the target so a rerun appends nothing."""
+    key = task.target_key(target)
+    return NewEvent(
+        type=event_type,
+        payload={**_target_fields(key, task, target), **fields},
+        idempotency_key=f"{run_stream(run_id)}/{key}",
+    )
+
+
 def matched_event(
     run_id: str,
     task: AttributionTask,
@@ -336,15 +353,13 @@ def matched_event(
     scores: dict[str, dict[str, float]],
     n_target_tokens: int,
 ) -> NewEvent:
-    key = task.target_key(target)
-    return NewEvent(
-        type=MATCHED_SCORED,
-        payload={
-            **_target_fields(key, task, target),
-            "n_target_tokens": n_target_tokens,
-            "scores": {c: {f: round(v, 6) for f, v in row.items()} for c, row in scores.items()},
-        },
-        idempotency_key=f"{run_stream(run_id)}/{key}",
+    return _per_target_event(
+        run_id,
+        MATCHED_SCORED,
+        task,
+        target,
+        n_target_tokens=n_target_tokens,
+        scores={c: {f: round(v, 6) for f, v in row.items()} for c, row in scores.items()},
     )
 
 
@@ -365,6 +380,22 @@ def run_matched(
 
     Returns (scored now, skipped as already done).
     """
+
+    def event(task: AttributionTask, target: Target) -> NewEvent:
+        return matched_event(run_id, task, target, *score_target(task, target))
+
+    return run_per_target(store, run_id, tasks, event, progress, kinds)
+
+
+def run_per_target(
+    store: Any,
+    run_id: str,
+    tasks: list[AttributionTask],
+    event: Callable[[AttributionTask, Target], NewEvent],
+    progress: Callable[[int], None] | None = None,
+    kinds: Collection[str] | None = None,
+) -> tuple[int, int]:
+    """Append ``event`` of each chosen target not yet in the run; returns (scored now, skipped)."""
     done = done_keys(store, run_id)
     scored = skipped = 0
     for task in tasks:
@@ -373,9 +404,46 @@ def run_matched(
             if task.target_key(target) in done:
                 skipped += 1
             else:
-                scores, n_tokens = score_target(task, target)
-                store.append(run_stream(run_id), [matched_event(run_id, task, target, scores, n_tokens)])
+                store.append(run_stream(run_id), [event(task, target)])
                 scored += 1
             if progress is not None:
                 progress(1)
     return scored, skipped
+
+
+@dataclass(frozen=True)
+class ScreeningTarget:
+    """A ``ScreeningScored`` event read back: the longer context's labels and its mask scores."""
+
+    task_id: str
+    target_id: str
+    kind: str
+    setting: str
+    labels: list[str]
+    masks: list[int]
+    scores: dict[str, list[float]]
+
+    def field(self, name: str = "sum_logodds") -> dict[int, float]:
+        """Mask → score for one score field."""
+        return dict(zip(self.masks, self.scores[name], strict=True))
+
+
+def screening_event(
+    run_id: str, task: AttributionTask, target: Target, labels: list[str], scores: Any
+) -> NewEvent:
+    """One target's longer-context labels and ``TargetScores`` of its masks through the run's order."""
+    return _per_target_event(
+        run_id,
+        SCREENING_SCORED,
+        task,
+        target,
+        labels=labels,
+        n_target_tokens=scores.n_target_tokens,
+        masks=scores.masks.tolist(),
+        scores={f: [round(float(x), 6) for x in getattr(scores, f)] for f in SCORE_FIELDS},
+    )
+
+
+def read_screening(store: Any, run_id: str) -> tuple[dict[str, Any], list[ScreeningTarget]]:
+    """The run's configuration and every screened target, in the order they were recorded."""
+    return _read_rows(store, run_id, SCREENING_SCORED, ScreeningTarget)

@@ -88,7 +88,8 @@ def run(
         help="coalition (every factor subset scored), generation (actions decoded per context) "
         "matched (target scored on the base and the four T/U × S/C cells) or degradation "
         "(actions decoded in full, mixed and clean contexts per Valid factor) or guardrail (base and "
-        "competition cells decoded with and without the explicit authority policy).",
+        "competition cells decoded with and without the explicit authority policy) or screening "
+        "(masks through --order of a 12- or 16-factor context with archived-task distractors).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
     target_kind: str = typer.Option("all", "--target-kind", help="Audit only tool or slot targets (or all)."),
@@ -102,10 +103,12 @@ def run(
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     dtype: str = typer.Option("float32", "--dtype", help="float32 (default), bfloat16, float16."),
     token_budget: int = typer.Option(512, "--token-budget", min=64, help="Tokens per packed call."),
+    factors: int = typer.Option(12, "--factors", help="Screening: 12 or 16 factors per context."),
+    order: int = typer.Option(3, "--order", min=2, max=3, help="Screening: score masks through this order."),
 ) -> None:
     """Score every subset of every target's factors, or decode each target's action in every context.
 
-    Resumable: one event per target (coalition, matched) or per target and context (generation,
+    Resumable: one event per target (coalition, matched, screening) or per target and context (generation,
     degradation, guardrail).
     """
     from auditor.errors import InputError
@@ -122,9 +125,11 @@ def run(
         raise InputError(
             f"unknown target kind {target_kind!r}", field="target-kind", hint="all, tool or slot"
         )
-    tasks = load_dataset(dataset)[:limit]
+    pool = load_dataset(dataset)
+    tasks = pool[:limit]
     name = Path(dataset).stem if dataset.endswith(".jsonl") else dataset
-    rid = run_id or default_run_id(name, model, experiment)
+    suffix = f"-{factors}" if experiment == "screening" else ""
+    rid = run_id or default_run_id(name, model, experiment + suffix)
     store = open_cli_store()
     config = {
         "dataset": name,
@@ -139,6 +144,12 @@ def run(
         from scoring.decode import RESPONSE_PREFIX
 
         config |= {"decoding": "greedy", "max_new_tokens": max_new_tokens, "response_prefix": RESPONSE_PREFIX}
+    if experiment == "screening":
+        from scoring.screening import FACTOR_COUNTS
+
+        if factors not in FACTOR_COUNTS:
+            raise InputError(f"unsupported factor count {factors}", field="factors", hint="12 or 16")
+        config |= {"n_factors": factors, "order": order, "distractor_seed": 0}
     start_run(store, rid, config)
     from auditor import local_model
 
@@ -147,6 +158,8 @@ def run(
         _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens, experiment)
     elif experiment == "matched":
         _matched(store, rid, tasks, lm, kinds[target_kind], token_budget)
+    elif experiment == "screening":
+        _screening(store, rid, pool, tasks, lm, kinds[target_kind], token_budget, config)
     else:
         _score(store, rid, tasks, lm, kinds[target_kind], token_budget)
 
@@ -200,6 +213,36 @@ def _matched(
             lambda n: bar.advance(job, n),
             kinds,
         )
+    console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
+
+
+def _screening(
+    store: EventStore,
+    rid: str,
+    pool: list[AttributionTask],
+    tasks: list[AttributionTask],
+    lm: LoadedModel,
+    kinds: set[str] | None,
+    token_budget: int,
+    config: dict[str, Any],
+) -> None:
+    """Distractors come from the whole dataset (``pool``), so --limit does not change a context."""
+    from rich.progress import Progress
+
+    from scoring.runs import chosen, run_per_target, screening_event
+    from scoring.scorer import TrieScorer
+    from scoring.screening import score_screening
+
+    scorer = TrieScorer(lm.model, token_budget=token_budget)
+    n, order, seed = config["n_factors"], config["order"], config["distractor_seed"]
+
+    def event(task, target):  # type: ignore[no-untyped-def]
+        labels, scores = score_screening(scorer, lm.tokenizer, task, target, pool, n, order, seed)
+        return screening_event(rid, task, target, labels, scores)
+
+    with Progress(console=console, transient=False) as bar:
+        job = bar.add_task(f"scoring {rid}", total=sum(len(chosen(t, kinds)) for t in tasks))
+        scored, skipped = run_per_target(store, rid, tasks, event, lambda k: bar.advance(job, k), kinds)
     console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
 
 
@@ -317,6 +360,9 @@ def report(
         )
     if experiment == "matched":
         _matched_report(store, run_id, folder, score_field, resamples, as_json)
+        return
+    if experiment == "screening":
+        _screening_report(store, run_id, score_field, as_json)
         return
     if top_k != "sweep" and top_k not in TOP_K_CHOICES:
         raise InputError(
@@ -458,6 +504,30 @@ def _matched_report(
     for table in tables:
         print_table(f"{run_id}: {config['model']}: {table.title}", table.columns, table.rows)
     console.print(f"{len(rows)} targets. CSV in {folder}")
+
+
+def _screening_report(store: EventStore, run_id: str, score_field: str, as_json: bool) -> None:
+    from scoring.runs import read_screening
+    from scoring.screening import KEEP, RETENTION_COLUMNS, retention_rows
+
+    config, rows = read_screening(store, run_id)
+    table = retention_rows(rows, score_field)
+    if as_json:
+        print_json(
+            {
+                "run": config,
+                "n_targets": len(rows),
+                "retention": [dict(zip(RETENTION_COLUMNS, r, strict=True)) for r in table],
+            }
+        )
+        return
+    print_table(
+        f"{run_id}: {config['dataset']} × {config['model']} — factors kept of {config['n_factors']} "
+        f"(keep {KEEP}, masks through order {config['order']}, {score_field})",
+        RETENTION_COLUMNS,
+        table,
+    )
+    console.print(f"{len(rows)} targets; rates pool factors over targets, each naming its denominator.")
 
 
 def _rescue_predictions(

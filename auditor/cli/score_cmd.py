@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -196,23 +197,30 @@ def _matched(
     kinds: set[str] | None,
     token_budget: int,
 ) -> None:
-    from rich.progress import Progress
 
     from scoring.interventions import score_matched
-    from scoring.runs import chosen, run_matched
+    from scoring.runs import run_matched
     from scoring.scorer import TrieScorer
 
     scorer = TrieScorer(lm.model, token_budget=token_budget)
+    score = lambda task, target: score_matched(scorer, lm.tokenizer, task, target)  # noqa: E731
+    _score_targets(rid, tasks, kinds, lambda advance: run_matched(store, rid, tasks, score, advance, kinds))
+
+
+def _score_targets(
+    rid: str,
+    tasks: list[AttributionTask],
+    kinds: set[str] | None,
+    run: Callable[[Callable[[int], None]], tuple[int, int]],
+) -> None:
+    """Run a per-target scoring loop under a progress bar over the chosen targets, then say what it did."""
+    from rich.progress import Progress
+
+    from scoring.runs import chosen
+
     with Progress(console=console, transient=False) as bar:
         job = bar.add_task(f"scoring {rid}", total=sum(len(chosen(t, kinds)) for t in tasks))
-        scored, skipped = run_matched(
-            store,
-            rid,
-            tasks,
-            lambda task, target: score_matched(scorer, lm.tokenizer, task, target),
-            lambda n: bar.advance(job, n),
-            kinds,
-        )
+        scored, skipped = run(lambda n: bar.advance(job, n))
     console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
 
 
@@ -227,9 +235,8 @@ def _screening(
     config: dict[str, Any],
 ) -> None:
     """Distractors come from the whole dataset (``pool``), so --limit does not change a context."""
-    from rich.progress import Progress
 
-    from scoring.runs import chosen, run_per_target, screening_event
+    from scoring.runs import run_per_target, screening_event
     from scoring.scorer import TrieScorer
     from scoring.screening import score_screening
 
@@ -240,10 +247,9 @@ def _screening(
         labels, scores = score_screening(scorer, lm.tokenizer, task, target, pool, n, order, seed)
         return screening_event(rid, task, target, labels, scores)
 
-    with Progress(console=console, transient=False) as bar:
-        job = bar.add_task(f"scoring {rid}", total=sum(len(chosen(t, kinds)) for t in tasks))
-        scored, skipped = run_per_target(store, rid, tasks, event, lambda k: bar.advance(job, k), kinds)
-    console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
+    _score_targets(
+        rid, tasks, kinds, lambda advance: run_per_target(store, rid, tasks, event, advance, kinds)
+    )
 
 
 def _score(
@@ -254,10 +260,9 @@ def _score(
     kinds: set[str] | None,
     token_budget: int,
 ) -> None:
-    from rich.progress import Progress
 
     from scoring.prompts import prompt_parts
-    from scoring.runs import chosen, run_coalition
+    from scoring.runs import run_coalition
     from scoring.scorer import TrieScorer, tokenize_parts
 
     scorer = TrieScorer(lm.model, token_budget=token_budget)
@@ -266,10 +271,9 @@ def _score(
         tok = tokenize_parts(lm.tokenizer, prompt_parts(task, [task.targets[i] for i in todo]))
         return scorer.score(tok)
 
-    with Progress(console=console, transient=False) as bar:
-        job = bar.add_task(f"scoring {rid}", total=sum(len(chosen(t, kinds)) for t in tasks))
-        scored, skipped = run_coalition(store, rid, tasks, score_task, lambda n: bar.advance(job, n), kinds)
-    console.print(f"run {rid}: {scored} target(s) scored, {skipped} already in the store")
+    _score_targets(
+        rid, tasks, kinds, lambda advance: run_coalition(store, rid, tasks, score_task, advance, kinds)
+    )
 
 
 @score_app.command("runs")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
-from ingest.otel import _indexed, failure_text, iso, place_and_number, unmapped
+from ingest.otel import _indexed, failure_text, place_and_number, span_base, unmapped
 from ingest.spans import Span, read_spans
 from schemas.trace import ActorKind, StepKind, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
@@ -108,16 +108,7 @@ class OpenInferenceImporter:
         def drafts(span: Span) -> Iterator[tuple[bool, dict[str, Any]]]:
             kind = span.attrs.get(KIND)
             agent = agent_of(span)
-            base = {
-                "timestamp": iso(span.start),
-                "raw": pack_raw(
-                    span_id=span.span_id,
-                    span_name=span.name,
-                    span_kind=kind,
-                    status=span.status,
-                    status_message=span.status_message,
-                ),
-            }
+            base = span_base(span, span_kind=kind)
             if kind == "LLM":
                 actor = agent or str(span.attrs.get("llm.model_name") or "model")
                 for row in _indexed(span.attrs, "llm.output_messages"):

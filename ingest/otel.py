@@ -55,6 +55,21 @@ def iso(ns: int) -> str | None:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat() if ns else None
 
 
+def span_base(span: Span, **raw: Any) -> dict[str, Any]:
+    """What every step drawn from ``span`` carries: its time, and in ``raw`` the span's identity,
+    status and ``raw`` (what the importer maps from it besides)."""
+    return {
+        "timestamp": iso(span.start),
+        "raw": pack_raw(
+            span_id=span.span_id,
+            span_name=span.name,
+            **raw,
+            status=span.status,
+            status_message=span.status_message,
+        ),
+    }
+
+
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
@@ -248,16 +263,7 @@ class OTelGenAIImporter:
         op = span.attrs.get("gen_ai.operation.name")
         agent = agent_of(span)
         parent_agent = agent_of(by_id.get(span.parent_id or ""))
-        base = {
-            "timestamp": iso(span.start),
-            "raw": pack_raw(
-                span_id=span.span_id,
-                span_name=span.name,
-                operation=op,
-                status=span.status,
-                status_message=span.status_message,
-            ),
-        }
+        base = span_base(span, operation=op)
         if op == "invoke_agent":
             for m in messages(span, "input"):
                 role = m.get("role")

@@ -308,33 +308,29 @@ def _not_spans(exc: Exception, path: Path, line: int | None, offset: int | None 
     return InputError(f"not a span record ({exc!r})", path=str(path), line=line, offset=offset, hint=_HINT)
 
 
-def _object_ahead(reader: JsonReader) -> bool:
-    """Whether an object starts here; a null is read and skipped (as an absent field)."""
-    if reader.peek() == "{":
+_OPENERS = {"{": "object", "[": "array"}
+
+
+def _opens(reader: JsonReader, opener: str) -> bool:
+    """Whether a JSON object ('{') or array ('[') starts here; a null is read and skipped (as an
+    absent field), anything else is an error."""
+    if reader.peek() == opener:
         return True
     found = reader.value()
     if found is not None:
-        raise reader.error(f"expected a JSON object, found {type(found).__name__}", reader.value_start)
-    return False
-
-
-def _array_ahead(reader: JsonReader) -> bool:
-    """Whether an array starts here; a null is read and skipped (as an absent field)."""
-    if reader.peek() == "[":
-        return True
-    found = reader.value()
-    if found is not None:
-        raise reader.error(f"expected a JSON array, found {type(found).__name__}", reader.value_start)
+        raise reader.error(
+            f"expected a JSON {_OPENERS[opener]}, found {type(found).__name__}", reader.value_start
+        )
     return False
 
 
 def _stream_resource_spans(reader: JsonReader, groups: SpanGroups, path: Path) -> None:
     """Walk a ``resourceSpans`` array one span at a time (a resource may follow its spans).
     ``scopeSpans`` and the legacy ``instrumentationLibrarySpans``: the first that holds spans."""
-    if not _array_ahead(reader):
+    if not _opens(reader, "["):
         return
     for _ in reader.elements():
-        if not _object_ahead(reader):
+        if not _opens(reader, "{"):
             continue
         rid = groups.resource()
         scoped = False
@@ -353,13 +349,13 @@ def _stream_resource_spans(reader: JsonReader, groups: SpanGroups, path: Path) -
 def _stream_scopes(reader: JsonReader, groups: SpanGroups, rid: int, path: Path) -> bool:
     """Walk one ``scopeSpans`` array; True when it held a span."""
     found = False
-    if not _array_ahead(reader):
+    if not _opens(reader, "["):
         return found
     for _ in reader.elements():
-        if not _object_ahead(reader):
+        if not _opens(reader, "{"):
             continue
         for key in reader.members():
-            if key != "spans" or not _array_ahead(reader):
+            if key != "spans" or not _opens(reader, "["):
                 continue
             for _ in reader.elements():
                 sp = reader.value()

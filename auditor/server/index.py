@@ -146,7 +146,15 @@ class SearchProjection:
     name = "server_search"
     event_types = ("TraceStarted", "StepRecorded", "ReportFiled")
 
+    def __init__(self) -> None:
+        self._created: set[str] = set()  # databases whose tables and indexes this process made sure of
+
     def create(self, conn: Connection) -> None:
+        """Tables, indexes and the full-text column, checked once per database and process: a
+        catch-up runs on every request after an append and need not inspect the schema again."""
+        where = conn.engine.url.render_as_string(hide_password=True)
+        if where in self._created:
+            return
         meta.create_all(conn)
         _create_filter_indexes(conn)
         if conn.dialect.name == "postgresql" and not _has_column(conn, "server_traces", "words_tsv"):
@@ -163,6 +171,7 @@ class SearchProjection:
             conn.execute(
                 text("CREATE INDEX IF NOT EXISTS ix_server_traces_tsv ON server_traces USING gin (words_tsv)")
             )
+        self._created.add(where)
 
     def reset(self, conn: Connection) -> None:
         for table in (participant_rows, report_rows, trace_rows):

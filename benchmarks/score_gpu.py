@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument(
         "--tasks", type=int, default=6, help="tasks timed (3 targets each), after one warm-up"
     )
-    parser.add_argument("--budget", type=int, default=4096, help="tokens per packed call")
+    parser.add_argument("--budget", type=int, default=4096, help="new tokens per batched call")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--device", default="cuda")
     parser.add_argument(
@@ -130,7 +130,7 @@ def main() -> None:
     per_task = seconds / args.tasks
     print(
         f"timed: {args.tasks} tasks = {args.tasks * 3} targets x 256 subsets = {scores:,} subset scores "
-        f"in {seconds:.2f} s (split {stats.extra.get('split')}, {stats.calls} forward calls)"
+        f"in {seconds:.2f} s ({stats.calls} forward calls)"
     )
     print(
         f"throughput: {scores / seconds:,.0f} subsets/s, {stats.tokens / seconds:,.0f} tokens/s "

@@ -4,23 +4,26 @@ For target tokens y_1..y_m after a subset prompt, the per-token log-odds is
 z_y − logsumexp(z_{v≠y}) (stable where q → 1, unlike log q − log(1 − q)) and the log-probability
 is z_y − logsumexp(z). The LM head runs only at the positions that predict target tokens.
 
-``TrieScorer`` encodes the scaffold once, packs the prefix trie of all subsets into tree-attention
-calls (see ``scoring.trie``) and gathers each top part's cached path as the past of its lower
-call. ``naive_scores`` scores one whole prompt at a time: the reference the trie must match.
+``TrieScorer`` encodes the scaffold once and runs the prefix trie of all subsets in batches of
+equal content (see ``scoring.trie``), each row over its own past gathered from a pool of cached
+keys and values. ``naive_scores`` scores one whole prompt at a time: the reference the trie must match.
 torch is imported lazily so that the rest of scoring imports without it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 from auditor.errors import ContractError
 from scoring.prompts import PromptParts
-from scoring.trie import Call, choose_split, layout, plan_calls
+from scoring.trie import SCAFFOLD_ONLY, Plan, plan_batches
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,6 @@ class ScoreStats:
     tokens: int = 0
     calls: int = 0
     seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -128,52 +130,121 @@ def naive_scores(
     return [_assemble(masks, per_leaf, q) for q in queries]
 
 
-class TrieScorer:
-    """Exact subset scoring with the scaffold encoded once and the prefix trie packed into calls."""
+def _grouped_sdpa(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
+    """SDPA over grouped key/value heads as they are: the same result as repeating them, and on the
+    CPU under an explicit mask about a third faster (transformers repeats them whenever a mask is given)."""
+    import torch
 
-    def __init__(self, model: Any, token_budget: int = 512) -> None:
+    causal = attention_mask is None and query.shape[2] > 1  # the scaffold's own call has no mask
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask, is_causal=causal, scale=scaling, enable_gqa=True
+    )
+    return out.transpose(1, 2).contiguous(), None
+
+
+@contextmanager
+def _attention(model: Any, device: Any) -> Iterator[None]:
+    """Grouped SDPA for the duration of a CPU scoring pass (other devices keep their kernels)."""
+    if device.type != "cpu" or model.config._attn_implementation != "sdpa":
+        yield
+        return
+    from transformers import AttentionInterface
+
+    AttentionInterface.register("grouped_sdpa", _grouped_sdpa)
+    model.set_attn_implementation("grouped_sdpa")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation("sdpa")
+
+
+def _row_mask(segments: list[tuple[int, int]], n: int) -> np.ndarray:
+    """Causal within a row, except that a leaf sees only the factor tokens and itself."""
+    allowed = np.tri(n, dtype=bool)
+    (_, factor), *leaves = segments
+    for offset, length in leaves:
+        allowed[offset : offset + length, factor:offset] = False
+    return allowed
+
+
+@cache
+def _gathered_layer_class() -> type:
+    """A cache layer over a past gathered with room for the call's own tokens: no concatenation."""
+    from transformers.cache_utils import DynamicLayer
+
+    class GatheredLayer(DynamicLayer):
+        def __init__(self, keys: Any, values: Any, width: int) -> None:
+            super().__init__()
+            self.keys, self.values = (
+                keys.transpose(1, 2),
+                values.transpose(1, 2),
+            )  # [batch, kv heads, seq, dim]
+            self.width, self.device, self.is_initialized = width, keys.device, True
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            self.keys[:, :, self.width :] = key_states
+            self.values[:, :, self.width :] = value_states
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self.width
+
+    return GatheredLayer
+
+
+class TrieScorer:
+    """Exact subset scoring: the scaffold encoded once, the prefix trie run in batches of equal content."""
+
+    def __init__(self, model: Any, token_budget: int = 2048) -> None:
         self.model = model
         self.token_budget = token_budget
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
 
-    def _run(self, call: Call, past: Any, past_len: int) -> tuple[Any, list[int], list[int]]:
-        """One packed forward; returns hidden states, and each node's first token index and length."""
+    def _run(
+        self, plan: Plan, batch: list[int], pools: list[tuple[Any, Any]], p0: int, tokens: list[int]
+    ) -> Any:
+        """One batched forward of equal-content rows, each over its own gathered past."""
         import torch
+        from transformers.cache_utils import Cache
 
-        ids, positions, node_of, ancestors = layout(call, past_len)
-        n = len(ids)
-        # Built on the host in one piece: a few hundred nodes would be as many tiny device launches.
-        anc = np.zeros((len(call.nodes), len(call.nodes)), dtype=bool)
-        for i, chain in enumerate(ancestors):
-            anc[i, chain] = True
-        node_arr = np.asarray(node_of)
-        allowed = anc[node_arr[:, None], node_arr[None, :]]
-        allowed &= (node_arr[:, None] != node_arr[None, :]) | np.tri(n, dtype=bool)
-        blocked = torch.from_numpy(~allowed).to(self.device)
-        mask = torch.zeros((1, 1, n, past_len + n), dtype=self.dtype, device=self.device)
-        mask[0, 0, :, past_len:].masked_fill_(blocked, torch.finfo(self.dtype).min)
+        pasts = [plan.past(i, p0) for i in batch]
+        width = max(map(len, pasts))
+        n = len(tokens)
+        # Each row's past and n spare slots, gathered in one copy; the call writes its own keys there.
+        index = torch.tensor([p + [0] * (width + n - len(p)) for p in pasts], device=self.device)
+        allowed = np.zeros((len(batch), n, width + n), dtype=bool)
+        for row, past in enumerate(pasts):
+            allowed[row, :, : len(past)] = True
+        allowed[:, :, width:] = _row_mask(plan.segments(plan.pieces[batch[0]]), n)
+        mask = torch.zeros((len(batch), 1, n, width + n), dtype=self.dtype, device=self.device)
+        mask.masked_fill_(torch.from_numpy(~allowed[:, None]).to(self.device), torch.finfo(self.dtype).min)
+        offsets = np.array(plan.offsets(plan.pieces[batch[0]]))
+        starts = np.array([plan.pieces[i].start for i in batch])
+        positions = torch.from_numpy(starts[:, None] + offsets[None, :]).to(self.device)
+        buffers = [(k[index], v[index]) for k, v in pools]  # [batch, seq, kv heads, dim]
+        layer = _gathered_layer_class()
         out = _decoder(self.model)(
-            input_ids=torch.tensor([ids], device=self.device),
-            position_ids=torch.tensor([positions], device=self.device),
+            input_ids=torch.tensor([tokens] * len(batch), device=self.device),
+            position_ids=positions,
             attention_mask=mask,
-            cache=past,
+            cache=Cache(layers=[layer(k, v, width) for k, v in buffers]),
             use_cache=True,
         )
-        starts, lengths, offset = [], [], 0
-        for node in call.nodes:
-            starts.append(offset)
-            lengths.append(len(node.tokens))
-            offset += len(node.tokens)
-        return out.last_hidden_state[0], starts, lengths
-
-    def _gather(self, pool: Any, index: Any) -> Any:
-        from transformers import DynamicCache
-
-        layers = [
-            (layer.keys.index_select(2, index), layer.values.index_select(2, index)) for layer in pool.layers
-        ]
-        return DynamicCache(ddp_cache_data=layers)
+        first, length = plan.pieces[batch[0]].slot, plan.factor_length(plan.pieces[batch[0]])
+        if length:  # keep the factor tokens' keys and values for the pieces below them
+            for (k, v), (bk, bv) in zip(pools, buffers, strict=True):
+                k[first : first + len(batch) * length] = bk[:, width : width + length].flatten(0, 1)
+                v[first : first + len(batch) * length] = bv[:, width : width + length].flatten(0, 1)
+        return out.last_hidden_state
 
     def score(
         self,
@@ -181,7 +252,6 @@ class TrieScorer:
         masks: list[int] | None = None,
         queries: list[int] | None = None,
         stats: ScoreStats | None = None,
-        split: int | None = None,
     ) -> list[TargetScores]:
         """Scores of each query's target for each mask (default: all 2^n subsets, all queries)."""
         import torch
@@ -191,71 +261,68 @@ class TrieScorer:
         masks = list(range(1 << n)) if masks is None else masks
         queries = list(range(len(tok.queries))) if queries is None else queries
         leaves = [tok.leaf(q) for q in queries]
-        if split is None:
-            per_factor = sum(map(len, tok.factors)) / max(n, 1)
-            split = choose_split(n, per_factor, sum(map(len, leaves)), self.token_budget)
-        plan = plan_calls(masks, tok.factors, leaves, split)
+        p0 = len(tok.scaffold)
+        plan = plan_batches(
+            masks, [len(f) for f in tok.factors], [len(x) for x in leaves], p0, self.token_budget
+        )
         per_leaf: dict[tuple[int, int], tuple[float, float, int]] = {}
         start = time.perf_counter()
-        with torch.inference_mode():
-            pool = DynamicCache()
+        with torch.inference_mode(), _attention(self.model, self.device):
+            scaffold = DynamicCache()
             _decoder(self.model)(
-                input_ids=torch.tensor([tok.scaffold], device=self.device), cache=pool, use_cache=True
+                input_ids=torch.tensor([tok.scaffold], device=self.device), cache=scaffold, use_cache=True
             )
-            p0 = len(tok.scaffold)
-            top_start: list[int] = []
-            if plan.top.nodes:
-                _, top_start, _ = self._run(plan.top, pool, p0)
-            for call in plan.lower:
-                path = list(range(p0))
-                prefix = call.top
-                chain = []
-                while prefix:
-                    chain.append(prefix)
-                    prefix &= ~(1 << (prefix.bit_length() - 1))
-                for pre in reversed(chain):
-                    node = plan.top.node_of_prefix[pre]
-                    s = p0 + top_start[node]
-                    path.extend(range(s, s + len(plan.top.nodes[node].tokens)))
-                past = self._gather(pool, torch.tensor(path, device=self.device))
-                hidden, starts, lengths = self._run(call, past, len(path))
-                self._score_leaves(call, hidden, starts, lengths, queries, tok, per_leaf)
+            pools = []
+            for layer in scaffold.layers:
+                pair = []
+                for part in (layer.keys, layer.values):
+                    pool = part.new_empty((plan.pool_size, part.shape[1], part.shape[3]))
+                    pool[:p0] = part[0].transpose(0, 1)
+                    pair.append(pool)
+                pools.append((pair[0], pair[1]))
+            for batch in plan.batches:
+                piece = plan.pieces[batch[0]]
+                tokens = [] if piece.content == SCAFFOLD_ONLY else list(tok.factors[piece.content])
+                if piece.scored:
+                    tokens += [t for leaf in leaves for t in leaf]
+                hidden = self._run(plan, batch, pools, p0, tokens)
+                if piece.scored:
+                    self._score_leaves(plan, batch, hidden, queries, tok, per_leaf)
         if stats is not None:
             stats.seconds += time.perf_counter() - start
             stats.tokens += p0 + plan.n_tokens
-            stats.calls += 1 + bool(plan.top.nodes) + len(plan.lower)
-            stats.extra["split"] = split
+            stats.calls += 1 + len(plan.batches)
         return [_assemble(masks, per_leaf, i) for i in range(len(queries))]
 
     def _score_leaves(
         self,
-        call: Call,
+        plan: Plan,
+        batch: list[int],
         hidden: Any,
-        starts: list[int],
-        lengths: list[int],
         queries: list[int],
         tok: TokenizedParts,
         per_leaf: dict[tuple[int, int], tuple[float, float, int]],
     ) -> None:
+        """Score a batch's leaves: the last m positions of each leaf predict its m target tokens."""
         import torch
 
         rows, targets, spans = [], [], []
-        for i, node in enumerate(call.nodes):
-            if node.leaf is None:
-                continue
-            mask, qi = node.leaf
+        for qi, (offset, length) in enumerate(plan.segments(plan.pieces[batch[0]])[1:]):
             m = len(tok.targets[queries[qi]])
-            end = starts[i] + lengths[i]
-            rows.extend(range(end - m, end))
+            rows.extend(range(offset + length - m, offset + length))
             targets.extend(tok.targets[queries[qi]])
-            spans.append((mask, qi, m))
-        lo_t, lp_t = token_scores(self.model, hidden[rows], torch.tensor(targets, device=self.device))
-        lo, lp = lo_t.double().cpu().numpy(), lp_t.double().cpu().numpy()  # one device sync per call
-        offset = 0
-        for mask, qi, m in spans:
-            per_leaf[(mask, qi)] = (
-                float(lo[offset : offset + m].sum()),
-                float(lp[offset : offset + m].sum()),
-                m,
-            )
-            offset += m
+            spans.append((qi, m))
+        ids = torch.tensor(targets, device=self.device).repeat(len(batch))
+        lo_t, lp_t = token_scores(self.model, hidden[:, rows].flatten(0, 1), ids)
+        lo = lo_t.double().cpu().numpy().reshape(len(batch), -1)  # one device sync per call
+        lp = lp_t.double().cpu().numpy().reshape(len(batch), -1)
+        for row, i in enumerate(batch):
+            offset = 0
+            for qi, m in spans:
+                key = (plan.pieces[i].mask, qi)
+                per_leaf[key] = (
+                    float(lo[row, offset : offset + m].sum()),
+                    float(lp[row, offset : offset + m].sum()),
+                    m,
+                )
+                offset += m

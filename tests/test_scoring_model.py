@@ -18,7 +18,7 @@ def test_trie_equals_naive_on_smollm2(smollm2) -> None:  # type: ignore[no-untyp
     masks = [0, 0b1, 0b10100101, 0b11111111]
     naive, trie = ScoreStats(), ScoreStats()
     ref = naive_scores(smollm2.model, tok, masks, [0, 1], naive)
-    got = TrieScorer(smollm2.model).score(tok, masks, [0, 1], trie, split=4)
+    got = TrieScorer(smollm2.model, token_budget=300).score(tok, masks, [0, 1], trie)
     for a, b in zip(ref, got, strict=True):
         assert np.abs(a.sum_logodds - b.sum_logodds).max() < 1e-3
         assert np.abs(a.sum_logprob - b.sum_logprob).max() < 1e-3

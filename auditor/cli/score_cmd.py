@@ -103,7 +103,7 @@ def run(
     run_id: str = typer.Option(None, "--run-id", help="Run id (default: derived, so a rerun resumes)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     dtype: str = typer.Option("float32", "--dtype", help="float32 (default), bfloat16, float16."),
-    token_budget: int = typer.Option(512, "--token-budget", min=64, help="Tokens per packed call."),
+    token_budget: int = typer.Option(2048, "--token-budget", min=64, help="New tokens per batched call."),
     factors: int = typer.Option(12, "--factors", help="Screening: 12 or 16 factors per context."),
     order: int = typer.Option(3, "--order", min=2, max=3, help="Screening: score masks through this order."),
 ) -> None:

@@ -10,9 +10,14 @@ per audited target, three targets per task). One short run prints everything:
   against the chip's dense bf16 peak;
 - the projected time for the whole 1,350-target grid (450 tasks × 3 targets × 256 subsets), and
   for 1,650 targets with the dojoaudit set;
-- the largest trie-vs-naive difference on a few subsets (same dtype), as a sanity check.
+- the largest trie-vs-naive difference on a few subsets (same dtype), as a sanity check;
+- the generated-action experiments (generation, degradation, guardrail): greedy decoding through
+  the runs' own code path (``scoring.decode.greedy_ids``) on prompts of the real action prompts'
+  length, for a fixed number of new tokens (random weights never close the JSON object), and the
+  projected time of each experiment over the grid from its contexts per target in agentaudit.
 
     python benchmarks/score_gpu.py [--tasks 6] [--budget 4096] [--dtype bfloat16] [--peak 989]
+        [--decodes 8] [--action-tokens 40]
     python benchmarks/score_gpu.py --small --device cpu --tasks 1   # smoke test of the code path
 """
 
@@ -22,7 +27,9 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,6 +85,10 @@ def main() -> None:
         "--peak", type=float, default=989.0, help="dense peak TFLOP/s of the chip (H200 bf16)"
     )
     parser.add_argument("--small", action="store_true", help="a 2-layer model, for a CPU smoke test")
+    parser.add_argument("--decodes", type=int, default=8, help="greedy decodes timed, after one warm-up")
+    parser.add_argument(
+        "--action-tokens", type=int, default=40, help="new tokens per decode (a JSON action's length)"
+    )
     args = parser.parse_args()
 
     import torch
@@ -152,6 +163,47 @@ def main() -> None:
         f"trie vs naive ({args.dtype}, {len(masks)} subsets): max |diff| log-odds "
         f"{float(np.abs(ref.sum_logodds - got.sum_logodds).max()):.3e}"
     )
+    generation(model, rng, config.vocab_size, args, sync)
+
+
+def generation(
+    model: Any, rng: random.Random, vocab: int, args: argparse.Namespace, sync: Callable[[], None]
+) -> None:
+    """Time greedy decoding as the generated-action runs do it and project each experiment."""
+    from scoring.action_contexts import action_contexts, degradation_contexts, guardrail_contexts
+    from scoring.datasets import build_dataset
+    from scoring.decode import greedy_ids
+
+    tasks = build_dataset("agentaudit")
+    per_target = {
+        name: np.mean([len(contexts(t, target)) for t in tasks for target in t.targets])
+        for name, contexts in (
+            ("generation", action_contexts),
+            ("degradation", degradation_contexts),
+            ("guardrail", guardrail_contexts),
+        )
+    }
+    prompt_len = 252 + 8 * 36 + 40  # scaffold, eight factor lines, the question and reply opening
+    prompt = lambda: [rng.randrange(1000, vocab) for _ in range(prompt_len)]  # noqa: E731
+    never = lambda new: False  # noqa: E731
+    greedy_ids(model, prompt(), set(), args.action_tokens, never)  # warm-up
+    sync()
+    start = time.perf_counter()
+    for _ in range(args.decodes):
+        greedy_ids(model, prompt(), set(), args.action_tokens, never)
+    sync()
+    per_decode = (time.perf_counter() - start) / args.decodes
+    print(
+        f"greedy decoding: {per_decode:.3f} s per action ({prompt_len}-token prompt, {args.action_tokens} new "
+        f"tokens, one prompt at a time) = {args.action_tokens / per_decode:,.0f} new tokens/s"
+    )
+    for name, contexts in per_target.items():
+        grid = 3 * GRID_TASKS * contexts * per_decode / 60
+        dojo = 3 * (GRID_TASKS + DOJO_TASKS) * contexts * per_decode / 60
+        print(
+            f"projected {name} run: {contexts:.1f} contexts per target (agentaudit) -> 1,350 targets "
+            f"{grid:.1f} min, 1,650 targets {dojo:.1f} min"
+        )
 
 
 if __name__ == "__main__":

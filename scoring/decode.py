@@ -9,6 +9,7 @@ could change the parse of that object), or after ``max_new_tokens``. torch is im
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,24 +51,28 @@ class GreedyDecoder:
 
     def __call__(self, task: AttributionTask, lines: list[str]) -> str:
         """The completion, forced opening included: what the parser reads."""
-        import torch
-
         ids = self.tokenizer(self.prompt(task, lines), add_special_tokens=not self.chat)["input_ids"]
-        device = next(self.model.parameters()).device
-        stop = _stop_ids(self.model, self.tokenizer)
-        new: list[int] = []
-        with torch.inference_mode():
-            out = self.model(input_ids=torch.tensor([ids], device=device), use_cache=True, logits_to_keep=1)
-            for _ in range(self.max_new_tokens):
-                token = int(out.logits[0, -1].argmax())
-                if token in stop:
-                    break
-                new.append(token)
-                if first_object_closed(RESPONSE_PREFIX + self.tokenizer.decode(new)):
-                    break
-                out = self.model(
-                    input_ids=torch.tensor([[token]], device=device),
-                    cache=out.cache,
-                    use_cache=True,
-                )
+        closed = lambda new: first_object_closed(RESPONSE_PREFIX + self.tokenizer.decode(new))  # noqa: E731
+        new = greedy_ids(self.model, ids, _stop_ids(self.model, self.tokenizer), self.max_new_tokens, closed)
         return RESPONSE_PREFIX + self.tokenizer.decode(new, skip_special_tokens=True)
+
+
+def greedy_ids(
+    model: Any, ids: list[int], stop: set[int], max_new_tokens: int, closed: Callable[[list[int]], bool]
+) -> list[int]:
+    """Greedy continuation of ``ids`` with a KV cache, up to a stop token, ``closed`` or the budget."""
+    import torch
+
+    device = next(model.parameters()).device
+    new: list[int] = []
+    with torch.inference_mode():
+        out = model(input_ids=torch.tensor([ids], device=device), use_cache=True, logits_to_keep=1)
+        for _ in range(max_new_tokens):
+            token = int(out.logits[0, -1].argmax())
+            if token in stop:
+                break
+            new.append(token)
+            if closed(new):
+                break
+            out = model(input_ids=torch.tensor([[token]], device=device), cache=out.cache, use_cache=True)
+    return new

@@ -19,7 +19,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm: never fetch the price map
 import litellm
 from litellm import CustomLLM
-from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage
+from litellm.types.utils import ChatCompletionMessageToolCall, ChoiceLogprobs, Function, ModelResponse, Usage
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 
@@ -131,6 +131,11 @@ class ReplayModel(CustomLLM):
     ..., "arguments": {...}}], "usage": {"prompt_tokens": n, "completion_tokens": m}}``. Response
     #k answers the request that already holds k assistant turns, so a resumed conversation (another
     process, after a crash) gets the answer it would have got. Running past the end is an error.
+
+    Independent single-turn requests (forced-choice probes) are told apart by content instead: when
+    a cassette's records carry ``"match": [substrings]``, a request gets the first record whose
+    substrings all occur in its last message. A record's ``"logprobs"`` (OpenAI shape: ``{"content":
+    [{"token", "logprob", "bytes", "top_logprobs": [...]}]}``) is returned on the choice as recorded.
     """
 
     def __init__(self) -> None:
@@ -154,23 +159,39 @@ class ReplayModel(CustomLLM):
         with self._lock:
             if name not in self._cassettes:
                 raise litellm.exceptions.BadRequestError(f"no cassette named {name!r}", model, "replay")
-            i = sum(1 for m in messages if m.get("role") == "assistant")
-            if i >= len(self._cassettes[name]):
-                raise litellm.exceptions.BadRequestError(
-                    f"cassette {name!r} has no response #{i}", model, "replay"
-                )
+            rec = self._pick(name, model, messages)
             self.requests[name].append([dict(m) for m in messages])
-            rec = self._cassettes[name][i]
         time.sleep(float(rec.get("latency_s", 0)))
         calls = [_tool_call(c["name"], c.get("arguments")) for c in rec.get("tool_calls") or []]
         usage = rec.get("usage") or {}
-        return _fill(
+        response = _fill(
             model_response,
             rec.get("content"),
             calls,
             int(usage.get("prompt_tokens", 0)),
             int(usage.get("completion_tokens", 0)),
         )
+        if rec.get("logprobs") is not None:
+            response.choices[0].logprobs = ChoiceLogprobs(**rec["logprobs"])  # type: ignore[union-attr]
+        return response
+
+    def _pick(self, name: str, model: str, messages: list) -> dict[str, Any]:
+        """The record answering this request: by content where the cassette matches, else by turn."""
+        records = self._cassettes[name]
+        if any("match" in r for r in records):
+            last = str(messages[-1].get("content") or "") if messages else ""
+            for rec in records:
+                if all(part in last for part in rec.get("match", [])):
+                    return rec
+            raise litellm.exceptions.BadRequestError(
+                f"cassette {name!r} has no response matching the request", model, "replay"
+            )
+        i = sum(1 for m in messages if m.get("role") == "assistant")
+        if i >= len(records):
+            raise litellm.exceptions.BadRequestError(
+                f"cassette {name!r} has no response #{i}", model, "replay"
+            )
+        return records[i]
 
 
 LOCAL = LocalTransformers()

@@ -17,6 +17,9 @@ Valid-evidence degradation (§2.3, §4.4) is a fourth design on the full context
 holds every factor; per Valid factor x, ``mixed:<x>`` removes only x and ``clean:<x>`` removes x
 and every Invalid factor — mixed and clean differ by the joint deletion of the Invalid set.
 
+The perturbation consequence check (§15) decodes ``full`` and ``no_invalid`` (every factor but
+the target's Invalid ones; absent for a target without one).
+
 The guardrail (§4.6) reruns the base and the two competition cells of the factorial in two
 instruction variants: ``plain:<cell>`` as above, ``policy:<cell>`` with the explicit authority
 policy (``scoring.prompts.AUTHORITY_POLICY``) added to the system instruction.
@@ -42,6 +45,7 @@ FLIP_U, FLIP_T = "flip_U", "flip_T"
 DROP, DROP_U = "drop", "drop_U"
 CONDITIONS = (BASE, *FACTORIAL.values(), FLIP_U, FLIP_T, DROP, DROP_U)
 FULL, MIXED, CLEAN = "full", "mixed", "clean"
+NO_INVALID = "no_invalid"
 PLAIN, POLICY = "plain", "policy"
 GUARDRAIL_VARIANTS = {PLAIN: None, POLICY: AUTHORITY_POLICY}
 GUARDRAIL_CELLS = (BASE, FACTORIAL["T", "C"], FACTORIAL["U", "C"])
@@ -152,4 +156,14 @@ def degradation_contexts(task: AttributionTask, target: Target) -> list[ActionCo
             ActionContext(degradation_condition(MIXED, factor_id), lines(mixed), None),
             ActionContext(degradation_condition(CLEAN, factor_id), lines(clean), None),
         ]
+    return out
+
+
+def perturbation_contexts(task: AttributionTask, target: Target) -> list[ActionContext]:
+    """``full`` and, where the target has Invalid factors, ``no_invalid`` without all of them."""
+    keep = [i for i, j in enumerate(target.judgments) if j.label is not AttributionLabel.invalid]
+    full = [factor_line(f.text) for f in task.factors]
+    out = [ActionContext(FULL, full, None)]
+    if len(keep) < len(full):
+        out.append(ActionContext(NO_INVALID, [factor_line(task.factors[i].text) for i in keep], None))
     return out

@@ -132,15 +132,19 @@ def target_shares(
     max_order: int = 3,
     n_perm: int = NULL_PERMUTATIONS,
     seed: int = NULL_SEED,
+    null_labelings: np.ndarray | None = None,
 ) -> TargetShares:
-    """Observed and null invalid shares for one target's subset-score game."""
+    """Observed and null invalid shares for one target's subset-score game; the null draws the
+    label-count-matched permutations unless other ``null_labelings`` are given."""
     coefs = estimand_coefficients(values, estimand)
     n = coefs.size.bit_length() - 1
     if len(labels) != n:
         raise ValueError(f"{len(labels)} labels for a game over {n} factors")
     kept = select_top_k(coefs, n, k, max_order)
     observed = shares_for_labelings(kept, coefs, n, np.asarray([label_masks(labels)]))
-    null = shares_for_labelings(kept, coefs, n, permuted_labelings(labels, target_key, n_perm, seed))
+    if null_labelings is None:
+        null_labelings = permuted_labelings(labels, target_key, n_perm, seed)
+    null = shares_for_labelings(kept, coefs, n, null_labelings)
     return TargetShares(
         target_key, estimand, k, max_order, {f: float(v[0]) for f, v in observed.items()}, null
     )

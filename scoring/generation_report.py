@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scoring.action_stats import GenerationSummary
+from scoring.consequence import FreeGeneration, SelectorConsequence
+from scoring.degradation_prediction import DegradationPrediction
 from scoring.degradation_stats import DegradationSummary
 from scoring.guardrail_stats import GuardrailSummary
 from scoring.rescue_prediction import RescuePrediction
@@ -277,6 +279,113 @@ def prediction_table(predictions: list[RescuePrediction]) -> Table:
             for p in predictions
         ],
     )
+
+
+def degradation_prediction_tables(p: DegradationPrediction) -> list[Table]:
+    """§4.4: single predictors with decile rates, then the held-out models (same rows throughout)."""
+    single = Table(
+        "degradation_predictors",
+        f"degradation endpoints predicted from a coalition run ({p.n_rows} target-valid rows of "
+        "targets with an Invalid factor; AUROC with source-task cluster-bootstrap 95% intervals)",
+        [
+            "predictor",
+            "endpoint",
+            "rows",
+            "tasks",
+            "positives",
+            "AUROC",
+            "top decile",
+            "bottom decile",
+            "gap",
+        ],
+        [
+            [
+                d.predictor,
+                d.endpoint.replace("_", "-"),
+                str(d.n_rows),
+                str(d.n_tasks),
+                fmt_rate(d.positives),
+                fmt_interval(d.auroc),
+                fmt_rate(d.top_decile),
+                fmt_rate(d.bottom_decile),
+                NA if d.decile_gap is None else f"{d.decile_gap:+.1%}",
+            ]
+            for d in p.single
+        ],
+    )
+    held_out = Table(
+        "degradation_held_out",
+        "mixed–clean action change, 5-fold GroupKFold by source task (logistic regression; "
+        "AUROC of pooled out-of-fold predictions, paired source-task intervals)",
+        ["model", "AUROC"],
+        [
+            ["absolute score effect", fmt_interval(p.effect_model)],
+            ["effect + aligned Shapley share", fmt_interval(p.combined_model)],
+            ["increment", fmt_interval(p.increment)],
+        ],
+    )
+    return [single, held_out]
+
+
+def perturbation_tables(flips: list[tuple[str, Rate | None]]) -> list[Table]:
+    """A perturbation run alone: how often removing the Invalid factors changes the action."""
+    return [
+        Table(
+            "perturbation_flips",
+            "action changes when the target's Invalid factors are removed (denominator: targets with an "
+            "Invalid factor decoded in full and no-invalid contexts)",
+            ["cell", "flipped"],
+            [[cell, fmt_rate(r)] for cell, r in flips],
+        )
+    ]
+
+
+def consequence_tables(selectors: list[SelectorConsequence], free: list[FreeGeneration]) -> list[Table]:
+    """The perturbation consequence check per selector, then the free-generation sanity check."""
+    fmt = lambda x: NA if x is None else f"{x:+.3f}"  # noqa: E731
+    return [
+        Table(
+            "perturbation_consequence",
+            "perturbation consequence: targets above each selector's median invalid share (high) vs the "
+            "rest (low); |Δ| = score shift from removing the Invalid factors, flips = action changes "
+            "(denominator: targets with an Invalid factor and a finite share)",
+            [
+                "selector",
+                "high",
+                "low",
+                "|Δ| high",
+                "|Δ| low",
+                "|Δ| high − low",
+                "flips high",
+                "flips low",
+                "flips high − low",
+            ],
+            [
+                [
+                    c.selector,
+                    str(c.n_high),
+                    str(c.n_low),
+                    fmt(c.shift_high),
+                    fmt(c.shift_low),
+                    fmt(c.shift_difference),
+                    fmt_rate(c.flips_high),
+                    fmt_rate(c.flips_low),
+                    NA if c.flip_difference is None else f"{c.flip_difference:+.1%}",
+                ]
+                for c in selectors
+            ],
+        ),
+        Table(
+            "free_generation",
+            "free-generation sanity check: top and bottom tasks by maximum slot invalid share (order-three), "
+            "full-context actions (denominators: tasks decoded; tool targets; parsed slot targets)",
+            ["dataset", "group", "tasks", "parse accuracy", "tool accuracy", "slot accuracy"],
+            [
+                [f.dataset, f.group, str(f.n_tasks), fmt_rate(f.parsed), fmt_rate(f.tool), fmt_rate(f.slot)]
+                for f in free
+            ],
+        ),
+    ]
 
 
 def write_csvs(tables: list[Table], folder: Path, run_id: str) -> list[Path]:

@@ -26,6 +26,12 @@ the supporting proposition as an untrusted external note (v_{drop,U}):
 
     trusted = v_0 − v_drop,   untrusted = v_{drop,U} − v_drop,   gap = trusted − untrusted
 
+The exact-text co-present check (§15.6, last paragraphs) keeps the whole base and appends an exact
+duplicate of the target's first Valid factor's text as a source-marked line, trusted (dup_T) or
+untrusted (dup_U); no evidence is omitted in either arm:
+
+    dup_a = v_{dup,a} − v_0,   gap = dup_T − dup_U,   ΔΔ = (D_T − D_U) − gap
+
 Every context is the base plus one line (appended, or the competitor in place) or a subsequence
 of those lines (the support arm), so all of a target's prompts are masks over one factor list,
 scored in one trie pass.
@@ -38,8 +44,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.errors import ContractError
-from schemas.attribution import AttributionTask, Target
-from scoring.action_contexts import BASE, DROP, DROP_U, FACTORIAL, FLIP_T, FLIP_U, action_contexts
+from schemas.attribution import AttributionLabel, AttributionTask, Target
+from scoring.action_contexts import (
+    BASE,
+    DROP,
+    DROP_U,
+    FACTORIAL,
+    FLIP_T,
+    FLIP_U,
+    TRUSTED_FRAME,
+    UNTRUSTED_FRAME,
+    ActionContext,
+    action_contexts,
+    source_marked,
+)
 from scoring.prompts import PromptParts, query_text, scaffold_text
 from scoring.runs import SCORE_FIELDS
 from scoring.scorer import TrieScorer, tokenize_parts
@@ -48,6 +66,8 @@ CELLS = tuple(FACTORIAL.values())  # T_S, U_S, T_C, U_C
 CONTEXTS = (BASE, *CELLS)
 CONTROL = (FLIP_U, FLIP_T)  # present only where the target has an Invalid factor
 SUPPORT = (DROP, DROP_U)
+DUP_T, DUP_U = "dup_T", "dup_U"
+COPRESENT = (DUP_T, DUP_U)
 EFFECTS = ("G_T", "G_U", "D_T", "D_U", "delta_S", "delta_C", "delta_delta")
 
 
@@ -107,6 +127,35 @@ def support_arm(v: Mapping[str, float]) -> SupportArm:
     return SupportArm(trusted, untrusted, trusted - untrusted)
 
 
+@dataclass(frozen=True)
+class CoPresent:
+    """One target's gains from a source-marked exact duplicate of a supporting factor."""
+
+    dup_T: float
+    dup_U: float
+    gap: float
+    delta_delta: float  # the competition authority gap (D_T − D_U) minus this support gap
+
+
+def co_present(v: Mapping[str, float]) -> CoPresent | None:
+    """The check's effects; None for a target scored without the duplicate contexts."""
+    if not all(c in v for c in (*COPRESENT, "T_C", "U_C")):
+        return None
+    dup_t, dup_u = v[DUP_T] - v[BASE], v[DUP_U] - v[BASE]
+    competition_gap = v["U_C"] - v["T_C"]  # (v0 − v_TC) − (v0 − v_UC)
+    return CoPresent(dup_t, dup_u, dup_t - dup_u, competition_gap - (dup_t - dup_u))
+
+
+def copresent_contexts(task: AttributionTask, target: Target, base: list[str]) -> list[ActionContext]:
+    """The base plus a trusted or untrusted duplicate of the target's first Valid factor's text."""
+    first = next(i for i, j in enumerate(target.judgments) if j.label is AttributionLabel.valid)
+    text = task.factors[first].text
+    return [
+        ActionContext(DUP_T, [*base, source_marked(TRUSTED_FRAME, text)], None),
+        ActionContext(DUP_U, [*base, source_marked(UNTRUSTED_FRAME, text)], None),
+    ]
+
+
 def _insertion(base: list[str], lines: list[str]) -> int:
     """Where ``lines`` adds one line to ``base``, or -1 if it is not ``base`` plus one line."""
     if len(lines) != len(base) + 1:
@@ -136,6 +185,7 @@ def matched_parts(task: AttributionTask, target: Target) -> tuple[PromptParts, d
     """
     contexts = [c for c in action_contexts(task, target) if c.condition in (*CONTEXTS, *CONTROL, *SUPPORT)]
     base = contexts[0].lines
+    contexts += copresent_contexts(task, target, base)
     extras = [(k, c.lines[k]) for c in contexts[1:] if (k := _insertion(base, c.lines)) >= 0]
     factors = [
         line for k in range(len(base) + 1) for line in [*(x for at, x in extras if at == k), *base[k : k + 1]]

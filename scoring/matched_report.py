@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scoring.generation_report import NA, Table
-from scoring.interventions import EFFECTS, matched_effects, same_proposition, support_arm
+from scoring.interventions import EFFECTS, co_present, matched_effects, same_proposition, support_arm
 from scoring.runs import MatchedTarget
 from scoring.stats import BootstrapInterval, cluster_bootstrap_mean
 
@@ -24,8 +24,10 @@ KIND_CELLS = {"all": None, "tool": "tool", "slot": "slot"}
 GAPS = ("delta_S", "delta_C", "delta_delta")
 CONTROL_EFFECTS = ("R_U", "R_T", "gap")
 SUPPORT_EFFECTS = ("trusted", "untrusted", "gap")
+COPRESENT_EFFECTS = ("dup_T", "dup_U", "gap", "delta_delta")
 COLUMNS = ["cell", "targets", "tasks", "G_T", "G_U", "D_T", "D_U", "δ_S", "δ_C", "ΔΔ"]
 CONTROL_COLUMNS = ["cell", "targets", "tasks", "R_U", "R_T", "R_T − R_U"]
+COPRESENT_COLUMNS = ["cell", "targets", "tasks", "trusted duplicate", "untrusted duplicate", "gap", "ΔΔ"]
 SUPPORT_COLUMNS = ["cell", "targets", "tasks", "trusted restore", "untrusted note", "trusted − untrusted"]
 
 
@@ -87,6 +89,20 @@ def summarise_support(
     """The §15.6 supporting arm's cells over every target."""
     return _summarise(
         rows, lambda r: support_arm(r.field(score_field)), SUPPORT_EFFECTS, ("gap",), n_resamples, seed
+    )
+
+
+def summarise_copresent(
+    rows: list[MatchedTarget], score_field: str = "sum_logodds", n_resamples: int = 20_000, seed: int = 0
+) -> list[MatchedCell]:
+    """The exact-text co-present check's cells over targets scored with the duplicates."""
+    return _summarise(
+        rows,
+        lambda r: co_present(r.field(score_field)),
+        COPRESENT_EFFECTS,
+        ("gap", "delta_delta"),
+        n_resamples,
+        seed,
     )
 
 
@@ -155,3 +171,44 @@ def support_table(cells: list[MatchedCell], dataset: str, score_field: str) -> T
             for c in cells
         ],
     )
+
+
+def copresent_table(cells: list[MatchedCell], dataset: str, score_field: str) -> Table:
+    """The exact-text co-present check: source marker on a duplicate, no evidence omitted."""
+    return Table(
+        "co_present",
+        f"{dataset}: exact-text co-present check, gain from a trusted or untrusted duplicate of the first "
+        f"Valid factor appended to the full base, {score_field}; ΔΔ = competition gap (D_T − D_U) − "
+        "duplicate gap (denominator: targets scored with the duplicates; 95% CI: source-task cluster bootstrap)",
+        COPRESENT_COLUMNS,
+        [
+            [
+                c.cell,
+                str(c.n_targets),
+                str(c.n_tasks),
+                _mean(c, "dup_T"),
+                _mean(c, "dup_U"),
+                _gap(c, "gap"),
+                _gap(c, "delta_delta"),
+            ]
+            for c in cells
+        ],
+    )
+
+
+def matched_tables(
+    rows: list[MatchedTarget],
+    dataset: str,
+    score_field: str = "sum_logodds",
+    n_resamples: int = 20_000,
+    factorial: list[MatchedCell] | None = None,
+) -> list[Table]:
+    """Every table of one matched run: Table 1 (from ``factorial`` when the caller summarised it
+    already), the same-proposition control, the supporting arm and the co-present check."""
+    cells = summarise_matched(rows, score_field, n_resamples) if factorial is None else factorial
+    return [
+        matched_table(cells, dataset, score_field),
+        control_table(summarise_control(rows, score_field, n_resamples), dataset, score_field),
+        support_table(summarise_support(rows, score_field, n_resamples), dataset, score_field),
+        copresent_table(summarise_copresent(rows, score_field, n_resamples), dataset, score_field),
+    ]

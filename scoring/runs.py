@@ -24,7 +24,13 @@ import numpy as np
 from auditor.errors import InputError, NotFoundError
 from schemas.attribution import AttributionTask, Target
 from schemas.events import NewEvent
-from scoring.action_contexts import ActionContext, action_contexts, degradation_contexts, guardrail_contexts
+from scoring.action_contexts import (
+    ActionContext,
+    action_contexts,
+    degradation_contexts,
+    guardrail_contexts,
+    perturbation_contexts,
+)
 from scoring.actions import judge_target, parse_action
 from scoring.prompts import with_instruction
 
@@ -35,14 +41,20 @@ TARGET_SCORED = "TargetScored"
 ACTION_GENERATED = "ActionGenerated"
 MATCHED_SCORED = "MatchedScored"
 SCREENING_SCORED = "ScreeningScored"
+PROXY_SCORED = "ProxyScored"  # one per target of an api-proxy run (scoring.api_proxy)
 EXPERIMENTS = ("coalition", "generation", "matched", "degradation", "guardrail", "screening")
+EXPERIMENTS += ("order-shuffle", "placeholder", "no-invalid")  # construction controls (scoring.construction)
+EXPERIMENTS += ("elicit-yesno", "elicit-rating", "elicit-choice")  # scoring.elicitation
+EXPERIMENTS += ("perturbation",)  # decoded full vs no-invalid (scoring.consequence)
+EXPERIMENTS += ("api-proxy",)  # black-box first-token logprob proxy (scoring.api_proxy)
 # What a resumed run must share with the run it resumes (absent keys compare as None).
-RUN_IDENTITY = ("dataset", "model", "experiment", "n_factors", "order")
+RUN_IDENTITY = ("dataset", "model", "experiment", "n_factors", "order", "shuffle", "instruction")
 Contexts = Callable[[AttributionTask, Target], list[ActionContext]]
 CONTEXTS: dict[str, Contexts] = {
     "generation": action_contexts,
     "degradation": degradation_contexts,
     "guardrail": guardrail_contexts,
+    "perturbation": perturbation_contexts,
 }
 SCORE_FIELDS = ("sum_logodds", "mean_logodds", "sum_logprob")
 
@@ -103,11 +115,24 @@ def start_run(store: Any, run_id: str, config: dict[str, Any]) -> None:
     )
 
 
+def check_coalition_partner(store: Any, config: dict[str, Any], coalition_run: str) -> None:
+    """Refuse, in one line, a partner run that is not a coalition run of ``config``'s dataset and model."""
+    other = read_config(store, coalition_run)
+    for key in ("experiment", "dataset", "model"):
+        want = "coalition" if key == "experiment" else config[key]
+        if other.get(key, "coalition") != want:
+            raise InputError(
+                f"run {coalition_run} has {key} {other.get(key)!r}, not {want!r}",
+                field="coalition-run",
+                hint="give a coalition run of the same dataset and model",
+            )
+
+
 def done_keys(store: Any, run_id: str) -> set[str]:
     return {
         e.payload["key"]
         for e in store.read_stream(run_stream(run_id))
-        if e.type in (TARGET_SCORED, ACTION_GENERATED, MATCHED_SCORED, SCREENING_SCORED)
+        if e.type in (TARGET_SCORED, ACTION_GENERATED, MATCHED_SCORED, SCREENING_SCORED, PROXY_SCORED)
     }
 
 

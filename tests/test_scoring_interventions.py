@@ -16,7 +16,9 @@ from scoring.datasets import build_dataset
 from scoring.interventions import (
     CONTEXTS,
     CONTROL,
+    COPRESENT,
     SUPPORT,
+    co_present,
     matched_effects,
     matched_parts,
     same_proposition,
@@ -49,6 +51,25 @@ def test_same_proposition_on_hand_made_scores() -> None:
 def test_support_arm_on_hand_made_scores() -> None:
     arm = support_arm({**HAND, "drop": -2.0, "drop_U": -1.5})
     assert (arm.trusted, arm.untrusted, arm.gap) == (3.0, 0.5, 2.5)
+
+
+def test_co_present_on_hand_made_scores() -> None:
+    c = co_present({**HAND, "dup_T": 2.5, "dup_U": 1.25})
+    assert c is not None and (c.dup_T, c.dup_U, c.gap) == (1.5, 0.25, 1.25)
+    assert c.delta_delta == 2.0 - 1.25  # competition gap D_T − D_U = 3 − 1
+    assert co_present(HAND) is None  # scored before the check existed: not a zero
+
+
+def test_co_present_duplicates_a_valid_factor_on_the_full_base() -> None:
+    task = build_dataset("agentaudit")[0]
+    for target in task.targets:
+        parts, masks = matched_parts(task, target)
+        base = parts.prompt(masks["base"], 0)
+        first = next(i for i, j in enumerate(target.judgments) if j.label == "valid")
+        for name, frame in zip(COPRESENT, ("trusted current record", "untrusted external note"), strict=True):
+            prompt = parts.prompt(masks[name], 0)
+            line = f"- Source status: {frame}. Proposition: {task.factors[first].text}\n"
+            assert prompt == base.replace(query_text(target), line + query_text(target))
 
 
 def test_masks_select_the_shared_prompts() -> None:
@@ -118,6 +139,27 @@ def test_run_resumes_and_reports(sqlite_store, tmp_path: Path, monkeypatch: pyte
     assert control["tool"]["targets"] == "1" and control["tool"]["R_T − R_U"] == "+1.500"  # one task: no CI
     support = {r["cell"]: r for r in data["tables"]["support_arm"]}
     assert support["all"]["targets"] == "3" and support["all"]["trusted − untrusted"].startswith("+2.500 [")
+    assert data["tables"]["co_present"][0]["targets"] == "0"  # scored without the duplicates
     assert {p.name for p in tmp_path.glob("*.csv")} == {f"m-{t}.csv" for t in data["tables"]}
     text = CliRunner().invoke(app, ["score", "report", "m", "--out", str(tmp_path), "--resamples", "200"])
     assert text.exit_code == 0 and "denominator" in text.output
+
+
+def test_an_added_instruction_reaches_every_matched_prompt() -> None:
+    from scoring.prompts import AUTHORITY_POLICY, INSTRUCTIONS, with_instruction
+
+    task = build_dataset("agentaudit")[0]
+    plain, _ = matched_parts(task, task.targets[0])
+    for name in ("policy", "brief"):
+        parts, masks = matched_parts(with_instruction(task, INSTRUCTIONS[name]), task.targets[0])
+        assert INSTRUCTIONS[name] in parts.scaffold and parts.factors == plain.factors
+        assert all(INSTRUCTIONS[name] in parts.prompt(m, 0) for m in masks.values())
+    assert INSTRUCTIONS["policy"] == AUTHORITY_POLICY and INSTRUCTIONS["none"] is None
+
+
+def test_unknown_instruction_is_one_line() -> None:
+    result = CliRunner().invoke(
+        app, ["score", "run", "--dataset", "agentaudit", "--experiment", "matched", "--instruction", "strict"]
+    )
+    assert result.exit_code != 0
+    assert "unknown instruction 'strict'" in str(result.exception) + result.output

@@ -9,7 +9,7 @@ import pytest
 
 from scoring.action_contexts import action_contexts
 from scoring.datasets import build_dataset
-from scoring.interventions import CONTEXTS, CONTROL, SUPPORT
+from scoring.interventions import CONTEXTS, CONTROL, COPRESENT, SUPPORT, copresent_contexts
 from scoring.prompts import PromptParts, query_text, scaffold_text
 from scoring.runs import read_matched, run_stream
 from scoring.scorer import naive_scores, tokenize_parts
@@ -28,13 +28,14 @@ def test_matched_run_resumes_and_reports(smollm2, score_cli, tmp_path: Path) -> 
     assert (
         len(rows) == 1
         and rows[0].target_id == "tool"
-        and list(rows[0].scores) == [*CONTEXTS, *CONTROL, *SUPPORT]
+        and list(rows[0].scores) == [*CONTEXTS, *CONTROL, *SUPPORT, *COPRESENT]
     )
 
     task = build_dataset("agentaudit")[0]
     target = next(t for t in task.targets if t.target_id == "tool")
     contexts = {c.condition: c for c in action_contexts(task, target)}
-    for name in ("U_C", "flip_T", "drop_U"):  # appended, in place, a subsequence: vs whole prompts
+    contexts |= {c.condition: c for c in copresent_contexts(task, target, contexts["base"].lines)}
+    for name in ("U_C", "flip_T", "drop_U", "dup_U"):  # appended, in place, a subsequence: vs whole prompts
         lines = contexts[name].lines
         parts = PromptParts(scaffold_text(task), lines, [query_text(target)], [target.target_string])
         (ref,) = naive_scores(

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "auditor.cli.tokens_cmd",
     "auditor.cli.attribute_cmd",
     "auditor.cli.compare_cmd",
+    "auditor.cli.evidence_cmd",
 ]
 
 app = typer.Typer(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from auditor.store import EventStore
     from schemas.attribution import AttributionTask
     from scoring.rescue_prediction import RescuePrediction
-    from scoring.runs import GeneratedAction
+    from scoring.runs import GeneratedAction, ScoredTarget
 
 score_app = typer.Typer(
     help="Attribution audit: target–factor datasets, coalition scoring runs, reports.", no_args_is_help=True
@@ -90,7 +91,11 @@ def run(
         "matched (target scored on the base and the four T/U × S/C cells) or degradation "
         "(actions decoded in full, mixed and clean contexts per Valid factor) or guardrail (base and "
         "competition cells decoded with and without the explicit authority policy) or screening "
-        "(masks through --order of a 12- or 16-factor context with archived-task distractors).",
+        "(masks through --order of a 12- or 16-factor context with archived-task distractors); "
+        "construction controls, each every subset scored: order-shuffle (factors in --shuffle's order), "
+        "placeholder (omitted factors shown as placeholders), no-invalid (competing factors rewritten); "
+        "api-proxy (first-token log P(yes) − log P(no) through the litellm gateway, --model "
+        "litellm/<name>; a black-box proxy, not the teacher-forced audit).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
     target_kind: str = typer.Option("all", "--target-kind", help="Audit only tool or slot targets (or all)."),
@@ -106,6 +111,15 @@ def run(
     token_budget: int = typer.Option(2048, "--token-budget", min=64, help="New tokens per batched call."),
     factors: int = typer.Option(12, "--factors", help="Screening: 12 or 16 factors per context."),
     order: int = typer.Option(3, "--order", min=2, max=3, help="Screening: score masks through this order."),
+    shuffle: int = typer.Option(
+        1, "--shuffle", help="order-shuffle: which of the two shuffled orders (1 or 2)."
+    ),
+    instruction: str = typer.Option(
+        "none",
+        "--instruction",
+        help="Added to every task's system instruction: none (the minimal prompt), policy (the explicit "
+        "authority policy of §15.6) or brief (an alternative authority wording), for the robustness checks.",
+    ),
 ) -> None:
     """Score every subset of every target's factors, or decode each target's action in every context.
 
@@ -126,10 +140,24 @@ def run(
         raise InputError(
             f"unknown target kind {target_kind!r}", field="target-kind", hint="all, tool or slot"
         )
+    from scoring.construction import constructed_tasks
+    from scoring.elicitation import VARIANTS, elicited_tasks
+    from scoring.prompts import INSTRUCTIONS, with_instruction
+
+    if instruction not in INSTRUCTIONS:
+        raise InputError(
+            f"unknown instruction {instruction!r}", field="instruction", hint=", ".join(INSTRUCTIONS)
+        )
     pool = load_dataset(dataset)
-    tasks = pool[:limit]
+    tasks = [
+        with_instruction(t, INSTRUCTIONS[instruction])
+        for t in constructed_tasks(experiment, pool[:limit], shuffle)
+    ]
+    if experiment in VARIANTS:
+        tasks = elicited_tasks(experiment, tasks)
     name = Path(dataset).stem if dataset.endswith(".jsonl") else dataset
-    suffix = f"-{factors}" if experiment == "screening" else ""
+    suffix = {"screening": f"-{factors}", "order-shuffle": f"-{shuffle}"}.get(experiment, "")
+    suffix += "" if instruction == "none" else f"-{instruction}"
     rid = run_id or default_run_id(name, model, experiment + suffix)
     store = open_cli_store()
     config = {
@@ -151,18 +179,31 @@ def run(
         if factors not in FACTOR_COUNTS:
             raise InputError(f"unsupported factor count {factors}", field="factors", hint="12 or 16")
         config |= {"n_factors": factors, "order": order, "distractor_seed": 0}
+    if experiment == "order-shuffle":
+        config |= {"shuffle": shuffle}
+    if instruction != "none":
+        config |= {"instruction": instruction}
+    if experiment == "api-proxy":
+        from scoring.api_proxy import proxy_config
+
+        config |= proxy_config(model)
     start_run(store, rid, config)
     from auditor import local_model
+    from scoring.cost import recorded_session
 
-    lm = local_model.load_model(model, device=device, dtype=dtype)
-    if experiment in GENERATED:
-        _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens, experiment)
-    elif experiment == "matched":
-        _matched(store, rid, tasks, lm, kinds[target_kind], token_budget)
-    elif experiment == "screening":
-        _screening(store, rid, pool, tasks, lm, kinds[target_kind], token_budget, config)
-    else:
-        _score(store, rid, tasks, lm, kinds[target_kind], token_budget)
+    with recorded_session(store, rid, "litellm gateway" if experiment == "api-proxy" else device) as session:
+        if experiment == "api-proxy":
+            _api_proxy(store, rid, tasks, config["gateway_model"], kinds[target_kind])
+            return
+        lm = session.load(lambda: local_model.load_model(model, device=device, dtype=dtype))
+        if experiment in GENERATED:
+            _generate(store, rid, tasks, lm, kinds[target_kind], max_new_tokens, experiment)
+        elif experiment == "matched":
+            _matched(store, rid, tasks, lm, kinds[target_kind], token_budget)
+        elif experiment == "screening":
+            _screening(store, rid, pool, tasks, lm, kinds[target_kind], token_budget, config)
+        else:
+            _score(store, rid, tasks, lm, kinds[target_kind], token_budget, experiment == "placeholder")
 
 
 def _generate(
@@ -259,8 +300,10 @@ def _score(
     lm: LoadedModel,
     kinds: set[str] | None,
     token_budget: int,
+    placeholder: bool = False,
 ) -> None:
-
+    """Every subset of each target; ``placeholder`` shows omitted factors as their placeholders."""
+    from scoring.construction import placeholder_parts, score_placeholder
     from scoring.prompts import prompt_parts
     from scoring.runs import run_coalition
     from scoring.scorer import TrieScorer, tokenize_parts
@@ -268,8 +311,10 @@ def _score(
     scorer = TrieScorer(lm.model, token_budget=token_budget)
 
     def score_task(task, todo):  # type: ignore[no-untyped-def]
-        tok = tokenize_parts(lm.tokenizer, prompt_parts(task, [task.targets[i] for i in todo]))
-        return scorer.score(tok)
+        chosen = [task.targets[i] for i in todo]
+        if placeholder:
+            return score_placeholder(scorer, tokenize_parts(lm.tokenizer, placeholder_parts(task, chosen)))
+        return scorer.score(tokenize_parts(lm.tokenizer, prompt_parts(task, chosen)))
 
     _score_targets(
         rid, tasks, kinds, lambda advance: run_coalition(store, rid, tasks, score_task, advance, kinds)
@@ -278,19 +323,30 @@ def _score(
 
 @score_app.command("runs")
 def runs(as_json: bool = typer.Option(False, "--json")) -> None:
-    """List scoring runs in the store: targets scored (coalition, matched) or actions generated (generation)."""
-    from scoring.runs import read_config, run_stream
+    """List scoring runs with their cost record: result records, model requests, time and device."""
+    from scoring.cost import all_costs
 
-    store = open_cli_store()
-    names = [s.removeprefix("score-run-") for s in store.list_streams("score-run-")]
-    rows = [
-        [n, read_config(store, n).get("experiment", "coalition"), store.stream_version(run_stream(n)) - 1]
-        for n in names
-    ]
+    costs = all_costs(open_cli_store())
     if as_json:
-        print_json([{"run_id": n, "experiment": e, "records": k} for n, e, k in rows])
-    else:
-        print_table("scoring runs", ["run", "experiment", "records (targets or generations)"], rows)
+        print_json([{**asdict(c), "requests_per_second": c.requests_per_second} for c in costs])
+        return
+    print_table(
+        "scoring runs (model requests: one per subset prompt or generated action, fixed by the design)",
+        ["run", "experiment", "model", "records", "model requests", "scoring time", "model load", "device"],
+        [
+            [
+                c.run_id,
+                c.experiment,
+                c.model,
+                c.records,
+                f"{c.requests:,}",
+                "not recorded" if c.seconds is None else f"{c.seconds:,.1f} s",
+                "" if c.load_seconds is None else f"{c.load_seconds:,.1f} s",
+                ", ".join(c.devices),
+            ]
+            for c in costs
+        ],
+    )
 
 
 @score_app.command("report")
@@ -313,7 +369,26 @@ def report(
     coalition_run: str = typer.Option(
         None,
         "--coalition-run",
-        help="Generation runs: a coalition run of the same dataset and model, for the rescue-prediction study.",
+        help="Generation and degradation runs: a coalition run of the same dataset and model, for the "
+        "rescue-prediction and degradation-prediction studies. Construction-control runs: the original "
+        "coalition run to pair with (default: that dataset and model's default coalition run).",
+    ),
+    controls: bool = typer.Option(
+        False,
+        "--controls",
+        help="Coalition-shaped runs: add the controls computed from stored scores (content-type-matched "
+        "null; salience-, value-bearing- and role-matched controls; coarsening by source, source-type, type).",
+    ),
+    control_dataset: str = typer.Option(
+        None,
+        "--dataset",
+        help="--controls: the .jsonl file the run scored, where it was not a registered dataset.",
+    ),
+    direct_run: str = typer.Option(
+        None,
+        "--direct-run",
+        help="Elicitation runs (elicit-yesno, elicit-rating, elicit-choice): the direct coalition run of "
+        "the same dataset and model, for the correlation of per-target invalid shares.",
     ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -325,9 +400,12 @@ def report(
     c_M, c_C, mixed–clean discordance and the retained-invalid pattern; a guardrail run reports
     competition errors and source sensitivity with and without the authority policy and their
     policy − plain change; a matched run reports mean G_a,
-    D_a, δ_S, δ_C and ΔΔ per target kind with source-task intervals.
+    D_a, δ_S, δ_C and ΔΔ per target kind with source-task intervals. A construction-control run
+    (order-shuffle, placeholder, no-invalid) adds its paired comparison with the original coalition
+    run, and --controls adds the controls computed from stored scores.
     """
     from auditor.errors import InputError
+    from scoring.construction import CONSTRUCTION_EXPERIMENTS
     from scoring.report import (
         BASELINE_K,
         COLUMNS,
@@ -343,18 +421,33 @@ def report(
     store = open_cli_store()
     folder = out or Path("reports/score") / run_id
     experiment = read_config(store, run_id).get("experiment")
+    if controls and experiment not in ("coalition", *CONSTRUCTION_EXPERIMENTS):
+        raise InputError(
+            f"--controls applies to coalition-shaped runs, not {experiment!r}",
+            field="controls",
+            hint=f"give a coalition, {', '.join(CONSTRUCTION_EXPERIMENTS)} run",
+        )
+    if experiment == "api-proxy":
+        _api_proxy_report(store, run_id, folder, resamples, as_json)
+        return
+    if direct_run is not None:
+        _elicitation_report(store, run_id, direct_run, score_field, as_json)
+        return
     if experiment == "generation":
         _generation_report(store, run_id, folder, resamples, coalition_run, as_json)
         return
-    if experiment == "degradation" and coalition_run is None:
-        _degradation_report(store, run_id, folder, as_json)
+    if experiment == "perturbation":
+        _perturbation_report(store, run_id, folder, coalition_run, as_json)
+        return
+    if experiment == "degradation":
+        _degradation_report(store, run_id, folder, resamples, coalition_run, as_json)
         return
     if experiment == "guardrail" and coalition_run is None:
         _guardrail_report(store, run_id, folder, resamples, as_json)
         return
-    if coalition_run is not None:
+    if coalition_run is not None and experiment not in CONSTRUCTION_EXPERIMENTS:
         raise InputError(
-            "--coalition-run applies to generation runs only",
+            "--coalition-run applies to generation, degradation and construction-control runs only",
             field="coalition-run",
             hint=f"{run_id} is not one",
         )
@@ -382,15 +475,30 @@ def report(
     write_csv(summary, folder / f"{run_id}.csv")
     write_png(summary, folder / f"{run_id}.png", f"{run_id} ({config['model']}, {score_field})")
     rows = table_rows(summary)
+    extra = _control_tables(
+        store,
+        run_id,
+        folder,
+        controls,
+        coalition_run,
+        control_dataset,
+        score_field,
+        ks[0] if len(ks) == 1 else 50,  # a sweep's controls stay at the primary K
+        shares,
+        resamples,
+    )
     if as_json:
-        print_json(
-            {
-                "run": config,
-                "n_targets": summary.n_targets,
-                "without_invalid": summary.n_without_invalid,
-                "rows": [dict(zip(COLUMNS, r, strict=True)) for r in rows],
+        payload = {
+            "run": config,
+            "n_targets": summary.n_targets,
+            "without_invalid": summary.n_without_invalid,
+            "rows": [dict(zip(COLUMNS, r, strict=True)) for r in rows],
+        }
+        if extra:
+            payload["controls"] = {
+                t.name: [dict(zip(t.columns, r, strict=True)) for r in t.rows] for t in extra
             }
-        )
+        print_json(payload)
         return
     for label in dict.fromkeys(r[1] for r in rows):  # one table per top-K, then the baselines
         what = "baselines: every first-order term" if label == BASELINE_K else f"top-{label}, order ≤ 3"
@@ -400,10 +508,48 @@ def report(
             COLUMNS,
             [r for r in rows if r[1] == label],
         )
+    for table in extra:
+        print_table(f"{run_id}: {table.title}", table.columns, table.rows)
     console.print(
         f"{summary.n_targets} targets; {summary.n_without_invalid} without an Invalid factor have no "
         f"invalid share and are left out. CSV and PNG in {folder}"
     )
+
+
+def _control_tables(
+    store: EventStore,
+    run_id: str,
+    folder: Path,
+    controls: bool,
+    coalition_run: str | None,
+    dataset: str | None,
+    score_field: str,
+    k: int | None,
+    shares: str,
+    resamples: int,
+) -> list[Any]:
+    """A construction run's paired table and, with --controls, the stored-score controls; one CSV each."""
+    from scoring.construction import CONSTRUCTION_EXPERIMENTS
+    from scoring.control_report import control_tables
+    from scoring.generation_report import write_csvs
+    from scoring.report import SHARE_GROUPS
+    from scoring.runs import read_config
+
+    if not controls and read_config(store, run_id).get("experiment") not in CONSTRUCTION_EXPERIMENTS:
+        return []
+    tables = control_tables(
+        store,
+        run_id,
+        stored=controls,
+        coalition_run=coalition_run,
+        dataset=dataset,
+        score_field=score_field,
+        k=k,
+        fields=SHARE_GROUPS[shares],
+        n_resamples=resamples,
+    )
+    write_csvs(tables, folder, run_id)
+    return tables
 
 
 def _generation_report(
@@ -423,16 +569,43 @@ def _generation_report(
     _print_generation_tables(run_id, config, tables, folder, counts, footer, as_json)
 
 
-def _degradation_report(store: EventStore, run_id: str, folder: Path, as_json: bool) -> None:
-    from scoring.degradation_stats import summarise_degradation
-    from scoring.generation_report import degradation_tables
+def _degradation_report(
+    store: EventStore, run_id: str, folder: Path, resamples: int, coalition_run: str | None, as_json: bool
+) -> None:
+    from scoring.datasets import build_dataset
+    from scoring.degradation_prediction import predict_degradation, prediction_rows
+    from scoring.degradation_stats import degradation_rows, summarise_degradation
+    from scoring.generation_report import degradation_prediction_tables, degradation_tables
     from scoring.runs import read_generations
 
     config, rows = read_generations(store, run_id)
     summary = summarise_degradation(rows)
     tables = degradation_tables(summary)
+    if coalition_run is not None:
+        scored = _coalition_targets(store, config, coalition_run)
+        tasks = {t.task_id: t for t in build_dataset(config["dataset"])}
+        joined = prediction_rows(degradation_rows(rows), scored, tasks)
+        tables += degradation_prediction_tables(predict_degradation(joined, min(resamples, 2_000)))
     counts = {"n_generations": summary.n_generations, "n_rows": summary.n_rows}
     footer = f"{summary.n_generations} generations, {summary.n_rows} target-valid rows"
+    _print_generation_tables(run_id, config, tables, folder, counts, footer, as_json)
+
+
+def _perturbation_report(
+    store: EventStore, run_id: str, folder: Path, coalition_run: str | None, as_json: bool
+) -> None:
+    from scoring.consequence import consequence_rows, flip_cells, free_generation, perturbation_consequence
+    from scoring.generation_report import consequence_tables, perturbation_tables
+    from scoring.runs import read_generations
+
+    config, rows = read_generations(store, run_id)
+    tables = perturbation_tables(flip_cells(rows))
+    if coalition_run is not None:
+        scored = list(_coalition_targets(store, config, coalition_run))
+        selectors = perturbation_consequence(consequence_rows(rows, scored))
+        tables += consequence_tables(selectors, free_generation(rows, scored, config["dataset"]))
+    counts = {"n_generations": len(rows), "n_targets": len({r.target_key for r in rows})}
+    footer = f"{counts['n_generations']} generations of {counts['n_targets']} targets"
     _print_generation_tables(run_id, config, tables, folder, counts, footer, as_json)
 
 
@@ -446,6 +619,40 @@ def _guardrail_report(store: EventStore, run_id: str, folder: Path, resamples: i
     counts = {"n_generations": summary.n_generations, "n_targets": summary.n_targets}
     footer = f"{summary.n_generations} generations of {summary.n_targets} targets"
     _print_generation_tables(run_id, config, guardrail_tables(summary), folder, counts, footer, as_json)
+
+
+def _elicitation_report(
+    store: EventStore, run_id: str, direct_run: str, score_field: str, as_json: bool
+) -> None:
+    from auditor.errors import InputError
+    from scoring.elicitation import VARIANTS, elicitation_agreement
+    from scoring.runs import read_run
+
+    config, variant = read_run(store, run_id)
+    if config.get("experiment") not in VARIANTS:
+        raise InputError(
+            f"run {run_id} is a {config.get('experiment')} run, not an elicitation run",
+            field="direct-run",
+            hint=f"--direct-run applies to {', '.join(VARIANTS)} runs",
+        )
+    rows = elicitation_agreement(_coalition_targets(store, config, direct_run), variant, score_field)
+    if as_json:
+        print_json({"run": config, "direct_run": direct_run, "agreement": [asdict(r) for r in rows]})
+        return
+    fmt = lambda x: "n/a" if x is None else f"{x:+.3f}"  # noqa: E731
+    print_table(
+        f"{run_id} vs {direct_run}: per-target invalid shares (Harsanyi top-50, order ≤ 3, {score_field}) "
+        f"under {config['experiment']} against the direct prompt (denominator: targets with an Invalid "
+        "factor scored in both runs)",
+        ["cell", "share", "targets", "Pearson r", "Spearman ρ"],
+        [[r.cell, r.share, r.n_targets, fmt(r.pearson), fmt(r.spearman)] for r in rows],
+    )
+
+
+def _model_label(config: dict[str, Any]) -> str:
+    """The model, and the instruction added to its prompts when there is one."""
+    added = config.get("instruction")
+    return config["model"] if added is None else f"{config['model']} (instruction: {added})"
 
 
 def _print_generation_tables(
@@ -469,7 +676,9 @@ def _print_generation_tables(
         console.print(f"run {run_id} holds no generations yet: every table below is empty")
     for table in tables:
         print_table(
-            f"{run_id}: {config['dataset']} × {config['model']}: {table.title}", table.columns, table.rows
+            f"{run_id}: {config['dataset']} × {_model_label(config)}: {table.title}",
+            table.columns,
+            table.rows,
         )
     console.print(f"{footer} (greedy, {config.get('max_new_tokens')} new tokens at most). CSV in {folder}")
 
@@ -478,23 +687,11 @@ def _matched_report(
     store: EventStore, run_id: str, folder: Path, score_field: str, resamples: int, as_json: bool
 ) -> None:
     from scoring.generation_report import write_csvs
-    from scoring.matched_report import (
-        control_table,
-        matched_table,
-        summarise_control,
-        summarise_matched,
-        summarise_support,
-        support_table,
-    )
+    from scoring.matched_report import matched_tables
     from scoring.runs import read_matched
 
     config, rows = read_matched(store, run_id)
-    dataset = config["dataset"]
-    tables = [
-        matched_table(summarise_matched(rows, score_field, resamples), dataset, score_field),
-        control_table(summarise_control(rows, score_field, resamples), dataset, score_field),
-        support_table(summarise_support(rows, score_field, resamples), dataset, score_field),
-    ]
+    tables = matched_tables(rows, config["dataset"], score_field, resamples)
     write_csvs(tables, folder, run_id)
     if as_json:
         print_json(
@@ -506,7 +703,7 @@ def _matched_report(
         )
         return
     for table in tables:
-        print_table(f"{run_id}: {config['model']}: {table.title}", table.columns, table.rows)
+        print_table(f"{run_id}: {_model_label(config)}: {table.title}", table.columns, table.rows)
     console.print(f"{len(rows)} targets. CSV in {folder}")
 
 
@@ -537,21 +734,76 @@ def _screening_report(store: EventStore, run_id: str, score_field: str, as_json:
 def _rescue_predictions(
     store: EventStore, config: dict[str, Any], rows: list[GeneratedAction], coalition_run: str
 ) -> list[RescuePrediction]:
-    from auditor.errors import InputError
     from scoring.rescue_prediction import predict_rescue, rescue_cohort
-    from scoring.runs import read_run
 
-    other, scored = read_run(store, coalition_run)
-    for key in ("experiment", "dataset", "model"):
-        want = "coalition" if key == "experiment" else config[key]
-        if other.get(key, "coalition") != want:
-            raise InputError(
-                f"run {coalition_run} has {key} {other.get(key)!r}, not {want!r}",
-                field="coalition-run",
-                hint="give a coalition run of the generation run's dataset and model",
-            )
-    return predict_rescue(rescue_cohort(rows, scored))
+    return predict_rescue(rescue_cohort(rows, _coalition_targets(store, config, coalition_run)))
+
+
+def _coalition_targets(
+    store: EventStore, config: dict[str, Any], coalition_run: str
+) -> Iterator[ScoredTarget]:
+    """The targets of a coalition run of the same dataset and model as the run being reported."""
+    from scoring.runs import check_coalition_partner, read_run
+
+    check_coalition_partner(store, config, coalition_run)
+    return read_run(store, coalition_run)[1]
+
+
+def _api_proxy(
+    store: EventStore, rid: str, tasks: list[AttributionTask], model: str, kinds: set[str] | None
+) -> None:
+    """One event per target: every prompt variant in the full and the no-invalid context."""
+    from scoring.api_proxy import NOT_TEACHER_FORCED, first_token_logprobs, proxy_event
+    from scoring.runs import run_per_target
+
+    console.print(NOT_TEACHER_FORCED)
+    ask = lambda chat: first_token_logprobs(model, chat)  # noqa: E731
+    event = lambda task, target: proxy_event(rid, task, target, ask)  # noqa: E731
+    _score_targets(
+        rid, tasks, kinds, lambda advance: run_per_target(store, rid, tasks, event, advance, kinds)
+    )
+
+
+def _api_proxy_report(store: EventStore, run_id: str, folder: Path, resamples: int, as_json: bool) -> None:
+    from scoring.api_proxy import (
+        COLUMNS,
+        NOT_TEACHER_FORCED,
+        read_proxy,
+        summarise_proxy,
+        table_rows,
+        write_csv,
+    )
+
+    config, rows = read_proxy(store, run_id)
+    cells, n_without = summarise_proxy(config["dataset"], rows, resamples)
+    table = table_rows(cells)
+    requests = sum(r.n_requests for r in rows)
+    write_csv(table, folder / f"{run_id}.csv")
+    if as_json:
+        print_json(
+            {
+                "run": config,
+                "method": NOT_TEACHER_FORCED,
+                "n_targets": len(rows),
+                "without_invalid": n_without,
+                "n_requests": requests,
+                "rows": [dict(zip(COLUMNS, r, strict=True)) for r in table],
+            }
+        )
+        return
+    print_table(
+        f"{run_id}: {config['dataset']} × {config['gateway_model']}: API logprob proxy (Δ = full − no-invalid)",
+        COLUMNS,
+        table,
+    )
+    console.print(
+        f"{NOT_TEACHER_FORCED}\n{len(rows)} targets ({n_without} without an Invalid factor have no contrast); "
+        f"{requests} model requests; an unassessed row lacked 'yes' or 'no' in the top-logprobs. CSV in {folder}"
+    )
 
 
 def register(app: typer.Typer) -> None:
+    from auditor.cli.relabel_cmd import relabel_app
+
+    score_app.add_typer(relabel_app, name="relabel")
     app.add_typer(score_app, name="score")

@@ -165,7 +165,7 @@ def test_run_report_with_a_coalition_run(
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_perturbation_run_on_smollm2(score_cli) -> None:  # type: ignore[no-untyped-def]
+def test_perturbation_run_on_smollm2(score_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = score_cli(model_run_args("perturbation", "pert"))
     assert result.exit_code == 0, result.output
     from scoring.runs import read_generations
@@ -174,5 +174,5 @@ def test_perturbation_run_on_smollm2(score_cli) -> None:  # type: ignore[no-unty
     task = build_dataset("agentaudit")[0]
     tool = next(t for t in task.targets if t.target_id == "tool")
     assert [r.condition for r in rows] == [c.condition for c in perturbation_contexts(task, tool)]
-    report = score_cli(["score", "report", "pert", "--json"])
+    report = score_cli(["score", "report", "pert", "--json", "--out", str(tmp_path)])
     assert report.exit_code == 0, report.output

@@ -325,9 +325,11 @@ def test_bad_control_input_is_one_line(cli: Any, tmp_path: Path) -> None:  # typ
 
     assert "unknown shuffle 3" in fails(*RUN, "--experiment", "order-shuffle", "--shuffle", "3")
     assert cli(*RUN, "--limit", "1", "--experiment", "placeholder").exit_code == 0
+    out = tmp_path / "failed-report"
     assert "no scoring run 'agentaudit-tiny-coalition'" in fails(
-        "score", "report", "agentaudit-tiny-placeholder"
+        "score", "report", "agentaudit-tiny-placeholder", "--out", str(out)
     )
+    assert not out.exists()  # the failing paired control stopped the report before it wrote anything
     assert cli(*RUN, "--limit", "1").exit_code == 0
     assert "has experiment 'placeholder'" in fails(
         "score", "report", "agentaudit-tiny-placeholder", "--coalition-run", "agentaudit-tiny-placeholder"

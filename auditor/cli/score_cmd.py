@@ -472,8 +472,6 @@ def report(
     summary = summarise_run(
         targets, score_field=score_field, ks=ks, fields=SHARE_GROUPS[shares], n_resamples=resamples
     )
-    write_csv(summary, folder / f"{run_id}.csv")
-    write_png(summary, folder / f"{run_id}.png", f"{run_id} ({config['model']}, {score_field})")
     rows = table_rows(summary)
     extra = _control_tables(
         store,
@@ -486,7 +484,9 @@ def report(
         ks[0] if len(ks) == 1 else 50,  # a sweep's controls stay at the primary K
         shares,
         resamples,
-    )
+    )  # computed before anything is written: a control that fails leaves no half-written report
+    write_csv(summary, folder / f"{run_id}.csv")
+    write_png(summary, folder / f"{run_id}.png", f"{run_id} ({config['model']}, {score_field})")
     if as_json:
         payload = {
             "run": config,

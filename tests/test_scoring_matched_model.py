@@ -59,3 +59,12 @@ def test_matched_run_resumes_and_reports(smollm2, score_cli, tmp_path: Path) -> 
         tool = next(r for r in tables[name] if r["cell"] == "tool")
         assert tool["targets"] == "1" and tool[column] != "n/a"
         assert (tmp_path / f"matched-e2e-{name}.csv").exists()
+    copresent = next(r for r in tables["co_present"] if r["cell"] == "tool")
+    assert copresent["targets"] == "1" and copresent["gap"] != "n/a"
+
+    # the §15.6 explicit authority-instruction variant: the same target under the policy prompt
+    policy = score_cli([*RUN[:-1], "matched-policy", "--instruction", "policy"])
+    assert policy.exit_code == 0, policy.output
+    config, (row,) = read_matched(sqlite_store, "matched-policy")
+    assert config["instruction"] == "policy" and list(row.scores) == list(rows[0].scores)
+    assert row.scores["base"]["sum_logodds"] != rows[0].scores["base"]["sum_logodds"]  # the prompt changed

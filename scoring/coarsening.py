@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from schemas.attribution import AttributionTask, Factor
-from scoring.construction import check_labels, tasks_of_run
+from scoring.construction import check_labels
 from scoring.report import SHARE_GROUPS, ReportRow, summarise_run
-from scoring.runs import ScoredTarget, read_run
+from scoring.runs import ScoredTarget
 
 GROUPINGS: dict[str, Callable[[Factor], tuple[str, ...]]] = {
     "source": lambda f: (f.source_type.value,),
@@ -101,11 +100,3 @@ def coarsening_summary(
         mean_groups = float(np.mean([len(c.labels) for c in coarse])) if coarse else float("nan")
         rows.extend(CoarseningRow(grouping, mean_groups, r) for r in summary.rows)
     return rows
-
-
-def coarsening_rows(
-    store: Any, run_id: str, *, dataset: str | None = None, **options: Any
-) -> list[CoarseningRow]:
-    """The exact coarsenings of a stored coalition-shaped run (options as ``coarsening_summary``)."""
-    config, targets = read_run(store, run_id)
-    return coarsening_summary(targets, tasks_of_run(config, dataset), **options)

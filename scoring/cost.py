@@ -28,6 +28,7 @@ from scoring.runs import (
 )
 
 RUN_SESSION = "ScoreRunSession"
+RESULTS = (TARGET_SCORED, SCREENING_SCORED, MATCHED_SCORED, ACTION_GENERATED, PROXY_SCORED)
 T = TypeVar("T")
 
 
@@ -40,7 +41,7 @@ def requests_of(event_type: str, payload: dict[str, Any]) -> int:
     if event_type == ACTION_GENERATED:
         return 1
     if event_type == PROXY_SCORED:
-        return int(payload.get("n_requests", 1))
+        return int(payload["n_requests"])  # 0 for a target without an Invalid factor: never asked
     return 0
 
 
@@ -48,9 +49,8 @@ def count_requests(events: Iterable[Any]) -> tuple[int, int]:
     """(result records, model requests) over stored events."""
     records = requests = 0
     for e in events:
-        n = requests_of(e.type, e.payload)
-        records += n > 0
-        requests += n
+        records += e.type in RESULTS
+        requests += requests_of(e.type, e.payload)
     return records, requests
 
 
@@ -88,8 +88,7 @@ class RunCost:
 
     @property
     def requests_per_second(self) -> float | None:
-        timed = self.seconds
-        return self.requests / timed if timed else None
+        return self.requests / self.seconds if self.seconds else None
 
 
 def run_cost(store: Any, run_id: str) -> RunCost:

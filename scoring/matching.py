@@ -26,16 +26,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from schemas.attribution import AttributionTask, ContentBucket, Relation, Target
 from scoring.coalition import label_masks, select_top_k, shares_for_labelings
 from scoring.comparison import ComparisonRow, PairedShare, compare_cells
-from scoring.construction import check_labels, tasks_of_run
+from scoring.construction import check_labels
 from scoring.report import SHARE_GROUPS
-from scoring.runs import ScoredTarget, read_run
+from scoring.runs import ScoredTarget
 from scoring.transforms import ESTIMANDS, estimand_coefficients
 
 Control = Literal["salience", "value-bearing", "role"]
@@ -162,29 +162,3 @@ def matched_control_summary(
         for row in compare_cells(control, e, f, ps, n_resamples=n_resamples)
     ]
     return MatchedControl(control, rows, n_targets, unmatched, matches, fallbacks)
-
-
-def _of_run(
-    control: Control, store: Any, run_id: str, dataset: str | None, options: dict[str, Any]
-) -> MatchedControl:
-    config, targets = read_run(store, run_id)
-    return matched_control_summary(control, targets, tasks_of_run(config, dataset), **options)
-
-
-def salience_control(
-    store: Any, run_id: str, *, dataset: str | None = None, **options: Any
-) -> MatchedControl:
-    """§15.3: each Invalid factor against the non-invalid factor of nearest first-order salience."""
-    return _of_run("salience", store, run_id, dataset, options)
-
-
-def value_bearing_control(
-    store: Any, run_id: str, *, dataset: str | None = None, **options: Any
-) -> MatchedControl:
-    """§15.4: the salience match restricted (where possible) to value-bearing non-invalid factors."""
-    return _of_run("value-bearing", store, run_id, dataset, options)
-
-
-def role_control(store: Any, run_id: str, *, dataset: str | None = None, **options: Any) -> MatchedControl:
-    """§15.4: same-slot or same-role competing evidence as the control where possible (boundary condition)."""
-    return _of_run("role", store, run_id, dataset, options)

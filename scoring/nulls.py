@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -26,9 +25,9 @@ from scoring.coalition import (
     label_masks,
     target_shares,
 )
-from scoring.construction import check_labels, tasks_of_run
+from scoring.construction import check_labels
 from scoring.report import SHARE_GROUPS, ReportRow, top_k_label
-from scoring.runs import ScoredTarget, read_run
+from scoring.runs import ScoredTarget
 from scoring.transforms import ESTIMANDS, Estimand
 
 
@@ -124,11 +123,3 @@ def content_null_summary(
                 for cell in summarise_cells(kept, task_of, field, n_resamples=n_resamples)
             )
     return rows
-
-
-def content_null_rows(
-    store: Any, run_id: str, *, dataset: str | None = None, **options: Any
-) -> list[ReportRow]:
-    """The content-type-matched null of a stored coalition-shaped run (options as ``content_null_summary``)."""
-    config, targets = read_run(store, run_id)
-    return content_null_summary(targets, tasks_of_run(config, dataset), **options)

@@ -26,7 +26,7 @@ from auditor.errors import InputError
 from scoring.coalition import label_masks, select_top_k, shares_for_labelings
 from scoring.comparison import ComparisonRow, PairedShare, compare_cells
 from scoring.report import SHARE_GROUPS
-from scoring.runs import check_coalition_partner, default_run_id, read_config, read_run
+from scoring.runs import check_coalition_partner, default_run_id, read_run
 from scoring.transforms import ESTIMANDS, Estimand, estimand_coefficients
 
 READINGS = {
@@ -111,35 +111,3 @@ def paired_control(
         for row in compare_cells(control, e, f, ps, n_resamples=n_resamples, with_spearman=True)
     ]
     return PairedControl(control, run_id, rid, rows, paired, unpaired, with_invalid)
-
-
-def order_shuffle_rows(
-    store: Any, run_id: str, coalition_run: str | None = None, **options: Any
-) -> PairedControl:
-    """§15.7: invalid share after a factor-order shuffle against the original order."""
-    return _checked("order-shuffle", store, run_id, coalition_run, options)
-
-
-def placeholder_rows(
-    store: Any, run_id: str, coalition_run: str | None = None, **options: Any
-) -> PairedControl:
-    """§15.8: invalid share under placeholder masking against deletion."""
-    return _checked("placeholder", store, run_id, coalition_run, options)
-
-
-def no_invalid_rows(
-    store: Any, run_id: str, coalition_run: str | None = None, **options: Any
-) -> PairedControl:
-    """§15.9: rewritten positions' share against their original invalid share."""
-    return _checked("no-invalid", store, run_id, coalition_run, options)
-
-
-def _checked(
-    control: str, store: Any, run_id: str, coalition_run: str | None, options: dict[str, Any]
-) -> PairedControl:
-    experiment = read_config(store, run_id).get("experiment")
-    if experiment != control:
-        raise InputError(
-            f"run {run_id} is a {experiment!r} run", field="run_id", hint=f"give a {control} run"
-        )
-    return paired_control(store, run_id, coalition_run, **options)

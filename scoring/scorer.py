@@ -177,16 +177,15 @@ def _row_mask(segments: list[tuple[int, int]], n: int) -> np.ndarray:
 
 @cache
 def _gathered_layer_class() -> type:
-    """A cache layer over a past gathered with room for the call's own tokens: no concatenation."""
+    """A cache layer over a past gathered with room for the call's own tokens: no concatenation.
+    (Defined on first use, because transformers is imported lazily.)"""
     from transformers.cache_utils import DynamicLayer
 
     class GatheredLayer(DynamicLayer):
         def __init__(self, keys: Any, values: Any, width: int) -> None:
             super().__init__()
-            self.keys, self.values = (
-                keys.transpose(1, 2),
-                values.transpose(1, 2),
-            )  # [batch, kv heads, seq, dim]
+            # gathered as [batch, seq, kv heads, dim]; attention reads [batch, kv heads, seq, dim]
+            self.keys, self.values = keys.transpose(1, 2), values.transpose(1, 2)
             self.width, self.device, self.is_initialized = width, keys.device, True
 
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:

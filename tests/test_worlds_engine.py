@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from auditor.errors import InputError
 from worlds import export_bundle, get_world, load_cohort, record_cohort, run_cohort, summarise
+from worlds.engine.persist import stored_cohorts
 from worlds.engine.workflow import Workflow
 
 
@@ -61,6 +62,10 @@ def test_cohort_round_trips_through_the_store_and_exports_sanitised(sqlite_store
     assert {lab["labels"]["condition"] for lab in labels} == {"mild", "strong"}
     rows = summarise(cohort, world.endpoints)
     assert {r.condition for r in rows} == {"mild", "strong", "pooled"}
+    (back,) = stored_cohorts(sqlite_store)  # rebuilt from the store as run_cohort returned it
+    assert back.cohort_id == cid and back.manifest() == cohort.manifest()
+    assert [e.outcome for e in back.episodes] == [e.outcome for e in cohort.episodes]
+    assert summarise(back, world.endpoints) == rows
     with pytest.raises(Exception, match="no cohort"):
         load_cohort(sqlite_store, "a1-cohort-missing")
 

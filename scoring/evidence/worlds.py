@@ -18,16 +18,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
 
-from auditor.errors import NotFoundError
-from auditor.traces import load_trace
 from scoring.evidence.source import Evidence
 from scoring.evidence.table import Bar, Bubble, Figure, Table, placeholder
 from scoring.stats import cluster_bootstrap_difference, mcnemar_exact, rank_noise_floor, wilson_rate
-from worlds import Cohort, EpisodeResult, EpisodeSpec, Outcome, get_world, list_worlds, summarise
+from worlds import Cohort, EpisodeResult, get_world, list_worlds, summarise
 from worlds.c1.judge import HOPS as C1_HOPS
-from worlds.engine.persist import episode_stream
+from worlds.engine.persist import stored_cohorts
 
 SCRIPTED = ("scripted", "fixed")
 MIN_SHARED = 3  # implementations two worlds must share for a rank correlation
@@ -42,9 +39,8 @@ F1_DEPTHS = {
 
 @dataclass(frozen=True)
 class StoredCohort:
-    """A cohort read back from the store: its manifest and its episodes as recorded."""
+    """A cohort read back from the store, with how the tables name and label it."""
 
-    manifest: dict[str, Any]
     cohort: Cohort
 
     @property
@@ -65,49 +61,9 @@ def evidence_label(policy: str) -> str:
     return "simulation (scripted policy)" if policy in SCRIPTED else "model measurement"
 
 
-def load_cohorts(store: Any) -> list[StoredCohort]:
-    """Every recorded cohort with its episodes (spec and outcome from the episode event, trace from the store)."""
-    out = []
-    for stream in store.list_streams("world-cohort-"):
-        manifest = None
-        for ev in store.read_stream(stream):
-            manifest = ev.payload
-        if manifest is None:
-            continue
-        episodes = []
-        for eid in manifest["episode_ids"]:
-            record = next(iter(store.read_stream(episode_stream(eid))), None)
-            if record is None:  # a manifest is appended after its episodes: this store is damaged
-                raise NotFoundError(f"episode {eid} of cohort {manifest['cohort_id']} is not in the store")
-            p = record.payload
-            trace = load_trace(store, eid)
-            episodes.append(
-                EpisodeResult(
-                    spec=EpisodeSpec.model_validate(p["spec"]),
-                    header=trace.header,
-                    steps=trace.steps,
-                    outcome=Outcome.model_validate(p["outcome"]),
-                    source_digest=p["source_digest"],
-                )
-            )
-        cohort = Cohort(
-            manifest["world"],
-            manifest["policy"],
-            manifest["policy_digest"],
-            manifest["workflow_digest"],
-            manifest["source_digest"],
-            list(manifest["conditions"]),
-            list(manifest["seeds"]),
-            episodes,
-            list(manifest.get("excluded", [])),
-        )
-        out.append(StoredCohort(manifest, cohort))
-    return out
-
-
 def _cohorts(ev: Evidence) -> list[StoredCohort]:
     """The store's cohorts, read once per report."""
-    return ev.memo("world-cohorts", load_cohorts)
+    return ev.memo("world-cohorts", lambda store: [StoredCohort(c) for c in stored_cohorts(store)])
 
 
 def _episodes(ev: Evidence, world: str) -> list[EpisodeResult]:

@@ -19,7 +19,7 @@ from auditor.traces import append_trace, load_labels, load_trace
 from schemas.events import NewEvent
 from schemas.trace import LabelsRecord, Trace
 from worlds.engine.cohort import Cohort
-from worlds.engine.episode import EpisodeResult
+from worlds.engine.episode import EpisodeResult, EpisodeSpec, Outcome
 
 EPISODE_EVENT = "WorldEpisodeRecorded"
 COHORT_EVENT = "WorldCohortRecorded"
@@ -68,10 +68,55 @@ def record_cohort(store: Any, cohort: Cohort) -> str:
     return cohort.cohort_id
 
 
-def load_cohort(store: Any, cohort_id: str) -> tuple[dict[str, Any], list[tuple[Trace, LabelsRecord]]]:
+def _manifest(store: Any, stream: str) -> dict[str, Any] | None:
+    """A cohort stream's manifest (its last event), or None for a stream without one."""
     manifest = None
-    for ev in store.read_stream(cohort_stream(cohort_id)):
+    for ev in store.read_stream(stream):
         manifest = ev.payload
+    return manifest
+
+
+def stored_cohorts(store: Any) -> list[Cohort]:
+    """Every recorded cohort rebuilt with its episodes (spec and outcome from the episode record,
+    the trace from the store), as ``run_cohort`` returned it."""
+    out = []
+    for stream in store.list_streams("world-cohort-"):
+        manifest = _manifest(store, stream)
+        if manifest is None:
+            continue
+        episodes = []
+        for eid in manifest["episode_ids"]:
+            record = next(iter(store.read_stream(episode_stream(eid))), None)
+            if record is None:  # a manifest is appended after its episodes: this store is damaged
+                raise NotFoundError(f"episode {eid} of cohort {manifest['cohort_id']} is not in the store")
+            p, trace = record.payload, load_trace(store, eid)
+            episodes.append(
+                EpisodeResult(
+                    spec=EpisodeSpec.model_validate(p["spec"]),
+                    header=trace.header,
+                    steps=trace.steps,
+                    outcome=Outcome.model_validate(p["outcome"]),
+                    source_digest=p["source_digest"],
+                )
+            )
+        out.append(
+            Cohort(
+                manifest["world"],
+                manifest["policy"],
+                manifest["policy_digest"],
+                manifest["workflow_digest"],
+                manifest["source_digest"],
+                list(manifest["conditions"]),
+                list(manifest["seeds"]),
+                episodes,
+                list(manifest.get("excluded", [])),
+            )
+        )
+    return out
+
+
+def load_cohort(store: Any, cohort_id: str) -> tuple[dict[str, Any], list[tuple[Trace, LabelsRecord]]]:
+    manifest = _manifest(store, cohort_stream(cohort_id))
     if manifest is None:
         known = [s.removeprefix("world-cohort-") for s in store.list_streams("world-cohort-")]
         raise NotFoundError(

@@ -98,8 +98,33 @@ def test_search_filters(client: TestClient, seeded: Seeded) -> None:
     assert bad.status_code == 400 and bad.json()["detail"].startswith("query parameter 'severity'")
 
 
+def test_counts_stop_past_the_cap(
+    client: TestClient, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing counts its matches up to the cap, or past the page it shows when that is further,
+    and says whether the count is exact; `exact_total` counts them all."""
+    h = auth(seeded)
+
+    def page(path: str = "/api/traces", **params: object) -> tuple[int, bool, int]:
+        body = client.get(path, params=params, headers=h).json()
+        return body["total"], body["total_exact"], len(body.get("traces", body.get("reports", [])))
+
+    n, exact, _ = page(exact_total=True)
+    assert exact and n > 5
+    monkeypatch.setattr("auditor.server.search.COUNT_CAP", 3)
+    assert page(limit=2) == (3, False, 2)  # more than 3
+    assert page(limit=2, offset=n - 3) == (n - 1, False, 2)  # more than this page reaches: one left
+    assert page(limit=2, offset=n - 2) == (n, True, 2)  # the last page knows the count
+    assert page(limit=2, offset=n + 5) == (n, True, 0)  # past the end, still counted
+    assert page(limit=2, exact_total=True) == (n, True, 2)
+    assert page(framework="magentic-one") == (2, True, 2)  # under the cap: exact
+    assert page("/api/reports", limit=1) == (3, False, 1)
+    reports, exact, _ = page("/api/reports", limit=1, exact_total=True)
+    assert exact and reports >= len(seeded.reports)
+
+
 @pytest.mark.postgres
-def test_search_on_postgres(pg_schema_url: str, tmp_path: Path) -> None:
+def test_search_on_postgres(pg_schema_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same filters through PostgreSQL's stored full-text vector, with counts beside pages."""
     store = open_store(pg_schema_url)
     try:
@@ -125,6 +150,11 @@ def test_search_on_postgres(pg_schema_url: str, tmp_path: Path) -> None:
             assert past["total"] == len(seeded.reports) and past["traces"] == []
             reports = c.get("/api/reports", params={"limit": 1}, headers=h).json()
             assert reports["total"] == len(seeded.reports)
+            monkeypatch.setattr("auditor.server.search.COUNT_CAP", 2)
+            capped = c.get("/api/traces", params={"text": "the", "limit": 1}, headers=h).json()
+            assert (capped["total"], capped["total_exact"]) == (2, False) and capped["traces"][0][
+                "trace_id"
+            ] == common[0]
     finally:
         store.close()
 

@@ -165,3 +165,32 @@ def test_projection_rebuild_equals_incremental(store):
     assert rebuild(store, projection) == 3 + 3 + 4 + 5
     assert _view_rows(store) == incremental
     assert [t.trace_id for t in list_traces(store)] == ["t0", "t1", "t2"]
+
+
+def test_concurrent_catch_ups_apply_each_event_once(store, store_url):
+    """Server workers sharing a store catch up the same view at once, each with its own
+    connection: every step is counted once, whoever applies it."""
+    for i in range(6):
+        append_trace(store, *_trace(f"t{i}", 20 + i, actors=("x", "y")))
+    stores = [open_store(store_url) for _ in range(4)]
+    applied: list[int] = []
+    errors: list[BaseException] = []
+    gate = threading.Barrier(len(stores))
+
+    def run(s) -> None:
+        try:
+            gate.wait()
+            applied.append(catch_up(s, TracesProjection(), batch=7))  # many small commits interleave
+        except BaseException as exc:  # reported below, in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for s in stores:
+        s.close()
+    assert errors == []
+    assert sum(applied) == sum(20 + i + 1 for i in range(6))  # each step and each start, once in all
+    assert [r["steps"] for r in _view_rows(store)] == [20 + i for i in range(6)]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+
 import typer
 
 from auditor.cli.common import REDACT, REDACT_PATTERN, err_console, redaction, state
@@ -19,6 +23,15 @@ def register(app: typer.Typer) -> None:
             16 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes."
         ),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+        workers: int = typer.Option(
+            1,
+            "--workers",
+            min=1,
+            help="Server processes side by side; about one per core beside the database.",
+        ),
+        threads: int = typer.Option(
+            None, "--threads", min=1, help="Request threads per process (default: 4 per core, at least 8)."
+        ),
         redact: bool = REDACT,
         redact_pattern: list[str] = REDACT_PATTERN,
     ) -> None:
@@ -30,6 +43,7 @@ def register(app: typer.Typer) -> None:
             import uvicorn
 
             from auditor.server import ServerConfig, create_app
+            from auditor.server.app import CONFIG_ENV
         except ImportError as exc:
             from auditor.errors import InputError
 
@@ -37,15 +51,23 @@ def register(app: typer.Typer) -> None:
                 f"the server needs its extra: {exc.name} is missing",
                 hint="pip install 'agent-auditor[server]'",
             ) from exc
-        application = create_app(
-            ServerConfig(
-                store_url=store or state.store_url,
-                max_body=max_body,
-                redact=redact,
-                redact_patterns=patterns,
-            )
+        config = ServerConfig(
+            store_url=store or state.store_url,
+            max_body=max_body,
+            redact=redact,
+            redact_patterns=patterns,
+            workers=workers,
+            **({"threads": threads} if threads else {}),
         )
+        application = create_app(config)  # opens the store here: a bad URL fails before any worker starts
         err_console.print(
-            f"auditor console: http://{host}:{port}/console/  (store {application.state.store.safe_url})"
+            f"auditor console: http://{host}:{port}/console/  (store {application.state.store.safe_url}"
+            + (f", {workers} workers)" if workers > 1 else ")")
         )
-        uvicorn.run(application, host=host, port=port, log_level=log_level, server_header=False)
+        options = {"host": host, "port": port, "log_level": log_level, "server_header": False}
+        if workers == 1:
+            uvicorn.run(application, **options)
+            return
+        application.state.store.close()
+        os.environ[CONFIG_ENV] = json.dumps(dataclasses.asdict(config))
+        uvicorn.run("auditor.server.app:app_from_env", factory=True, workers=workers, **options)

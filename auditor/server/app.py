@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from starlette.concurrency import run_in_threadpool
@@ -23,17 +27,38 @@ from auditor.store import EventStore, open_store
 
 log = logging.getLogger("auditor.server")
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+AUDIT_THREADS = 2  # submitted traces audited at once per process; reads never wait behind them
+
+
+def default_threads() -> int:
+    """Request threads per process. Each holds a database connection while it works: a few per
+    core keep PostgreSQL busy, and more only contend for the interpreter (at 20 clients on two
+    cores, 40 threads answered the slowest 5 % of searches in 135-160 ms, 8 threads in 90-110)."""
+    return max(8, 4 * (os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
 class ServerConfig:
     """``redact``: every submitted trace is redacted before it is stored (a client may also ask
-    for it per request); ``redact_patterns`` adds patterns (NAME → regex)."""
+    for it per request); ``redact_patterns`` adds patterns (NAME → regex). ``workers``: how many
+    processes serve side by side; ``threads``: request threads in each (and its read
+    connections)."""
 
     store_url: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     redact: bool = False
     redact_patterns: dict[str, str] = field(default_factory=dict)
+    workers: int = 1
+    threads: int = field(default_factory=default_threads)
+
+
+CONFIG_ENV = "AUDITOR_SERVE_CONFIG"
+
+
+def app_from_env() -> Any:
+    """One worker's app under `auditor serve --workers N`: uvicorn starts each worker from an
+    import string, so the configuration comes from the parent through the environment."""
+    return create_app(ServerConfig(**json.loads(os.environ[CONFIG_ENV])))
 
 
 def create_app(config: ServerConfig | None = None, store: EventStore | None = None) -> Any:
@@ -41,10 +66,12 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
     config = config or ServerConfig()
     store = store or open_store(config.store_url)
 
-    reader = read_engine(store)
+    reader = read_engine(store, config.threads)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = config.threads
+        app.state.audit_limiter = anyio.CapacityLimiter(AUDIT_THREADS)
         await run_in_threadpool(app.state.index.refresh)  # serve only once the index has caught up
         log.info("search index at position %d", app.state.index.position)
         yield

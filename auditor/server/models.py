@@ -26,7 +26,8 @@ class TraceSummary(BaseModel):
 
 
 class TraceList(BaseModel):
-    total: int
+    total: int = Field(description="Matches counted; with `total_exact` false there are more than this.")
+    total_exact: bool
     offset: int
     limit: int
     traces: list[TraceSummary]
@@ -52,7 +53,8 @@ class ReportSummary(BaseModel):
 
 
 class ReportList(BaseModel):
-    total: int
+    total: int = Field(description="Matches counted; with `total_exact` false there are more than this.")
+    total_exact: bool
     offset: int
     limit: int
     reports: list[ReportSummary]

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
+from pydantic_core import to_json
 
 from auditor.errors import NotFoundError
 from auditor.server.auth import Principal, require
 from auditor.server.models import RepairList, ReportList, StepsPage, TraceList, TraceSummary, WhoAmI
 from auditor.server.repairs import get_repair, list_repairs
-from auditor.server.search import TraceQuery
+from auditor.server.search import COUNT_CAP, Page, TraceQuery
 
 router = APIRouter(prefix="/api")
 Reader = Annotated[Principal, Depends(require("read"))]
 Repairer = Annotated[Principal, Depends(require("repair"))]
 Severity = Literal["info", "low", "medium", "high", "critical"]
+ExactTotal = Annotated[
+    bool,
+    Query(description=f"Count every match; by default `total` stops past {COUNT_CAP:,} (see `total_exact`)."),
+]
 
 
 def _head(request: Request) -> int:
@@ -26,6 +31,14 @@ def _head(request: Request) -> int:
 
 def _json(body: bytes | str, media: str = "application/json") -> Response:
     return Response(content=body, media_type=media)
+
+
+def _listing(key: str, page: Page, offset: int, limit: int) -> Response:
+    """A page of index rows as JSON. The rows come from the index's typed columns, shaped as the
+    response model declares, so they are written without validating each one again."""
+    body: dict[str, Any] = {"total": page.total, "total_exact": page.exact, "offset": offset, "limit": limit}
+    body[key] = page.rows
+    return _json(to_json(body))
 
 
 @router.get("/whoami", response_model=WhoAmI, tags=["auth"])
@@ -49,14 +62,13 @@ def search_traces(
     order: Literal["newest", "oldest"] = "newest",
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    exact_total: ExactTotal = False,
 ) -> Response:
     """List and search traces; every filter narrows the result."""
     q = TraceQuery(
-        source, framework, participant, text, has_findings, severity, since, until, order, offset, limit
-    )
-    total, rows = request.app.state.index.traces(q, _head(request))
-    page = TraceList(total=total, offset=offset, limit=limit, traces=[TraceSummary(**r) for r in rows])
-    return _json(page.model_dump_json())  # validated once, here: the hot path skips a second pass
+        source, framework, participant, text, has_findings, severity, since, until, order, offset, limit, exact_total
+    )  # fmt: skip
+    return _listing("traces", request.app.state.index.traces(q, _head(request)), offset, limit)
 
 
 @router.get("/traces/{trace_id}", response_model=TraceSummary, tags=["traces"])
@@ -100,10 +112,11 @@ def search_reports(
     decision: Literal["risk_identified", "no_material_risk", "inconclusive"] | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-) -> ReportList:
+    exact_total: ExactTotal = False,
+) -> Response:
     """Reports, newest first, optionally of one trace or with one decision."""
-    total, rows = request.app.state.index.reports(trace_id, decision, offset, limit, _head(request))
-    return ReportList(total=total, offset=offset, limit=limit, reports=rows)  # type: ignore[arg-type]
+    page = request.app.state.index.reports(trace_id, decision, offset, limit, _head(request), exact_total)
+    return _listing("reports", page, offset, limit)
 
 
 @router.get(

@@ -8,10 +8,12 @@ import json
 import re
 import tempfile
 from collections.abc import AsyncIterator
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Annotated, Literal
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
@@ -64,7 +66,7 @@ async def submit_for_audit(
             raise InputError("the request body is empty", path=name, hint="send the trace file as the body")
         store = request.app.state.store
         try:
-            outcomes = await run_in_threadpool(
+            audit = partial(
                 review_file,
                 store,
                 path,
@@ -73,6 +75,7 @@ async def submit_for_audit(
                 redact=redact or config.redact,
                 patterns=config.redact_patterns,
             )
+            outcomes = await anyio.to_thread.run_sync(audit, limiter=request.app.state.audit_limiter)
         except AuditorError as exc:  # name the upload, not the temporary folder
             exc.args = (str(exc).replace(str(path), name),)
             raise

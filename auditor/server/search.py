@@ -4,6 +4,11 @@ Text search matches words: every word of the query must begin a word of the trac
 or step content (PostgreSQL answers through its GIN full-text index, SQLite through the same
 space-delimited word list). Callers that have just read the store's head pass it (see
 ``cache.StoreHead``), so a request costs no second look at the store.
+
+Totals are counted up to ``COUNT_CAP`` matches unless a caller asks for an exact one: a broad
+filter over a large store would otherwise count every match on every page (as search engines do,
+the page then says "1,000+"). Each combination of filters has one statement, built once, whose
+values are all bound parameters: a request binds its values and runs SQL already compiled.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Column, Table, and_, exists, func, select, text
+from sqlalchemy import Column, Select, Table, and_, bindparam, exists, func, literal_column, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -31,6 +37,8 @@ from auditor.server.index import (
 )
 from auditor.store import EventStore, catch_up
 
+COUNT_CAP = 1000
+
 
 @dataclass(frozen=True)
 class TraceQuery:
@@ -45,6 +53,17 @@ class TraceQuery:
     order: str = "newest"
     offset: int = 0
     limit: int = 50
+    exact_total: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of rows and the matches counted. When ``exact`` is false there are more than
+    ``total`` matches: more than ``COUNT_CAP``, and more than this page reaches."""
+
+    total: int
+    exact: bool
+    rows: list[dict[str, Any]]
 
 
 class SearchIndex:
@@ -67,98 +86,154 @@ class SearchIndex:
                 catch_up(self.store, self.projection)
                 self.position = last
 
-    def traces(self, q: TraceQuery, head: int | None = None) -> tuple[int, list[dict[str, Any]]]:
+    def traces(self, q: TraceQuery, head: int | None = None) -> Page:
         self.refresh(head)
-        where = self._trace_filters(q)
-        order = trace_rows.c.position.desc() if q.order == "newest" else trace_rows.c.position.asc()
-        by_index = bool(q.text) and self.store.dialect == "postgresql"
-        return _page(self.reader, trace_rows, where, order, q.offset, q.limit, trace_summary, by_index)
+        cap = None if q.exact_total else COUNT_CAP
+        filters = self._trace_filters(q)
+        return _page(
+            self.reader, "traces", filters, q.order == "newest", q.offset, q.limit, trace_summary, cap
+        )
 
     def trace(self, trace_id: str, head: int | None = None) -> dict[str, Any] | None:
         self.refresh(head)
         with self.reader.connect() as conn:
-            row = conn.execute(select(*_shown(trace_rows)).where(trace_rows.c.trace_id == trace_id)).first()
+            row = conn.execute(_ONE_TRACE, {"trace_id": trace_id}).first()
         return trace_summary(dict(row._mapping)) if row else None
 
     def reports(
-        self, trace_id: str | None, decision: str | None, offset: int, limit: int, head: int | None = None
-    ) -> tuple[int, list[dict[str, Any]]]:
+        self,
+        trace_id: str | None,
+        decision: str | None,
+        offset: int,
+        limit: int,
+        head: int | None = None,
+        exact_total: bool = False,
+    ) -> Page:
         self.refresh(head)
-        where = []
-        if trace_id:
-            where.append(report_rows.c.trace_id == trace_id)
-        if decision:
-            where.append(report_rows.c.decision == decision)
-        order = report_rows.c.position.desc()
-        return _page(self.reader, report_rows, where, order, offset, limit, report_summary)
+        filters = {k: v for k, v in (("trace_id", trace_id), ("decision", decision)) if v}
+        cap = None if exact_total else COUNT_CAP
+        return _page(self.reader, "reports", filters, True, offset, limit, report_summary, cap)
 
-    def _trace_filters(self, q: TraceQuery) -> list[ColumnElement[bool]]:
-        c = trace_rows.c
-        where: list[ColumnElement[bool]] = []
+    def _trace_filters(self, q: TraceQuery) -> dict[str, Any]:
+        """The filters ``q`` sets, by name (see ``_trace_clause``), with the values they bind."""
+        f: dict[str, Any] = {}
         if q.source:
-            where.append(func.lower(c.source).contains(q.source.lower(), autoescape=True))
+            f["source"] = _anywhere(q.source.lower())
         if q.framework:
-            where.append(func.lower(c.framework) == q.framework.lower())
+            f["framework"] = q.framework.lower()
         if q.participant:
-            p = participant_rows.c
-            where.append(exists().where(and_(p.trace_id == c.trace_id, p.name == q.participant.lower())))
+            f["participant"] = q.participant.lower()
         if q.has_findings is not None:
-            where.append(c.findings > 0 if q.has_findings else c.findings == 0)
+            f["has_findings" if q.has_findings else "no_findings"] = None
         if q.severity:
-            where.append(c.max_severity >= SEVERITY_RANK[q.severity])
+            f["severity"] = SEVERITY_RANK[q.severity]
         if q.since:
-            where.append(c.time >= utc_iso(q.since))
+            f["since"] = utc_iso(q.since)
         if q.until:
-            where.append(c.time < utc_iso(q.until))
+            f["until"] = utc_iso(q.until)
         if q.text:
-            where.extend(self._text_filter(q.text))
-        return where
+            words = [w.lower() for w in WORD.findall(q.text)]
+            if not words:
+                f["nothing"] = None  # nothing searchable in the query: nothing matches
+            elif self.store.dialect == "postgresql":
+                f["tsq"] = " & ".join(f"{w}:*" for w in words)
+            else:
+                f.update({f"word{i}": _anywhere(" " + w) for i, w in enumerate(words)})
+        return f
 
-    def _text_filter(self, query: str) -> list[ColumnElement[bool]]:
-        words = [w.lower() for w in WORD.findall(query)]
-        if not words:
-            return [text("1 = 0")]  # nothing searchable in the query: nothing matches
-        if self.store.dialect == "postgresql":
-            tsquery = " & ".join(f"{w}:*" for w in words)
-            return [text("server_traces.words_tsv @@ to_tsquery('simple', :tsq)").bindparams(tsq=tsquery)]
-        return [trace_rows.c.words.contains(" " + w, autoescape=True) for w in words]
+
+def _anywhere(fragment: str) -> str:
+    """A LIKE pattern (escape character '/') that finds ``fragment`` literally, anywhere."""
+    return "%" + fragment.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+
+
+def _trace_clause(name: str) -> ColumnElement[bool]:
+    c, p = trace_rows.c, participant_rows.c
+    match name:
+        case "source":
+            return func.lower(c.source).like(bindparam(name), escape="/")
+        case "framework":
+            return func.lower(c.framework) == bindparam(name)
+        case "participant":
+            return exists().where(and_(p.trace_id == c.trace_id, p.name == bindparam(name)))
+        case "has_findings":
+            return c.findings > literal_column("0")
+        case "no_findings":
+            return c.findings == literal_column("0")
+        case "severity":
+            return c.max_severity >= bindparam(name)
+        case "since":
+            return c.time >= bindparam(name)
+        case "until":
+            return c.time < bindparam(name)
+        case "tsq":
+            return text("server_traces.words_tsv @@ to_tsquery('simple', :tsq)")
+        case "nothing":
+            return text("1 = 0")
+        case _:  # word0, word1, ...: SQLite's word list
+            return c.words.like(bindparam(name), escape="/")
+
+
+def _report_clause(name: str) -> ColumnElement[bool]:
+    return report_rows.c[name] == bindparam(name)
 
 
 def _shown(table: Table) -> list[Column]:
     return [c for c in table.c if c.name != "words"]
 
 
+_ONE_TRACE = select(*_shown(trace_rows)).where(trace_rows.c.trace_id == bindparam("trace_id"))
+
+
+@lru_cache(maxsize=1024)
+def _statements(kind: str, filters: tuple[str, ...], newest: bool, capped: bool) -> tuple[Select, Select]:
+    """(page, count) for one combination of filters. The count rides along in the page as a
+    subquery, so a page and its count are one round trip; capped, it stops at ``bound`` rows."""
+    table, clause = (trace_rows, _trace_clause) if kind == "traces" else (report_rows, _report_clause)
+    where = [clause(name) for name in filters]
+    matches = select(literal_column("1")).select_from(table).where(*where)
+    if capped:
+        matches = matches.limit(bindparam("bound"))
+    count = select(func.count()).select_from(matches.subquery()).correlate(None)
+    order = table.c.position.desc() if newest else table.c.position.asc()
+    page = (
+        select(*_shown(table), count.scalar_subquery().label("_total"))
+        .where(*where)
+        .order_by(order)
+        .offset(bindparam("offset"))
+        .limit(bindparam("limit"))
+    )
+    return page, count
+
+
 def _page(
     engine: Engine,
-    table: Table,
-    where: list[ColumnElement[bool]],
-    order: ColumnElement[Any],
+    kind: str,
+    filters: dict[str, Any],
+    newest: bool,
     offset: int,
     limit: int,
     shape: Callable[[dict[str, Any]], dict[str, Any]],
-    by_index: bool = False,
-) -> tuple[int, list[dict[str, Any]]]:
-    """(total, one page of rows): the count rides along as a subquery, one round trip for both.
-
-    ``by_index`` (a PostgreSQL full-text query) keeps the planner off sequential scans: it does
-    not price un-TOASTing every trace's word vector, and for a common word would scan and
-    decompress them all instead of counting from the GIN index (300 ms against 10 ms at 10,000
-    traces). Every text query has that index to go through.
-    """
-    count = select(func.count()).select_from(table).where(*where).correlate(None)
-    query = select(*_shown(table), count.scalar_subquery().label("_total")).where(*where)
+    cap: int | None,
+) -> Page:
+    """One page of rows and their count. With a ``cap`` the count stops past the cap or past the
+    page, whichever is further, so a caller knows whether more pages follow. The server's
+    PostgreSQL reader plans without sequential scans (see ``cache.read_engine``), so a full-text
+    filter counts from its GIN index."""
+    bound = None if cap is None else max(cap, offset + limit)
+    page, count = _statements(kind, tuple(filters), newest, bound is not None)
+    values = {k: v for k, v in filters.items() if v is not None} | {"offset": offset, "limit": limit}
+    if bound is not None:
+        values["bound"] = bound + 1
     with engine.connect() as conn:
-        if by_index:
-            conn.exec_driver_sql("SET enable_seqscan = off")
-        try:
-            rows = [dict(r._mapping) for r in conn.execute(query.order_by(order).offset(offset).limit(limit))]
-            total = rows[0]["_total"] if rows else (conn.execute(count).scalar_one() if offset else 0)
-        finally:
-            if by_index:
-                conn.exec_driver_sql("RESET enable_seqscan")
+        result = conn.execute(page, values)
+        keys = list(map(str, result.keys()))  # plain str: SQLAlchemy's names are a subclass
+        rows = [dict(zip(keys, row, strict=True)) for row in result.all()]
+        counted = rows[0]["_total"] if rows else (conn.execute(count, values).scalar_one() if offset else 0)
     for r in rows:
         del r["_total"]
-    return total, [shape(r) for r in rows]
+    exact = bound is None or counted <= bound
+    return Page(counted if exact else bound, exact, [shape(r) for r in rows])
 
 
 def trace_summary(r: dict[str, Any]) -> dict[str, Any]:

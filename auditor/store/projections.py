@@ -1,7 +1,9 @@
 """Projections: views rebuilt from events, each tracking the last global position it applied.
 
 The tracking position is written in the same transaction as the projection's effect, so a view
-is never ahead of or behind what it says it has applied.
+is never ahead of or behind what it says it has applied. Processes that share a store (several
+server workers, a CLI beside them) may catch up the same view at once: each write takes the
+view's lock and applies only what no one has applied since it looked.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
 from auditor.store.eventstore import EventStore
@@ -48,9 +50,17 @@ def _set_position(conn: Connection, name: str, position: int) -> None:
         conn.execute(projection_positions.insert().values(name=name, position=position))
 
 
+def _lock(conn: Connection, name: str) -> None:
+    """Hold the view's lock until the transaction ends (PostgreSQL; SQLite's write transactions
+    already exclude each other)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"projection:{name}"})
+
+
 def catch_up(store: EventStore, projection: Projection, batch: int = 2000) -> int:
     """Apply every event after the tracked position; returns how many events were applied."""
     with store.write_transaction() as conn:
+        _lock(conn, projection.name)
         projection.create(conn)
         start = tracked_position(conn, projection.name) + 1
     applied = 0
@@ -70,14 +80,20 @@ def catch_up(store: EventStore, projection: Projection, batch: int = 2000) -> in
 
 def _commit(store: EventStore, projection: Projection, pending: list[RecordedEvent], position: int) -> int:
     with store.write_transaction() as conn:
-        projection.apply(conn, pending)
+        _lock(conn, projection.name)
+        done = tracked_position(conn, projection.name)  # another process may have got further
+        if done >= position:
+            return 0
+        fresh = [ev for ev in pending if ev.global_position > done]
+        projection.apply(conn, fresh)
         _set_position(conn, projection.name, position)
-    return len(pending)
+    return len(fresh)
 
 
 def rebuild(store: EventStore, projection: Projection) -> int:
     """Drop the view's content and apply every event from position 1."""
     with store.write_transaction() as conn:
+        _lock(conn, projection.name)
         projection.create(conn)
         projection.reset(conn)
         _set_position(conn, projection.name, 0)

@@ -51,12 +51,17 @@ async function renderTraces(main, params) {
     el("td", {}, t.report_id ? el("a", { href: route("report", t.report_id) }, "report") : "—"),
   ));
   const pager = el("nav", { class: "pager", "aria-label": "Pages" },
-    el("span", { id: "trace-count" }, `${data.total} traces`),
+    el("span", { id: "trace-count" }, `${counted(data)} traces`),
     offset > 0 ? el("a", { href: withOffset(params, Math.max(0, offset - PAGE_SIZE)) }, "← newer") : null,
-    offset + PAGE_SIZE < data.total ? el("a", { href: withOffset(params, offset + PAGE_SIZE) }, "older →") : null);
+    offset + PAGE_SIZE < data.total || !data.total_exact ? el("a", { href: withOffset(params, offset + PAGE_SIZE) }, "older →") : null);
   main.append(pager, el("table", { class: "list", id: "traces" },
     el("thead", {}, el("tr", {}, ["Trace", "Framework", "Steps", "Participants", "Findings", "Severity", "Time", ""].map((h) => el("th", { scope: "col" }, h)))),
     el("tbody", {}, rows)));
+}
+
+// A listing's total: the server stops counting past a cap unless asked for an exact count.
+function counted(data) {
+  return data.total.toLocaleString("en") + (data.total_exact ? "" : "+");
 }
 
 function withOffset(params, offset) {
@@ -67,7 +72,7 @@ function withOffset(params, offset) {
 
 async function renderReports(main) {
   const data = await api("/api/reports", { limit: 100 });
-  fill(main, el("h1", {}, "Reports"), el("p", { class: "muted" }, `${data.total} reports, newest first`),
+  fill(main, el("h1", {}, "Reports"), el("p", { class: "muted" }, `${counted(data)} reports, newest first`),
     el("table", { class: "list" },
       el("thead", {}, el("tr", {}, ["Report", "Trace", "Decision", "Findings", "Severity", "Engine", "Valid"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, data.reports.map((r) => el("tr", {},

@@ -19,6 +19,7 @@ are given, their cost per request does not.
     runuser -u postgres -- createdb -O auditor auditor_bench
     python benchmarks/api_bench.py [--pg postgresql://auditor:auditor@127.0.0.1:5432/auditor_bench]
     python benchmarks/api_bench.py --traces 300 --long 3 --seconds 5     # a small run
+    python benchmarks/api_bench.py --workers 2     # two server processes (each its own view caches)
 """
 
 from __future__ import annotations

@@ -123,6 +123,28 @@ def test_counts_stop_past_the_cap(
     assert exact and reports >= len(seeded.reports)
 
 
+def test_deep_pages_are_the_same_pages(
+    client: TestClient, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deep page (its offset skipped by position alone) holds what the shallow plan would."""
+    h = auth(seeded)
+
+    def pages(**params: object) -> list[list[str]]:
+        out = []
+        for offset in range(0, 12, 3):
+            body = client.get(
+                "/api/traces", params={**params, "offset": offset, "limit": 3}, headers=h
+            ).json()
+            out.append([t["trace_id"] for t in body["traces"]])
+        return out
+
+    shapes = [{}, {"order": "oldest"}, {"has_findings": True}, {"text": "the"}]
+    shallow = [pages(**q) for q in shapes]
+    monkeypatch.setattr("auditor.server.search.DEEP_OFFSET", 1)
+    assert [pages(**q) for q in shapes] == shallow
+    assert all(len(p) == 3 for p in shallow[0][:3])  # at least nine traces: pages past the first
+
+
 @pytest.mark.postgres
 def test_search_on_postgres(pg_schema_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same filters through PostgreSQL's stored full-text vector, with counts beside pages."""
@@ -150,6 +172,9 @@ def test_search_on_postgres(pg_schema_url: str, tmp_path: Path, monkeypatch: pyt
             assert past["total"] == len(seeded.reports) and past["traces"] == []
             reports = c.get("/api/reports", params={"limit": 1}, headers=h).json()
             assert reports["total"] == len(seeded.reports)
+            monkeypatch.setattr("auditor.server.search.DEEP_OFFSET", 1)
+            deep = c.get("/api/traces", params={"text": "the", "limit": 1, "offset": 1}, headers=h).json()
+            assert deep["traces"][0]["trace_id"] == common[1] and deep["total"] == len(common)
             monkeypatch.setattr("auditor.server.search.COUNT_CAP", 2)
             capped = c.get("/api/traces", params={"text": "the", "limit": 1}, headers=h).json()
             assert (capped["total"], capped["total_exact"]) == (2, False) and capped["traces"][0][
@@ -296,7 +321,7 @@ def test_openapi_describes_the_api(client: TestClient, seeded: Seeded) -> None:
     ],
 )
 def test_each_filter_counts_through_its_index(tmp_path: Path, where: str, index: str) -> None:
-    """A filtered list counts every match: each filter's count is answered by an index."""
+    """A filtered list counts its matches (up to the cap): each filter's count is answered by an index."""
     from auditor.server.index import SearchProjection
     from auditor.store import catch_up
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from starlette.requests import Request
 
@@ -84,15 +84,22 @@ def read_engine(store: EventStore, threads: int) -> Engine:
 class StoreHead:
     """The store's last position as of this request (read on first use, then kept on the request)."""
 
+    SQL = f"SELECT COALESCE(MAX(global_position), 0) FROM {events.name}"
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._query = select(func.coalesce(func.max(events.c.global_position), 0))
 
     def __call__(self, request: Request) -> int:
         head = getattr(request.state, "store_head", None)
         if head is None:
-            with self._engine.connect() as conn:
-                head = request.state.store_head = conn.execute(self._query).scalar_one()
+            conn = self._engine.raw_connection()  # every request asks: the driver alone, no result machinery
+            try:
+                cursor = conn.cursor()
+                cursor.execute(self.SQL)
+                head = request.state.store_head = cursor.fetchone()[0]
+                cursor.close()
+            finally:
+                conn.close()
         return head
 
 

@@ -166,11 +166,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(url: str, port: int, workers: int) -> subprocess.Popen:
+def start_server(url: str, port: int, workers: int, threads: int | None) -> subprocess.Popen:
     """`auditor serve` in its own process; returns once /health answers (the index has caught up)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "auditor.cli.main", "serve", "--store", url, "--port", str(port), "--log-level", "warning",
-         "--workers", str(workers)]
+         "--workers", str(workers), *(["--threads", str(threads)] if threads else [])]
     )  # fmt: skip
     deadline = time.monotonic() + 3600
     while time.monotonic() < deadline:
@@ -416,6 +416,7 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=20, help="of which 1,000-step traces (for the trace page)")
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--workers", type=int, default=1, help="server processes (auditor serve --workers)")
+    ap.add_argument("--threads", type=int, help="request threads per process (default: the server's)")
     ap.add_argument("--seconds", type=float, default=30.0, help="per phase")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="seeding processes")
     ap.add_argument("--seed-only", action="store_true", help="fill the store, measure nothing")
@@ -432,7 +433,7 @@ def main() -> None:
     store.close()
     port = free_port()
     started = time.perf_counter()
-    server = start_server(args.pg, port, args.workers)
+    server = start_server(args.pg, port, args.workers, args.threads)
     ready_s = time.perf_counter() - started
     try:
         headers = {"Authorization": f"Bearer {token}"}

@@ -30,7 +30,10 @@ def register(app: typer.Typer) -> None:
             help="Server processes side by side; about one per core beside the database.",
         ),
         threads: int = typer.Option(
-            None, "--threads", min=1, help="Request threads per process (default: 4 per core, at least 8)."
+            None,
+            "--threads",
+            min=1,
+            help="Request threads per process (default: 2 per core, at least 4; more for a remote database).",
         ),
         redact: bool = REDACT,
         redact_pattern: list[str] = REDACT_PATTERN,

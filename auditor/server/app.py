@@ -31,10 +31,12 @@ AUDIT_THREADS = 2  # submitted traces audited at once per process; reads never w
 
 
 def default_threads() -> int:
-    """Request threads per process. Each holds a database connection while it works: a few per
-    core keep PostgreSQL busy, and more only contend for the interpreter (at 20 clients on two
-    cores, 40 threads answered the slowest 5 % of searches in 135-160 ms, 8 threads in 90-110)."""
-    return max(8, 4 * (os.cpu_count() or 1))
+    """Request threads per process. Each holds a database connection while it works: two per
+    core keep a local PostgreSQL busy, and more only contend for the interpreter and the cores
+    while the rest wait their turn in order (at 20 clients on two cores, the slowest 5 % of
+    searches took 135-160 ms with 40 threads, 85-100 with 6-12, 77 with 4). A remote database,
+    whose round trips leave the cores idle, wants more: `--threads`."""
+    return max(4, 2 * (os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)

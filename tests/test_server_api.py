@@ -338,3 +338,28 @@ def test_each_filter_counts_through_its_index(tmp_path: Path, where: str, index:
         assert index in plan, plan
     finally:
         store.close()
+
+
+def test_indexes_of_the_first_schema_are_replaced(tmp_path: Path) -> None:
+    """A store indexed by the first schema loses the two indexes the filter indexes replace."""
+    from sqlalchemy import inspect, text
+
+    from auditor.server.index import REPLACED_INDEXES, SearchProjection
+    from auditor.store import catch_up
+
+    store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        catch_up(store, SearchProjection())
+        with store.write_transaction() as conn:
+            conn.execute(text("CREATE INDEX ix_server_traces_framework ON server_traces (framework)"))
+            conn.execute(text("CREATE INDEX ix_server_participants_name ON server_trace_participants (name)"))
+        catch_up(store, SearchProjection())  # a newer server's first catch-up
+        with store.engine.connect() as conn:
+            names = {
+                ix["name"]
+                for table in ("server_traces", "server_trace_participants")
+                for ix in inspect(conn).get_indexes(table)
+            }
+        assert not names & set(REPLACED_INDEXES) and "ix_server_traces_severity" in names
+    finally:
+        store.close()

@@ -94,6 +94,9 @@ FILTER_INDEXES = {
     "ix_server_participants_name_trace": "server_trace_participants (name, trace_id)",
 }
 SOURCE_TRIGRAMS = "ix_server_traces_source_trgm"
+# Indexes of the first schema, which the filter indexes replace. Left in place, PostgreSQL's
+# planner would still pick the plain framework index and test lower() on every row of it.
+REPLACED_INDEXES = ("ix_server_traces_framework", "ix_server_participants_name")
 
 
 def _create_filter_indexes(conn: Connection) -> None:
@@ -105,6 +108,8 @@ def _create_filter_indexes(conn: Connection) -> None:
     for name, target in FILTER_INDEXES.items():
         if name not in have:
             conn.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {target}"))
+    for name in have.intersection(REPLACED_INDEXES):
+        conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
     if conn.dialect.name == "postgresql" and SOURCE_TRIGRAMS not in have:
         try:
             with conn.begin_nested():  # a role that may not enable the extension keeps the scan

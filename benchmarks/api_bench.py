@@ -20,6 +20,7 @@ are given, their cost per request does not.
     python benchmarks/api_bench.py [--pg postgresql://auditor:auditor@127.0.0.1:5432/auditor_bench]
     python benchmarks/api_bench.py --traces 300 --long 3 --seconds 5     # a small run
     python benchmarks/api_bench.py --workers 2     # two server processes (each its own view caches)
+    python benchmarks/api_bench.py --varied        # every search draws its values from the data
 """
 
 from __future__ import annotations
@@ -186,12 +187,16 @@ def start_server(url: str, port: int, workers: int, threads: int | None) -> subp
     raise SystemExit("auditor serve did not come up within an hour")
 
 
-def search_mix(client: httpx.Client) -> list[tuple[str, dict[str, object]]]:
+Params = dict[str, object]
+Mix = list[tuple[str, Callable[[random.Random], Params]]]
+
+
+def search_mix(client: httpx.Client) -> Mix:
     """The list/search queries, with a rare and a common word and a time window from the data."""
     newest = client.get("/api/traces", params={"limit": 1, "exact_total": "true"}).json()
     total = newest["total"]
     middle = client.get("/api/traces", params={"limit": 1, "offset": total // 2}).json()["traces"][0]
-    return [
+    fixed: list[tuple[str, Params]] = [
         ("list newest", {"limit": 50}),
         ("list deep page", {"limit": 50, "offset": max(0, total - 60)}),
         ("framework", {"framework": "Magentic-One", "limit": 50}),
@@ -202,6 +207,39 @@ def search_mix(client: httpx.Client) -> list[tuple[str, dict[str, object]]]:
         ("text, rare word", {"text": "tri-rail", "limit": 50}),
         ("text, common word", {"text": "the", "limit": 50}),
         ("text + findings", {"text": "verify", "has_findings": "true", "limit": 50}),
+    ]
+    return [(name, lambda rng, p=params: p) for name, params in fixed]
+
+
+def varied_mix(client: httpx.Client, sample: int = 300) -> Mix:
+    """The same kinds of query, each request drawing its values from ``sample`` traces picked at
+    random: any page, a framework, participant, source fragment, start time or task word that
+    the data holds. No two requests need be alike, so nothing is answered from a warm plan."""
+    total = client.get("/api/traces", params={"limit": 1, "exact_total": "true"}).json()["total"]
+    pick = random.Random(7)
+    rows = [
+        client.get("/api/traces", params={"limit": 1, "offset": pick.randrange(total)}).json()["traces"][0]
+        for _ in range(sample)
+    ]
+    frameworks = sorted({r["framework"] for r in rows if r["framework"]})
+    participants = sorted({p for r in rows for p in r["participants"]})
+    fragments = sorted(
+        {part for r in rows for part in re.split(r"[/ :]+", r["source"] or "") if len(part) > 2}
+    )
+    words = sorted({w for r in rows for w in re.findall(r"[A-Za-z]{4,}", r["task"] or "")})
+    times = sorted(r["time"] for r in rows)
+    severities = ["low", "medium", "high"]
+    return [
+        ("list, any page", lambda rng: {"limit": 50, "offset": rng.randrange(max(1, total - 50))}),
+        ("framework", lambda rng: {"framework": rng.choice(frameworks), "limit": 50}),
+        ("participant", lambda rng: {"participant": rng.choice(participants), "limit": 50}),
+        ("findings ≥ severity", lambda rng: {"has_findings": "true", "severity": rng.choice(severities)}),
+        ("source fragment", lambda rng: {"source": rng.choice(fragments), "limit": 50}),
+        ("time window", lambda rng: {"since": rng.choice(times), "limit": 50}),
+        ("text, a task word", lambda rng: {"text": rng.choice(words), "limit": 50}),
+        ("text, two task words", lambda rng: {"text": " ".join(rng.sample(words, 2)), "limit": 50}),
+        ("text + findings", lambda rng: {"text": rng.choice(words), "has_findings": "true", "limit": 50}),
+        ("text, page 2", lambda rng: {"text": rng.choice(words), "limit": 50, "offset": 50}),
     ]
 
 
@@ -276,10 +314,12 @@ async def run_clients(
     return samples
 
 
-async def search_phase(port: int, token: str, mix, clients: int, seconds: float) -> dict[str, list[float]]:
+async def search_phase(
+    port: int, token: str, mix: Mix, clients: int, seconds: float
+) -> dict[str, list[float]]:
     async def one(conns: list[Connection], rng: random.Random) -> list[tuple[str, float]]:
         name, params = rng.choice(mix)
-        return [(name, await conns[0].get("/api/traces", params))]
+        return [(name, await conns[0].get("/api/traces", params(rng)))]
 
     return await run_clients(port, token, clients, seconds, 1, one)
 
@@ -417,6 +457,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--workers", type=int, default=1, help="server processes (auditor serve --workers)")
     ap.add_argument("--threads", type=int, help="request threads per process (default: the server's)")
+    ap.add_argument("--varied", action="store_true", help="draw each search's values from the data")
     ap.add_argument("--seconds", type=float, default=30.0, help="per phase")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="seeding processes")
     ap.add_argument("--seed-only", action="store_true", help="fill the store, measure nothing")
@@ -438,7 +479,7 @@ def main() -> None:
     try:
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as c:
-            mix = search_mix(c)
+            mix = varied_mix(c) if args.varied else search_mix(c)
             exact = {"limit": 1, "exact_total": "true"}
             n_traces = c.get("/api/traces", params=exact).json()["total"]
             n_reports = c.get("/api/reports", params=exact).json()["total"]

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, delete, inspect, select, text
+from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, delete, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
@@ -99,12 +99,21 @@ SOURCE_TRIGRAMS = "ix_server_traces_source_trgm"
 REPLACED_INDEXES = ("ix_server_traces_framework", "ix_server_participants_name")
 
 
+def _index_names(conn: Connection) -> set[str]:
+    """The indexes on the filtered tables, expression indexes included (SQLAlchemy's inspector
+    leaves those out on SQLite, with a warning)."""
+    tables = "('server_traces', 'server_trace_participants')"
+    if conn.dialect.name == "postgresql":
+        query = (
+            f"SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN {tables}"
+        )
+    else:
+        query = f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN {tables}"
+    return {row[0] for row in conn.execute(text(query))}
+
+
 def _create_filter_indexes(conn: Connection) -> None:
-    have = {
-        ix["name"]
-        for table in ("server_traces", "server_trace_participants")
-        for ix in inspect(conn).get_indexes(table)
-    }
+    have = _index_names(conn)
     for name, target in FILTER_INDEXES.items():
         if name not in have:
             conn.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {target}"))

@@ -202,7 +202,7 @@ def _statements(
     count = select(func.count()).select_from(matches.subquery()).correlate(None)
     order = table.c.position.desc() if newest else table.c.position.asc()
     rows = select(*_shown(table), count.scalar_subquery().label("_total"))
-    window = select(table.c.position).where(*where) if deep else rows.where(*where)
+    window = select(table.c.position).where(*where).correlate(None) if deep else rows.where(*where)
     window = window.order_by(order).offset(bindparam("offset")).limit(bindparam("limit"))
     page = rows.where(table.c.position.in_(window)).order_by(order) if deep else window
     return page, count

@@ -18,16 +18,17 @@ DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 
 
 def _parse_cli(args: list[str], env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Resolve `auditor stream <cmd> …` through the real parser: unknown options and bad values raise."""
+    """Resolve `auditor [group] <cmd> …` through the real parser: unknown options and bad values raise."""
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    root = typer.main.get_command(app)  # typer's own click: groups answer get_command
-    assert args[0] == "stream", args
-    with root.make_context("auditor", [], resilient_parsing=True) as ctx:
-        stream = root.get_command(ctx, "stream")  # type: ignore[attr-defined]
-        command = stream.get_command(ctx, args[1])
-        assert command is not None, f"no command 'stream {args[1]}'"
-        return command.make_context(args[1], list(args[2:]), parent=ctx)
+    command: Any = typer.main.get_command(app)  # typer's own click: groups answer get_command
+    with command.make_context("auditor", [], resilient_parsing=True) as ctx:
+        words = list(args)
+        while hasattr(command, "get_command"):  # down through the groups to the command
+            name = words.pop(0)
+            command = command.get_command(ctx, name)
+            assert command is not None, f"no command {name!r} in {args}"
+        return command.make_context(name, words, parent=ctx)
 
 
 def _option(args: list[str], name: str) -> str:
@@ -80,6 +81,19 @@ def test_compose_commands_are_valid_cli_calls(
     port = ctx.params["metrics_port"]
     assert ctx.params["metrics_host"] == "0.0.0.0"
     assert f"127.0.0.1:{port}/healthz" in " ".join(spec["healthcheck"]["test"])
+
+
+def test_compose_console_serves_the_store_on_all_interfaces(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = compose["services"]["console"]
+    ctx = _parse_cli(spec["command"], spec["environment"], monkeypatch)
+    assert ctx.params["host"] == "0.0.0.0" and ctx.params["workers"] >= 2
+    port = ctx.params["port"]
+    assert f"127.0.0.1:{port}/health" in " ".join(spec["healthcheck"]["test"])
+    assert f"{port}:{port}" in spec["ports"]
+    assert spec["environment"]["AUDITOR_STORE"].startswith("postgresql://")
+    assert spec["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
 # -- Kubernetes --------------------------------------------------------------------------------

@@ -361,57 +361,38 @@ async def page_phase(
     return first, await run_clients(port, token, clients, seconds, 3, one)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process so far (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _processes() -> list[tuple[int, str, int]]:
-    """(pid, command name, parent pid) of every process this user may read (Linux)."""
+def processes() -> list[tuple[int, str, int, float]]:
+    """(pid, command name, parent pid, user + system CPU seconds so far) of every process this
+    user may read (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             head, tail = stat.read_text().rsplit(")", 1)
-            found.append((int(stat.parent.name), head.split("(", 1)[1], int(tail.split()[1])))
+            fields = tail.split()
+            cpu = (int(fields[11]) + int(fields[12])) / tick
+            found.append((int(stat.parent.name), head.split("(", 1)[1], int(fields[1]), cpu))
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
     return found
 
 
-def _total_cpu(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            total += cpu_seconds(pid)
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-def server_cpu_seconds(pid: int) -> float:
-    """CPU so far of the server and of its worker processes (under ``--workers``)."""
-    return _total_cpu([pid] + [p for p, _, parent in _processes() if parent == pid])
-
-
-def postgres_cpu_seconds() -> float:
-    """CPU so far of every PostgreSQL process this user may read (0 when it runs elsewhere): the
-    server's pooled connections live through a phase, so the difference is that phase's queries."""
-    return _total_cpu([p for p, name, _ in _processes() if name == "postgres"])
-
-
 class Meter:
-    """CPU of the server, of PostgreSQL and of this load generator over a phase."""
+    """CPU of the server (with its workers under ``--workers``), of PostgreSQL and of this load
+    generator over a phase. PostgreSQL counts every process this user may read (0 when it runs
+    elsewhere): the server's pooled connections live through a phase, so the difference is that
+    phase's queries."""
 
     def __init__(self, server: int) -> None:
         self.server = server
         self.start = self._read()
 
     def _read(self) -> tuple[float, float, float, float]:
+        found = processes()
         own = os.times()
         return (
-            server_cpu_seconds(self.server),
-            postgres_cpu_seconds(),
+            sum(cpu for pid, _, parent, cpu in found if self.server in (pid, parent)),
+            sum(cpu for _, name, _, cpu in found if name == "postgres"),
             own.user + own.system,
             time.perf_counter(),
         )

@@ -11,7 +11,7 @@ two tasks has no interval, and an empty cell no means.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +117,14 @@ def _gap(cell: MatchedCell, effect: str) -> str:
     return f"{_mean(cell, effect)} [{interval.low:+.3f}, {interval.high:+.3f}]"
 
 
+def _rows(cells: list[MatchedCell], means: Sequence[str], gaps: Sequence[str]) -> list[list[str]]:
+    """Each cell's counts, then its mean effects, then its gaps with their intervals."""
+    return [
+        [c.cell, str(c.n_targets), str(c.n_tasks), *(_mean(c, e) for e in means), *(_gap(c, g) for g in gaps)]
+        for c in cells
+    ]
+
+
 def matched_table(cells: list[MatchedCell], dataset: str, score_field: str) -> Table:
     """The Table-1-style summary of one run (dataset × model)."""
     return Table(
@@ -124,16 +132,7 @@ def matched_table(cells: list[MatchedCell], dataset: str, score_field: str) -> T
         f"{dataset}: matched source interventions, mean {score_field} change "
         "(denominator: targets scored in base and all four cells; 95% CI: source-task cluster bootstrap)",
         COLUMNS,
-        [
-            [
-                c.cell,
-                str(c.n_targets),
-                str(c.n_tasks),
-                *(_mean(c, e) for e in ("G_T", "G_U", "D_T", "D_U")),
-                *(_gap(c, g) for g in GAPS),
-            ]
-            for c in cells
-        ],
+        _rows(cells, ("G_T", "G_U", "D_T", "D_U"), GAPS),
     )
 
 
@@ -145,10 +144,7 @@ def control_table(cells: list[MatchedCell], dataset: str, score_field: str) -> T
         f"or trusted (T), {score_field} (denominator: targets with an Invalid factor; "
         "95% CI: source-task cluster bootstrap)",
         CONTROL_COLUMNS,
-        [
-            [c.cell, str(c.n_targets), str(c.n_tasks), _mean(c, "R_U"), _mean(c, "R_T"), _gap(c, "gap")]
-            for c in cells
-        ],
+        _rows(cells, ("R_U", "R_T"), ("gap",)),
     )
 
 
@@ -159,17 +155,7 @@ def support_table(cells: list[MatchedCell], dataset: str, score_field: str) -> T
         f"{dataset}: authority-by-relation supporting arm, gain over the base without its first Valid factor, "
         f"{score_field} (denominator: targets; 95% CI: source-task cluster bootstrap)",
         SUPPORT_COLUMNS,
-        [
-            [
-                c.cell,
-                str(c.n_targets),
-                str(c.n_tasks),
-                _mean(c, "trusted"),
-                _mean(c, "untrusted"),
-                _gap(c, "gap"),
-            ]
-            for c in cells
-        ],
+        _rows(cells, ("trusted", "untrusted"), ("gap",)),
     )
 
 
@@ -181,18 +167,7 @@ def copresent_table(cells: list[MatchedCell], dataset: str, score_field: str) ->
         f"Valid factor appended to the full base, {score_field}; ΔΔ = competition gap (D_T − D_U) − "
         "duplicate gap (denominator: targets scored with the duplicates; 95% CI: source-task cluster bootstrap)",
         COPRESENT_COLUMNS,
-        [
-            [
-                c.cell,
-                str(c.n_targets),
-                str(c.n_tasks),
-                _mean(c, "dup_T"),
-                _mean(c, "dup_U"),
-                _gap(c, "gap"),
-                _gap(c, "delta_delta"),
-            ]
-            for c in cells
-        ],
+        _rows(cells, ("dup_T", "dup_U"), ("gap", "delta_delta")),
     )
 
 

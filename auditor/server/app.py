@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.openapi.utils import get_openapi

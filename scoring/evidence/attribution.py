@@ -91,8 +91,8 @@ def pooled(
     blocks: dict[str, list[list[str]]] = {t.name: [] for t in template}
     shown = [r + (f" + {c['coalition_run']}" if "coalition_run" in c else "") for r, c in runs]
     for (run_id, config), name in zip(runs, shown, strict=True):
-        _, rows = read(ev.store, run_id)
-        for table in tables(config, list(rows), ev.n_resamples):
+        _, rows = ev.read(read, run_id)
+        for table in tables(config, rows, ev.n_resamples):
             prefix = [model_label(config), str(config.get("dataset")), name]
             blocks[table.name] += [prefix + r for r in table.rows]
     models = sorted({model_label(c) for _, c in runs})
@@ -181,8 +181,8 @@ def rescue_prediction(ev: Evidence) -> list[Table]:
     partner = dict(runs)
 
     def read(store: Any, run_id: str) -> tuple[dict[str, Any], list[Any]]:
-        config, rows = read_generations(store, run_id)
-        return config, rescue_cohort(rows, read_run(store, partner[run_id]["coalition_run"])[1])
+        config, rows = ev.read(read_generations, run_id)
+        return config, rescue_cohort(rows, ev.read(read_run, partner[run_id]["coalition_run"])[1])
 
     def tables(config: dict[str, Any], rows: list[Any], n: int) -> list[RunTable]:
         return [prediction_table(predict_rescue(rows))]
@@ -197,8 +197,8 @@ def degradation_prediction(ev: Evidence) -> list[Table]:
     partner = dict(runs)
 
     def read(store: Any, run_id: str) -> tuple[dict[str, Any], list[Any]]:
-        config, rows = read_generations(store, run_id)
-        scored = read_run(store, partner[run_id]["coalition_run"])[1]
+        config, rows = ev.read(read_generations, run_id)
+        scored = ev.read(read_run, partner[run_id]["coalition_run"])[1]
         tasks = {t.task_id: t for t in build_dataset(config["dataset"])}
         return config, prediction_rows(degradation_rows(rows), scored, tasks, SCORE_FIELD)
 

@@ -85,8 +85,8 @@ def elicitation(ev: Evidence) -> list[Table]:
     partner = dict(runs)
 
     def read(store: Any, run_id: str) -> tuple[dict[str, Any], list[Any]]:
-        config, variant = read_run(store, run_id)
-        direct = read_run(store, partner[run_id]["coalition_run"])[1]
+        config, variant = ev.read(read_run, run_id)
+        direct = ev.read(read_run, partner[run_id]["coalition_run"])[1]
         return config, elicitation_agreement(direct, variant, SCORE_FIELD)
 
     def tables(config: dict[str, Any], rows: list[Any], n: int) -> list[RunTable]:
@@ -160,8 +160,8 @@ def perturbation(ev: Evidence) -> list[Table]:
     partner = dict(joined)
 
     def read(store: Any, run_id: str) -> tuple[dict[str, Any], list[Any]]:
-        config, rows = read_generations(store, run_id)
-        return config, [rows, list(read_run(store, partner[run_id]["coalition_run"])[1])]
+        config, rows = ev.read(read_generations, run_id)
+        return config, [rows, ev.read(read_run, partner[run_id]["coalition_run"])[1]]
 
     def checks(config: dict[str, Any], rows: list[Any], n: int) -> list[RunTable]:
         generations, scored = rows if rows else ([], [])

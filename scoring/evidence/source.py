@@ -31,6 +31,19 @@ class Evidence:
             self._memo[key] = compute(self.store)
         return self._memo[key]  # type: ignore[no-any-return]
 
+    def read(
+        self, reader: Callable[[Any, str], tuple[dict[str, Any], Any]], run_id: str
+    ) -> tuple[dict[str, Any], list[Any]]:
+        """``reader(store, run_id)`` once per report, its rows as a list: one run feeds several
+        families (a coalition run its anchors, controls, predictions and elicitation checks). A
+        reader's result must depend on the run alone: its qualified name and the run key the memo."""
+
+        def compute(store: Any) -> tuple[dict[str, Any], list[Any]]:
+            config, rows = reader(store, run_id)
+            return config, list(rows)
+
+        return self.memo(f"{reader.__module__}.{reader.__qualname__}:{run_id}", compute)
+
     def configs(self) -> dict[str, dict[str, Any]]:
         """Run id → its ``ScoreRunStarted`` configuration, in stream-creation order."""
         if self._configs is None:

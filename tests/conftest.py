@@ -1,7 +1,9 @@
 """Shared fixtures: a real event store on SQLite and, where configured, on PostgreSQL.
 
 PostgreSQL tests need AUDITOR_TEST_PG_URL (CI sets it). When AUDITOR_REQUIRE_PG=1 (CI), a missing
-or unreachable server fails the run instead of skipping.
+or unreachable server fails the run instead of skipping. AUDITOR_REQUIRE_ALL=1 (CI) turns every other
+skip into a failure too: a missing extra, the local model or a data-only package (agentdojo, bfcl)
+must not pass CI silently.
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not DATA.exists():  # a clone elsewhere: fall back to the workspace's shared folder
     DATA = Path("/work/shared/data")
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[type-arg]
+    """Under AUDITOR_REQUIRE_ALL=1 a skipped test is reported as failed, with the skip's reason."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("AUDITOR_REQUIRE_ALL") == "1" and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"AUDITOR_REQUIRE_ALL=1 but the test skipped: {reason}"
 
 
 def _pg_url() -> str | None:

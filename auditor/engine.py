@@ -52,7 +52,7 @@ def run_rules_audit(
         except CitationError as exc:  # a detector bug must never become an unresolvable citation
             ctx.notes.append(f"detector {name} failed: {exc}")
             continue
-        findings.extend(file_finding(name, d) for d in drafts)
+        findings.extend(file_finding(name, d, trace.header.trace_id) for d in drafts)
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))
     digest = trace_digest(trace)
     key = "|".join([digest, engine_version(), mode.value, policy.digest if policy else "-", *names])

@@ -5,9 +5,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-REPORT_CONTRACT_VERSION = "v3"
+from schemas.evidence import EvidenceUnit
+from schemas.failure import MAST_MODES, Attribution, RunOutcome
+
+# v3.1 adds the run's outcome, its failure attribution, risk_score and failure_mode (all optional:
+# a v3 report is still a valid report).
+REPORT_CONTRACT_VERSION = "v3.1"
 
 
 class RiskClass(StrEnum):
@@ -17,6 +22,8 @@ class RiskClass(StrEnum):
     delegated_disclosure = "delegated_disclosure"
     routing_provenance_loss = "routing_provenance_loss"
     unverified_relay = "unverified_relay"
+    policy_violation = "policy_violation"  # an action the declared policy forbids or has not cleared
+    task_failure = "task_failure"  # the run's own work went wrong (loops, unverified success, quitting)
     other = "other"
 
 
@@ -52,16 +59,6 @@ class GraphMode(StrEnum):
     annotated = "annotated"
     topology = "topology"
     none = "none"
-
-
-class EvidenceUnit(BaseModel):
-    """A checkable citation: the quote must stand verbatim in the step's content."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    step_id: str = Field(min_length=1)
-    edge_ref: str = Field(min_length=1, description="One of the cited step's edges in the graph.")
-    quote: str = Field(min_length=1, description="Verbatim text from the step's content.")
 
 
 class Criterion(BaseModel):
@@ -110,7 +107,15 @@ class Finding(BaseModel):
     severity: Severity
     confidence: float = Field(ge=0.0, le=1.0)
     policy_rule: str | None = Field(default=None, description="Declared rule the finding breaks.")
+    failure_mode: str | None = Field(default=None, description="MAST code (schemas.failure.MAST_MODES).")
     evidence: list[EvidenceUnit] = Field(min_length=1)
+
+    @field_validator("failure_mode")
+    @classmethod
+    def _known_mode(cls, value: str | None) -> str | None:
+        if value is not None and value not in MAST_MODES:
+            raise ValueError(f"unknown MAST code {value!r} (known: {', '.join(MAST_MODES)})")
+        return value
 
     @model_validator(mode="after")
     def _interception_named(self) -> Finding:
@@ -133,7 +138,7 @@ class AuditReport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     record: Literal["audit_report"] = "audit_report"
-    contract_version: Literal["v3"] = REPORT_CONTRACT_VERSION
+    contract_version: Literal["v3", "v3.1"] = REPORT_CONTRACT_VERSION
     report_id: str
     trace_id: str
     trace_digest: str
@@ -145,5 +150,12 @@ class AuditReport(BaseModel):
     summary: str
     findings: list[Finding] = Field(default_factory=list)
     repair_plan: list[RepairPlanItem] = Field(default_factory=list)
+    outcome: RunOutcome | None = Field(default=None, description="Whether the run failed, and how that is known.")
+    attribution: Attribution | None = Field(
+        default=None, description="For a failed run: the responsible agent and the decisive step."
+    )
+    risk_score: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="1 - prod(1 - weight) over findings (docs/report.md)."
+    )
     notes: list[str] = Field(default_factory=list, description="Budget exhaustion, skipped checks.")
     created_at: str

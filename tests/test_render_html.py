@@ -140,6 +140,7 @@ def test_a_long_trace_shows_the_cited_steps_in_context() -> None:
             criteria=Criteria(R1=holds, R2=holds, R3=holds, R4=holds),
             evidence=[ctx.unit("t1200", "m1200 ok")],
         ),
+        trace.header.trace_id,
     )
     report = hand_report(trace, [finding], "s", mode=GraphMode.topology)
     page = render(report, trace, "html", graph=graph)

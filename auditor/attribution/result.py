@@ -11,53 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from auditor.attribution.facts import agent_name
 from schemas import EvidenceUnit, Trace
+from schemas.failure import AgentCandidate, Attribution, StepCandidate
 
-
-class StepCandidate(BaseModel):
-    """One candidate decisive step."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    step_id: str
-    index: int
-    agent: str = Field(description="The step's participant (name before ' (').")
-    score: float = Field(description="The strategy's support for this step (higher is stronger).")
-    confidence: float = Field(ge=0, le=1, description="Share of the ranking's total support.")
-    signals: list[str] = Field(default_factory=list, description="Which signals nominated it, and why.")
-    evidence: list[EvidenceUnit] = Field(default_factory=list)
-
-
-class AgentCandidate(BaseModel):
-    """One candidate responsible agent: the sum of its steps' support."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    agent: str
-    score: float
-    confidence: float = Field(ge=0, le=1)
-    steps: list[str] = Field(default_factory=list, description="Its candidate steps, strongest first.")
-    evidence: list[EvidenceUnit] = Field(default_factory=list)
-
-
-class Attribution(BaseModel):
-    """Who caused the failure and when, with the ranking that decided it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    trace_id: str
-    strategy: str
-    model: str | None = None
-    agent: str | None = Field(description="The responsible agent (top agent candidate).")
-    step_id: str | None = Field(description="The decisive step (top step candidate).")
-    step_index: int | None = None
-    agents: list[AgentCandidate] = Field(default_factory=list)
-    steps: list[StepCandidate] = Field(default_factory=list)
-    used_ground_truth: bool = False
-    notes: list[str] = Field(default_factory=list)
+__all__ = ["AgentCandidate", "Attribution", "StepCandidate", "Vote", "assemble"]
 
 
 @dataclass
@@ -131,6 +89,7 @@ def assemble(
         agent=agents[0].agent if agents else None,
         step_id=top.step_id if top else None,
         step_index=top.index if top else None,
+        confidence=top.confidence if top else None,
         agents=agents,
         steps=steps,
         used_ground_truth=used_ground_truth,

@@ -128,16 +128,18 @@ class FindingDraft:
     confidence: float = 0.7
     policy_rule: str | None = None
     severity: Severity | None = None
+    failure_mode: str | None = None
 
 
-def file_finding(detector: str, draft: FindingDraft) -> Finding:
+def file_finding(detector: str, draft: FindingDraft, trace_id: str) -> Finding:
+    """A schema-valid Finding; its id is unique per trace and stable per finding (SARIF fingerprints)."""
     disposition = derive_disposition(
         draft.criteria,
         intercepted_at=draft.intercepted_at,
         outside_audited_risk=draft.outside_audited_risk,
         operational=draft.operational,
     )
-    key = f"{detector}|{draft.risk_class}|{draft.boundary_edge}|{draft.first_anomalous_step}|{draft.title}"
+    key = f"{trace_id}|{detector}|{draft.risk_class}|{draft.boundary_edge}|{draft.first_anomalous_step}|{draft.title}"
     return Finding(
         finding_id="f-" + hashlib.sha256(key.encode()).hexdigest()[:12],
         risk_class=draft.risk_class,
@@ -155,6 +157,7 @@ def file_finding(detector: str, draft: FindingDraft) -> Finding:
         severity=draft.severity or Severity(DISPOSITION_SEVERITY[disposition]),
         confidence=draft.confidence,
         policy_rule=draft.policy_rule,
+        failure_mode=draft.failure_mode,
         evidence=list(dict.fromkeys(draft.evidence)),
     )
 

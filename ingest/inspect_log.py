@@ -11,13 +11,23 @@ From the sample's ``events``, what the messages do not hold becomes steps: an ``
 approver's decision on a tool call, placed right after the call, or after its result for
 ``stage: result``), and the ``error`` and ``sample_limit`` that ended the sample (placed last). The
 other events (model calls, tool executions, state and store changes, spans …) repeat the
-messages or are bookkeeping; they are counted in the header. Binary ``.eval`` archives must be
-converted first (``inspect log convert --to json``).
+messages or are bookkeeping; they are counted in the header. ``.eval`` archives (zips of the same
+JSON, see :mod:`ingest.inspect_eval`) are read directly, one sample member at a time.
+
+A tool message's typed error (``error: {type, message}``: timeout, permission, file_not_found …)
+marks its step failed: ``raw.status = "error"``, ``raw.error_type`` the type, ``raw.status_message``
+the message (``raw.error`` keeps the record itself).
+
+The sample's outcome goes to ``header.metadata.outcome``: an ``error`` or a ``limit`` that ended it
+(the sample's own field, else its ``error`` / ``sample_limit`` event) is ``failed`` with that detail;
+otherwise its scores decide when every scorer agrees: ``"C"``, ``True`` or 1 is ``succeeded``,
+``"I"``, ``False`` or 0 is ``failed`` (the detail maps scorer to value). Partial, no-answer or other
+values, or scorers that disagree, set no outcome: the full scores stay in the labels record. A log
+with no samples is an input error, not an empty import.
 """
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +35,7 @@ from typing import Any
 from auditor.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
+from ingest.inspect_eval import EvalArchive, is_archive
 from ingest.jsonstream import JsonReader, top_level_kind
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
@@ -67,34 +78,59 @@ class InspectLogImporter:
             return "a JSON object with 'eval' (task, model) and 'samples' (Inspect AI log)"
         return None
 
+    def near_miss(self, path: Path, head: bytes) -> str | None:
+        """Why a zip archive, or a JSON object with an 'eval' key, was still not taken for a log."""
+        if head.startswith(b"PK"):
+            return "it is a zip archive, but an Inspect archive is named *.eval"
+        if top_level_kind(head) == "object" and '"eval"' in head_text(head):
+            return "it has an 'eval' key but no 'samples' or 'plan' and 'task' in its first 64 KiB"
+        return None
+
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        if zipfile.is_zipfile(path):
+        samples = self._archive_samples(path) if is_archive(path) else self._json_samples(path)
+        count = 0
+        for info, where, sample in samples:
+            yield self._trace(path, info, count, where, sample)
+            count += 1
+        if count == 0:
             raise InputError(
-                "binary .eval archives are not read directly",
+                "the log holds 0 samples; nothing to import",
                 path=str(path),
-                hint="convert it: inspect log convert --to json FILE",
+                hint="was the eval run with --no-log-samples, or stopped before any sample?",
             )
+
+    @staticmethod
+    def _json_samples(path: Path) -> Iterator[tuple[dict[str, Any], str, Any]]:
         info: dict[str, Any] = {}
         with path.open("rb") as stream:
             reader = JsonReader(stream, str(path))
             for key in reader.members():
                 if key == "eval":
-                    info = reader.value() or {}
+                    value = reader.value()
+                    info = value if isinstance(value, dict) else {}
                 elif key == "samples":
                     for n, sample in enumerate(reader.array()):
-                        yield self._trace(path, info, n, sample)
+                        yield info, f"samples[{n}]", sample
             reader.end()
 
-    def _trace(self, path: Path, info: dict[str, Any], n: int, sample: Any) -> ImportedTrace:
+    @staticmethod
+    def _archive_samples(path: Path) -> Iterator[tuple[dict[str, Any], str, Any]]:
+        archive = EvalArchive(path)
+        try:
+            info = archive.header.get("eval")
+            for name, sample in archive.sample_items():
+                yield info if isinstance(info, dict) else {}, name, sample
+        finally:
+            archive.close()
+
+    def _trace(self, path: Path, info: dict[str, Any], n: int, where: str, sample: Any) -> ImportedTrace:
         if not isinstance(sample, dict) or not isinstance(sample.get("messages", []), list):
-            raise InputError(
-                "a sample must be an object with a 'messages' list", path=str(path), field=f"samples[{n}]"
-            )
+            raise InputError("a sample must be an object with a 'messages' list", path=str(path), field=where)
         run = info.get("eval_id") or info.get("run_id") or "run"
         sid = f"{sample.get('id', n)}-{sample.get('epoch', 1)}"
         grading = {k: sample[k] for k in ("target", "scores") if k in sample}
         withheld = [
-            WithheldItem(what=f"grading:{k}", where=f"samples[{n}].{k}", rule=GRADING_RULE) for k in grading
+            WithheldItem(what=f"grading:{k}", where=f"{where}.{k}", rule=GRADING_RULE) for k in grading
         ]
         events = sample.get("events")
         score_events = (
@@ -107,13 +143,13 @@ class InspectLogImporter:
             withheld.append(
                 WithheldItem(
                     what="grading:score_events",
-                    where=f"samples[{n}].events (event 'score')",
+                    where=f"{where}.events (event 'score')",
                     rule=SCORE_EVENTS_RULE,
                 )
             )
         header = TraceHeader(
             trace_id=f"inspect-{run}-{sid}",
-            source=f"{path}#samples[{n}]",
+            source=f"{path}#{where}",
             framework="inspect_ai",
             task=content_text(sample["input"]) if isinstance(sample.get("input"), str) else None,
             metadata=pack_raw(
@@ -122,6 +158,7 @@ class InspectLogImporter:
                 sample_id=sample.get("id"),
                 epoch=sample.get("epoch"),
                 sample_metadata=sample.get("metadata"),
+                outcome=outcome(sample),
             ),
             withheld=withheld,
         )
@@ -130,7 +167,7 @@ class InspectLogImporter:
             importer=self.name,
             header=header,
             labels=grading or None,
-            steps=lambda facts: self._steps(sample, model, facts, StepBuilder(f"{path} samples[{n}]")),
+            steps=lambda facts: self._steps(sample, model, facts, StepBuilder(f"{path} {where}")),
         )
 
     @staticmethod
@@ -143,6 +180,7 @@ class InspectLogImporter:
             role = str(m.get("role") or "unknown")
             raw = pack_raw(**{k: v for k, v in m.items() if k not in ("content", "role", "tool_calls")})
             if role == "tool":
+                raw.update(tool_error(m.get("error")))
                 call_id = m.get("tool_call_id")
                 name = str(m.get("function") or "tool")
                 yield b.add(
@@ -185,6 +223,50 @@ class InspectLogImporter:
             yield _approval(b, event, calls)
         for event in endings:
             yield _ending(b, event)
+
+
+def tool_error(error: Any) -> dict[str, Any]:
+    """The status fields of a typed tool error (``{type, message}``); none for anything else."""
+    if not isinstance(error, dict) or not error.get("type"):
+        return {}
+    return pack_raw(status="error", error_type=str(error["type"]), status_message=error.get("message"))
+
+
+def _verdict(value: Any) -> str | None:
+    """'succeeded' / 'failed' for a correct / incorrect score value; None for partial or unknown."""
+    if value == "C" or value is True or (type(value) in (int, float) and value == 1):
+        return "succeeded"
+    if value == "I" or value is False or (type(value) in (int, float) and value == 0):
+        return "failed"
+    return None
+
+
+def outcome(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """The sample's recorded outcome (see the module docstring), or None where the log does not decide."""
+    for field in ("error", "limit"):
+        value = sample.get(field)
+        if value:
+            detail = value.get("message", value) if isinstance(value, dict) and field == "error" else value
+            return {"value": "failed", "source": f"sample.{field}", "detail": detail}
+    events = sample.get("events")
+    for event in events if isinstance(events, list) else []:
+        kind = event.get("event") if isinstance(event, dict) else None
+        if kind in _ENDINGS:
+            error = event.get("error") if isinstance(event.get("error"), dict) else {}
+            detail = (
+                error.get("message")
+                if kind == "error"
+                else pack_raw(**{k: event.get(k) for k in ("type", "limit", "message")})
+            )
+            return {"value": "failed", "source": f"events.{kind}", "detail": detail}
+    scores = sample.get("scores")
+    if not isinstance(scores, dict) or not scores:
+        return None
+    values = {name: s.get("value") if isinstance(s, dict) else s for name, s in scores.items()}
+    verdicts = {_verdict(v) for v in values.values()}
+    if len(verdicts) != 1 or None in verdicts:
+        return None
+    return {"value": verdicts.pop(), "source": "sample.scores", "detail": values}
 
 
 _Placed = dict[str, list[tuple[int, dict[str, Any]]]]

@@ -3,6 +3,8 @@
 Detection looks at the head of a file only (64 KiB). Importers are tried in registry order, most
 specific first; fallback rules (the canonical importer's ``.jsonl`` extension) come after all. An unknown name, or a file no
 importer recognises, is an input error that lists the valid names.
+Such a file is described (its top-level keys, its first line's shape, or its first words), with the
+closest importer's reason for declining it: an importer may offer ``near_miss(path, head)`` for that.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from auditor.errors import InputError
 from ingest import canonical, mad, whowhen
 from ingest.base import ImportedTrace, Importer, read_head
+from ingest.headshape import describe
 from ingest.rawlog import RAW_IMPORTERS
 
 registry: dict[str, Importer] = {}
@@ -27,7 +30,7 @@ def register(importer: Importer) -> Importer:
 
 
 def _register_builtins() -> None:
-    from ingest import inspect_log, openinference, otel
+    from ingest import inspect_log, openhands, openinference, otel, swe_agent
 
     for importer in (
         canonical.IMPORTER,
@@ -36,6 +39,8 @@ def _register_builtins() -> None:
         openinference.IMPORTER,
         otel.IMPORTER,
         inspect_log.IMPORTER,
+        swe_agent.IMPORTER,
+        openhands.IMPORTER,
         *RAW_IMPORTERS,
     ):
         register(importer)
@@ -78,10 +83,20 @@ def detect(path: Path) -> tuple[str, str]:
         if reason:
             return name, reason
     raise InputError(
-        "no importer recognises this file",
+        f"no importer recognises this file: it holds {describe(head)}",
         path=str(path),
-        hint=f"pass --format with one of: {', '.join(registry)}",
+        hint=f"{_closest(path, head)}; pass --format with one of: {', '.join(registry)}",
     )
+
+
+def _closest(path: Path, head: bytes) -> str:
+    """The first importer whose optional ``near_miss(path, head)`` says why it declined the file."""
+    for name, importer in registry.items():
+        near_miss = getattr(importer, "near_miss", None)
+        reason = near_miss(path, head) if near_miss else None
+        if reason:
+            return f"closest: {name}, which declined it because {reason}"
+    return "no importer came close"
 
 
 def open_traces(path: Path, fmt: str = "auto") -> Iterator[ImportedTrace]:

@@ -29,6 +29,8 @@ SAMPLES: dict[str, Path] = {
     "openinference": FIX / "openinference_spans.jsonl",
     "otel-genai": FIX / "otel_genai.json",
     "inspect": FIX / "inspect_eval.json",
+    "swe-agent": REPO / "tests/fixtures/real/swe-agent/networking_1.traj",
+    "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",
     "hyperagent": RAW / "06_Round2_HyperAgent_SWE-Bench-Lite.json",
     "ag2": RAW / "07_Round2_AG2_GSM-Plus.json",
     "metagpt": RAW / "04_Round1_MetaGPT_ProgramDev.json",
@@ -37,6 +39,10 @@ SAMPLES: dict[str, Path] = {
     "chatdev": RAW / "15_Generlazability_ChatDev_MMLU.txt",
     "magentic-one": RAW / "17_Generlazability_GAIA_Magentic.txt",
     "openmanus": RAW / "18_Generlazability_GAIA_OpenManus.txt",
+    "openai-chat": DATA / "taubench" / "airline" / "runs" / "airline-task000-trial0.json",
+    "anthropic-messages": REPO / "tests/fixtures/real/litellm/claude_code_request.json",
+    "langchain-messages": FIX / "langgraph_state.json",
+    "chat-jsonl": REPO / "tests/fixtures/real/nemo-automodel/openai_chat.jsonl",
 }
 NAMES = sorted(SAMPLES)
 

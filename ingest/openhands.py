@@ -1,0 +1,183 @@
+"""OpenHands event streams: a JSON list of events, or an object whose ``history`` is that list.
+
+An event is an action or an observation: ``id``, ``timestamp``, ``source`` (``user``, ``agent``,
+``environment``), ``action`` or ``observation`` (its type), ``message``, ``args`` (an action's
+arguments), ``content`` and ``extras`` (an observation's output and details), ``cause`` (the id of
+the action an observation answers) and ``tool_call_metadata`` (the function the model called).
+
+Steps: a ``message`` action is a message by its source (``user`` is human, the agent's ``args.content``
+verbatim); ``system`` is the system prompt; ``finish`` is the agent's final output; any other action
+is a tool call of the function the model called (``tool_call_metadata.function_name``, else the
+action type), its ``args.thought`` as content and the other ``args`` as arguments. An observation is
+the result of the action it names in ``cause`` (actor: that action's tool). An ``error``
+observation, or a non-zero ``extras.metadata.exit_code``, sets ``raw.status = "error"`` with
+``error_type`` (``error`` or ``exit_code``) and ``status_message`` (the event's ``message``); a zero
+exit code sets ``raw.status = "ok"``. ``agent_state_changed`` and ``null`` events are bookkeeping:
+counted in the header, not steps. The rest of each event stays in ``raw``.
+
+The stream records no verdict on the task, so no outcome is set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.frameworks.common import pack_raw
+from ingest.jsonstream import JsonReader, top_level_kind
+from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
+
+_EVENT = re.compile(r'"source"\s*:\s*"(user|agent|environment)"')
+_KIND = re.compile(r'"(action|observation)"\s*:\s*"\w+"')
+_BOOKKEEPING = {"agent_state_changed", "null", "change_agent_state"}
+_ACTOR_KIND = {"user": ActorKind.human, "agent": ActorKind.agent, "environment": ActorKind.environment}
+
+
+class OpenHandsImporter:
+    name = "openhands"
+    description = "OpenHands event stream (JSON list of events, or 'history'), one trace per file"
+
+    def detect(self, path: Path, head: bytes) -> str | None:
+        text = head_text(head)
+        kind = top_level_kind(head)
+        if kind == "array" and re.match(r"\s*\[\s*\{", text) and _EVENT.search(text) and _KIND.search(text):
+            return "a JSON list of events with 'source' and 'action'/'observation' (OpenHands)"
+        if kind == "object" and re.search(r'"history"\s*:\s*\[\s*\{\s*"id"', text) and _EVENT.search(text):
+            return "a JSON object whose 'history' is a list of OpenHands events"
+        return None
+
+    def near_miss(self, path: Path, head: bytes) -> str | None:
+        """Why a list of action/observation records was still not taken for an event stream."""
+        text = head_text(head)
+        if top_level_kind(head) == "array" and _KIND.search(text):
+            return (
+                "its records have 'action'/'observation' types but no 'source' of user, agent or environment"
+            )
+        return None
+
+    def open(self, path: Path) -> Iterator[ImportedTrace]:
+        digest = file_digest(path)
+        header = TraceHeader(
+            trace_id=f"openhands-{digest[:16]}",
+            source=str(path),
+            framework="OpenHands",
+            metadata={"source_sha256": digest},
+        )
+        yield ImportedTrace(
+            importer=self.name, header=header, steps=lambda facts: _steps(path, facts, StepBuilder(str(path)))
+        )
+
+
+def _events(reader: JsonReader, facts: Facts) -> Iterator[Any]:
+    """The events of a top-level list, or of the ``history`` list of a top-level object (whose other
+    fields go to the header metadata)."""
+    if reader.peek() == "[":
+        yield from reader.array()
+        return
+    for key in reader.members():
+        if key == "history" and reader.peek() == "[":
+            yield from reader.array()
+        else:
+            facts.metadata[key] = reader.value()
+
+
+def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
+    actions: dict[Any, TraceStep] = {}  # event id → the step made from that action
+    with path.open("rb") as stream:
+        reader = JsonReader(stream, str(path))
+        for n, event in enumerate(_events(reader, facts)):
+            if not isinstance(event, dict):
+                raise InputError("an event must be a JSON object", path=b.where, field=f"[{n}]")
+            step = _step(event, n, actions, facts, b)
+            if step is not None:
+                if "action" in event:
+                    actions[_key(event.get("id"))] = step
+                yield step
+        reader.end()
+
+
+def _key(value: Any) -> Any:
+    return value if isinstance(value, int | str) else repr(value)
+
+
+def _text(value: Any, field: str, b: StepBuilder) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise InputError("must be a string", path=b.where, field=field)
+
+
+def _step(
+    event: dict[str, Any], n: int, actions: dict[Any, TraceStep], facts: Facts, b: StepBuilder
+) -> TraceStep | None:
+    source = str(event.get("source") or "environment")
+    kind = event.get("action", event.get("observation"))
+    if kind in _BOOKKEEPING:
+        facts.count(f"event:{kind}")
+        return None
+    meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
+    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    timestamp = event.get("timestamp") if isinstance(event.get("timestamp"), str) else None
+    if "action" in event:
+        raw = pack_raw(**{k: v for k, v in event.items() if k not in ("source", "timestamp")})
+        if kind in ("message", "system", "finish"):
+            text = args.get("content", args.get("final_thought", event.get("message")))
+            return b.add(
+                timestamp=timestamp,
+                actor="system" if kind == "system" else source,
+                actor_kind=ActorKind.system if kind == "system" else _ACTOR_KIND.get(source, ActorKind.agent),
+                kind=StepKind.final_output if kind == "finish" else StepKind.message,
+                content=_text(text, f"[{n}].args", b),
+                raw=raw,
+            )
+        name = str(meta.get("function_name") or kind or "action")
+        call_id = meta.get("tool_call_id")
+        return b.add(
+            timestamp=timestamp,
+            actor=source,
+            actor_kind=_ACTOR_KIND.get(source, ActorKind.agent),
+            kind=StepKind.tool_call,
+            content=_text(args.get("thought"), f"[{n}].args.thought", b),
+            tool=ToolInfo(
+                name=name,
+                arguments={k: v for k, v in args.items() if k != "thought"},
+                call_id=str(call_id) if call_id else None,
+            ),
+            raw=raw,
+        )
+    call = actions.get(_key(event.get("cause")))
+    name = (call.tool.name if call is not None and call.tool else None) or str(kind or "observation")
+    call_id = call.tool.call_id if call is not None and call.tool else None
+    raw = pack_raw(**{k: v for k, v in event.items() if k not in ("source", "timestamp", "content")})
+    raw.update(_status(event))
+    return b.add(
+        timestamp=timestamp,
+        actor=name,
+        actor_kind=ActorKind.tool,
+        kind=StepKind.tool_result,
+        content=_text(event.get("content"), f"[{n}].content", b),
+        tool=ToolInfo(name=name, call_id=call_id),
+        refs=StepRefs(reply_to=call.step_id if call is not None else None, call_id=call_id),
+        raw=raw,
+    )
+
+
+def _status(event: dict[str, Any]) -> dict[str, Any]:
+    """An error observation or a recorded exit code, as the audit reads a tool result's status."""
+    message = event.get("message") if isinstance(event.get("message"), str) else None
+    if event.get("observation") == "error":
+        return pack_raw(status="error", error_type="error", status_message=message)
+    extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
+    metadata = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+    code = metadata.get("exit_code", extras.get("exit_code"))
+    if type(code) is not int or code == -1:  # -1: OpenHands had no exit code (a command still running)
+        return {}
+    if code == 0:
+        return {"status": "ok"}
+    return pack_raw(status="error", error_type="exit_code", status_message=message, exit_code=code)
+
+
+IMPORTER = OpenHandsImporter()

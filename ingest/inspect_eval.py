@@ -78,4 +78,5 @@ class EvalArchive:
 
 
 def is_archive(path: Path) -> bool:
-    return zipfile.is_zipfile(path)
+    """A zip, or a file named ``.eval`` (so a damaged archive is reported as one, not as bad JSON)."""
+    return path.suffix == ".eval" or zipfile.is_zipfile(path)

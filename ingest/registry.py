@@ -30,7 +30,7 @@ def register(importer: Importer) -> Importer:
 
 
 def _register_builtins() -> None:
-    from ingest import inspect_log, openhands, openinference, otel, swe_agent
+    from ingest import chat, inspect_log, openhands, openinference, otel, swe_agent
 
     for importer in (
         canonical.IMPORTER,
@@ -42,6 +42,7 @@ def _register_builtins() -> None:
         swe_agent.IMPORTER,
         openhands.IMPORTER,
         *RAW_IMPORTERS,
+        *chat.IMPORTERS,
     ):
         register(importer)
 

@@ -274,3 +274,20 @@ def test_any_input_is_a_trace_or_a_clear_error(tmp_path, name, doc, cut):
             assert sum(1 for _ in trace.steps()) == trace.step_count
     except InputError as exc:
         assert str(path) in str(exc)
+
+
+# -- mid-2023 ChatDev logs -------------------------------------------------------------------
+
+CHATDEV = REAL / "chatdev"
+
+
+def test_a_mid_2023_chatdev_log_is_detected_and_read():
+    """chatdev/20230628184918.log (AgentTech, June 2023): three records, all ChatDev's own."""
+    path = CHATDEV / "20230628184918.log"
+    assert detect(path)[0] == "chatdev"
+    _, steps = _only(path)
+    assert [(s.actor, s.actor_kind, s.timestamp, s.content) for s in steps] == [
+        ("ChatDev", ActorKind.system, "2023-06-28T18:49:18", "AgentTech Starts (20230628184918)"),
+        ("ChatDev", ActorKind.system, "2023-06-28T18:49:18", "log_filename: 20230628184918.log"),
+        ("ChatDev", ActorKind.system, "2023-06-28T18:49:33", "AgentTech Ends (20230628184933)"),
+    ]

@@ -6,6 +6,16 @@ recipient. ``System: **[…]**`` records are the framework's, and ``**[Seminar C
 ``**[Update Codes]**`` and the like are ChatDev's own records (actor ``ChatDev``). Noise records
 (``flask app.py did not start``, ``HTTP Request:``, ``**[OpenAI_Usage_Info Receive]**``) are not
 steps; their counts go to ``header.metadata.skipped_records``.
+
+Mid-2023 ChatDev (and its AgentTech predecessor) wrote another shape: ``PhaseType: PhaseType.<X>``
+opens a phase, ``AI Assistant (<Role>) sys message:`` / ``AI User (<Role>) sys message:`` give each
+side of the phase's chat its system prompt (a step by ``system`` to that role), ``[N] AI User
+(<Role>):`` / ``[N] AI Assistant (<Role>):`` are the roles' turns (the recipient is the other side
+of the phase's pair, where the speaker holds its side), ``… terminated the chat.`` is ChatDev's
+notice, ``Task prompt:`` gives the task, and ``[OpenAI_Usage_Info]`` records are noise. Some of
+these logs colour their record headers with ANSI escapes (``\x1b[33m…``): the escapes are removed
+from header lines before parsing, so the rest of such a header line in ``content`` is the stripped
+text (``raw.ansi_stripped`` marks those records); body lines stay verbatim.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ import re
 from collections.abc import Iterator
 
 from ingest.base import Facts, StepBuilder
-from ingest.frameworks.common import Source, blocks
+from ingest.frameworks.common import Block, Source, blocks
 from schemas.trace import ActorKind, TraceStep
 
 _RECORD = re.compile(
@@ -30,6 +40,17 @@ _NOISE = {
     "flask app.py did not start for online log": "flask_notice",
 }
 _NOISE_TAGS = {"OpenAI_Usage_Info Receive": "openai_usage_info"}
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_ROLE = re.compile(
+    r"^(?:\[(?P<turn>\d+)\] )?AI (?P<side>User|Assistant) \((?P<role>[^)]+)\)"
+    r"(?P<what>:| sys message:| terminated the chat\.)(?P<rest>.*)$"
+)
+_PHASE = re.compile(r"^PhaseType: PhaseType\.(?P<phase>\w+)")
+_OLD_START = re.compile(
+    r"^\[[\d: -]+ INFO\] (?:(?:ChatDev|AgentTech) Starts \(\d+\)"
+    r"|(?:\[\d+\] )?AI (?:User|Assistant) \([^)]+\)(?: sys message)?:)",
+    re.M,
+)
 
 
 class ChatDevFormat:
@@ -43,10 +64,23 @@ class ChatDevFormat:
             r"^\[[\d: -]+ INFO\] .*<->.* on : \w+, turn \d+", head, re.M
         ):
             return "ChatDev log records ('**ChatDev Starts**' or '<A><->B on : Phase, turn N' headers)"
+        if _OLD_START.search(_ANSI.sub("", head)):
+            return "mid-2023 ChatDev log records ('ChatDev Starts (…)' or 'AI User (<Role>):' headers)"
         return None
 
     def parse(self, source: Source, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
-        for blk in blocks(source.lines(), _RECORD.match):
+        coloured: set[int] = set()  # header lines that held ANSI escapes
+        seen = {"line": 0}
+
+        def header(line: str) -> re.Match[str] | None:
+            seen["line"] += 1
+            clean = _ANSI.sub("", line)
+            if clean != line:
+                coloured.add(seen["line"])
+            return _RECORD.match(clean)
+
+        chat = _Chat()
+        for blk in blocks(source.lines(), header):
             m = blk.match
             if m is None:
                 yield b.add(
@@ -59,10 +93,17 @@ class ChatDevFormat:
                 day, month = month, day
             stamp = f"{m.group('y')}-{month}-{day}T{m.group('t')}"
             raw = {"line": blk.line, "level": m.group("level")}
+            if blk.line in coloured:
+                raw["ansi_stripped"] = True
             if msg.strip() in _NOISE or msg.startswith("HTTP Request:"):
                 facts.count(_NOISE.get(msg.strip(), "http_request"))
                 continue
-            if turn := _TURN.match(msg):
+            if msg.strip() == "[OpenAI_Usage_Info]":
+                facts.count("openai_usage_info")
+                continue
+            if mid_2023 := chat.step(msg, blk, stamp, raw, facts, b):
+                yield mid_2023
+            elif turn := _TURN.match(msg):
                 who, a, peer = turn.group("who"), turn.group("a"), turn.group("b")
                 recipient = peer if who == a else a if who == peer else None
                 yield b.add(
@@ -105,6 +146,64 @@ class ChatDevFormat:
                     content=blk.text(msg),
                     raw=raw,
                 )
+
+
+class _Chat:
+    """The mid-2023 record shapes: the current phase and the two sides of its chat."""
+
+    def __init__(self) -> None:
+        self.phase: str | None = None
+        self.sides: dict[str, str] = {}
+
+    def step(
+        self, msg: str, blk: Block, stamp: str, raw: dict, facts: Facts, b: StepBuilder
+    ) -> TraceStep | None:
+        if phase := _PHASE.match(msg):
+            self.phase, self.sides = phase.group("phase"), {}
+            return b.add(
+                timestamp=stamp, actor="ChatDev", actor_kind=ActorKind.system, content=blk.text(msg), raw=raw
+            )
+        if msg.rstrip() == "Task prompt:":
+            text = blk.text()
+            if facts.task is None and text:
+                facts.task = text
+            return b.add(
+                timestamp=stamp, actor="ChatDev", actor_kind=ActorKind.system, content=blk.text(msg), raw=raw
+            )
+        role = _ROLE.match(msg)
+        if role is None:
+            return None
+        side, name, what = role.group("side").lower(), role.group("role"), role.group("what")
+        raw = {**raw, "side": side, **({"phase": self.phase} if self.phase else {})}
+        if role.group("turn"):
+            raw["turn"] = int(role.group("turn"))
+        if what == " sys message:":
+            self.sides[side] = name
+            return b.add(
+                timestamp=stamp,
+                actor="system",
+                actor_kind=ActorKind.system,
+                recipients=[name],
+                content=blk.text(role.group("rest")),
+                raw={**raw, "record": "sys_message"},
+            )
+        if what != ":":  # ChatDev's notice that a side ended the chat
+            return b.add(
+                timestamp=stamp,
+                actor="ChatDev",
+                actor_kind=ActorKind.system,
+                content=blk.text(msg),
+                raw={**raw, "record": "terminated", "role": name},
+            )
+        other = self.sides.get("user" if side == "assistant" else "assistant")
+        holds_side = self.sides.get(side) == name
+        return b.add(
+            timestamp=stamp,
+            actor=name,
+            recipients=[other] if holds_side and other else None,
+            content=blk.text(role.group("rest")),
+            raw=raw,
+        )
 
 
 FORMAT = ChatDevFormat()

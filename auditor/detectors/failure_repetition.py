@@ -1,0 +1,204 @@
+"""Step repetition (MAST 1.3): the same act performed again and again while nothing new comes back.
+
+An agent's act is the same act when its signature matches (the same tool with the same arguments,
+the same code, the same message up to whitespace and numbers; see ``failure_facts``). Between two
+performances, *new information* is any step of another participant whose text (whitespace
+collapsed, lower-cased; framework records with their progress counters and clock times masked)
+did not occur earlier in the trace. A tool call or code act repeats without new information only
+when its answer is in the trace: with no observation at all between two performances (a log that
+does not record results) nothing is known about what came back, and no loop is claimed. A loop is ``LOOP_LENGTH`` (3) or more performances of one act by one agent with no new
+information between consecutive ones, except that the first answer may be new (the same failing
+command run three times, with the same error twice); the second performance is the first
+anomalous act.
+
+Disposition: a loop of failing performances is intercepted only where a later performance of
+the same check (the same tool, or the same agent's code) passed, naming that result; otherwise
+its purpose was never achieved (realized). A loop whose answers did not fail is realized when the
+run ends with nothing new after its last performance, and intercepted by the first new
+observation after it otherwise. Repeating an
+act that brings a different answer each time (skipping to the next song, paging a listing) is
+progress, never a loop.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from itertools import pairwise
+
+from auditor.detectors.base import AuditContext, FindingDraft
+from auditor.detectors.failure_facts import (
+    RunFacts,
+    code_of,
+    collapse,
+    failure_draft,
+    intercepted,
+    realized,
+)
+from schemas import ActorKind, RiskClass
+
+# a framework record's progress counter ("Executing step 13/20") or clock time says nothing new
+_COUNTER = re.compile(r"\b\d+\s*/\s*\d+\b|\b\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?\b")
+
+LOOP_LENGTH = 3
+
+
+def novelty_keys(facts: RunFacts) -> list[str | None]:
+    """Each step's text as compared for novelty (None for a step with no text)."""
+    keys: list[str | None] = []
+    for step in facts.steps:
+        text = collapse(step.content).lower()
+        if step.actor_kind is ActorKind.system:
+            text = _COUNTER.sub("#", text)
+        keys.append(text or None)
+    return keys
+
+
+def new_information(facts: RunFacts, keys: list[str | None], actor: str) -> list[bool]:
+    """Per position: whether another participant's step there says something not said before."""
+    seen: set[str] = set()
+    out = []
+    for pos, step in enumerate(facts.steps):
+        key = keys[pos]
+        out.append(key is not None and step.actor != actor and key not in seen)
+        if key is not None:
+            seen.add(key)
+    return out
+
+
+class FailureRepetitionDetector:
+    name = "failure_repetition"
+    risk_class = RiskClass.task_failure
+    needs_annotations = False
+
+    def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        facts = RunFacts.of(ctx)
+        keys = novelty_keys(facts)
+        by_actor: dict[str, list[tuple[int, str]]] = {}
+        for pos in facts.acts:
+            sig = facts.signature(pos)
+            if sig is not None:
+                by_actor.setdefault(facts.steps[pos].actor, []).append((pos, sig))
+        drafts = []
+        seen = [0]
+        for pos in range(len(facts.steps)):
+            seen.append(seen[-1] + (pos in facts.observations))
+        for actor, acts in by_actor.items():
+            fresh = new_information(facts, keys, actor)
+            prefix = [0]
+            for flag in fresh:
+                prefix.append(prefix[-1] + flag)
+            covered = -1
+            for loop in sorted(self._loops(acts, prefix)):
+                answered = all(seen[b] - seen[a + 1] > 0 for a, b in pairwise(loop))
+                if loop[0] <= covered:
+                    continue  # interleaved with a loop already filed (a thought between two retries)
+                if answered or facts.signature(loop[0]).startswith("text:"):  # type: ignore[union-attr]
+                    drafts.append(self._draft(facts, loop, fresh))
+                    covered = loop[-1]
+        return drafts
+
+    def _loops(self, acts: list[tuple[int, str]], prefix: list[int]) -> Iterable[list[int]]:
+        """Runs of one act whose consecutive performances had no new information between them,
+        each with the performance just before the run (its answer may have been new: the first
+        answer always is); a loop has at least ``LOOP_LENGTH`` performances in all."""
+        by_sig: dict[str, list[int]] = {}
+        for pos, sig in acts:
+            by_sig.setdefault(sig, []).append(pos)
+        for positions in by_sig.values():
+            loop = positions[:1]
+            for pos in positions[1:]:
+                if prefix[pos] - prefix[loop[-1] + 1] == 0:
+                    loop.append(pos)
+                    continue
+                if len(loop) >= LOOP_LENGTH:
+                    yield loop
+                loop = [loop[-1], pos]  # the previous performance opens the next run
+            if len(loop) >= LOOP_LENGTH:
+                yield loop
+
+    @staticmethod
+    def _answer(facts: RunFacts, pos: int) -> int | None:
+        """The first observation after an act, before its actor acts again."""
+        actor = facts.steps[pos].actor
+        for p in range(pos + 1, len(facts.steps)):
+            if p in facts.observations:
+                return p
+            if facts.steps[p].actor == actor:
+                return None
+        return None
+
+    @staticmethod
+    def _same_check(facts: RunFacts, pos: int, first: int) -> bool:
+        """The same tool (any arguments) or, for code, the same agent's code."""
+        a, b = facts.steps[pos], facts.steps[first]
+        if a.actor != b.actor:
+            return False
+        if a.tool is not None and b.tool is not None:
+            return a.tool.name == b.tool.name
+        return bool(code_of(a.content)) and bool(code_of(b.content))
+
+    def _draft(self, facts: RunFacts, loop: list[int], fresh: list[bool]) -> FindingDraft:
+        first, second, last = loop[0], loop[1], loop[-1]
+        n = len(loop)
+        step = facts.steps[second]
+        if any(self._answer(facts, p) in facts.failures for p in loop):
+            retry = next(
+                (
+                    answer
+                    for p in facts.acts
+                    if p > last
+                    and self._same_check(facts, p, first)
+                    and (answer := self._answer(facts, p)) is not None
+                    and facts.succeeded(answer)
+                ),
+                None,
+            )
+            if retry is not None:
+                effect = intercepted(
+                    facts.steps[retry].step_id,
+                    f"the repeated act's check passed later, at step {facts.steps[retry].step_id}",
+                )
+            else:
+                effect = realized(
+                    "the repeated act kept failing and never passed before the run ended",
+                    f"{n} performances of one act failed the same way; what it was for was never achieved",
+                )
+        elif (later := next((p for p in range(last + 1, len(facts.steps)) if fresh[p]), None)) is not None:
+            effect = intercepted(
+                facts.steps[later].step_id,
+                f"new information arrived at step {facts.steps[later].step_id} and the loop stopped",
+            )
+        else:
+            effect = realized(
+                f"nothing new came back after the last repetition (step {facts.steps[last].step_id}) "
+                "until the run ended",
+                f"the run ended inside the loop: {n} performances of one act, the last {n - 1} without new information",
+            )
+        between = next(
+            (
+                p
+                for p in range(first + 1, second)
+                if facts.steps[p].actor != step.actor and facts.steps[p].content.strip()
+            ),
+            None,
+        )
+        evidence = [facts.unit(first), facts.unit(second), facts.unit(last)]
+        if between is not None:
+            evidence.append(facts.unit(between))
+        return failure_draft(
+            facts,
+            mode="1.3",
+            pos=second,
+            title=f"{step.actor} repeated the same act {n} times with nothing new in between",
+            mechanism=(
+                f"{step.actor} performed the act of step {facts.steps[first].step_id} again at "
+                + ", ".join(facts.steps[p].step_id for p in loop[1:])
+                + "; no other participant said anything new between consecutive performances."
+            ),
+            violated="a repeated act must follow new information; this one repeated unchanged after unchanged answers",
+            evidence=evidence,
+            effect=effect,
+            path=[facts.hop(p, "repeated act" if p != first else "first performance") for p in loop],
+            confidence=0.8,
+        )

@@ -291,3 +291,111 @@ def test_a_mid_2023_chatdev_log_is_detected_and_read():
         ("ChatDev", ActorKind.system, "2023-06-28T18:49:18", "log_filename: 20230628184918.log"),
         ("ChatDev", ActorKind.system, "2023-06-28T18:49:33", "AgentTech Ends (20230628184933)"),
     ]
+
+
+# Records quoted from OpenBMB/ChatDev @ b23416faabeca58217960903ca3861f04761422e,
+# WareHouse/FlappyBird_THUNLP_20230726121145/20230726121145.log (July 2023); the SystemMessage
+# bodies are cut short. The whole log (145 KB) is not committed: its stored text could not be
+# copied here byte for byte, so only the real June 2023 log above is a fixture file.
+FLAPPY = """\
+[2023-26-07 12:11:45 INFO] ChatDev Starts (20230726121145)
+
+[2023-26-07 12:11:45 INFO] PhaseType: PhaseType.DEMAND_ANALYSIS
+
+[2023-26-07 12:11:45 INFO] AI Assistant (Chief Product Officer) sys message:
+SystemMessage(role_name='Chief Product Officer', role_type=<RoleType.CHATDEV_CPO: 'chief product officer (CPO)'>)
+
+
+[2023-26-07 12:11:45 INFO] AI User (Chief Executive Officer) sys message:
+SystemMessage(role_name='Chief Executive Officer', role_type=<RoleType.CHATDEV_CEO: 'chief executive officer (CEO)'>)
+
+
+[2023-26-07 12:11:45 INFO] Task prompt:
+Design a basic Flappy Bird game.
+
+
+[2023-26-07 12:11:46 INFO] [OpenAI_Usage_Info]
+prompt_tokens: 445
+completion_tokens: 14
+total_tokens: 459
+
+
+[2023-26-07 12:11:51 INFO] [0] AI Assistant (Chief Product Officer):
+
+I suggest we design the Flappy Bird game as a mobile application.
+
+
+[2023-26-07 12:11:51 INFO] [0] AI User (Chief Executive Officer):
+
+I agree with your suggestion. Designing the Flappy Bird game as a mobile application would be a great choice.
+
+
+[2023-26-07 12:11:52 INFO] [1] AI Assistant (Chief Product Officer):
+
+<INFO> Mobile Application.
+
+[2023-26-07 12:11:52 INFO] [1] AI Assistant (Chief Product Officer) terminated the chat.
+
+[2023-26-07 12:11:52 INFO] PhaseType: PhaseType.CHOOSING_LANGUAGE
+
+[2023-26-07 12:11:52 INFO] AI Assistant (Chief Technology Officer) sys message:
+SystemMessage(role_name='Chief Technology Officer', role_type=<RoleType.CHATDEV_CTO: 'chief technology officer (CTO)'>)
+
+
+[2023-26-07 12:11:52 INFO] AI User (Chief Executive Officer) sys message:
+SystemMessage(role_name='Chief Executive Officer', role_type=<RoleType.CHATDEV_CEO: 'chief executive officer (CEO)'>)
+
+
+[2023-26-07 12:11:54 INFO] [0] AI Assistant (Chief Executive Officer):
+
+<INFO> Python..
+
+[2023-26-07 12:11:54 INFO] [0] AI User (Chief Executive Officer) terminated the chat.
+"""
+FLAPPY_STEPS = [
+    ("ChatDev", None, "ChatDev Starts (20230726121145)"),
+    ("ChatDev", None, "PhaseType: PhaseType.DEMAND_ANALYSIS"),
+    ("system", ["Chief Product Officer"], "SystemMessage(role_name='Chief Product Officer', "),
+    ("system", ["Chief Executive Officer"], "SystemMessage(role_name='Chief Executive Officer', "),
+    ("ChatDev", None, "Task prompt:\nDesign a basic Flappy Bird game."),
+    ("Chief Product Officer", ["Chief Executive Officer"], "I suggest we design the Flappy Bird game"),
+    ("Chief Executive Officer", ["Chief Product Officer"], "I agree with your suggestion."),
+    ("Chief Product Officer", ["Chief Executive Officer"], "<INFO> Mobile Application."),
+    ("ChatDev", None, "[1] AI Assistant (Chief Product Officer) terminated the chat."),
+    ("ChatDev", None, "PhaseType: PhaseType.CHOOSING_LANGUAGE"),
+    ("system", ["Chief Technology Officer"], "SystemMessage(role_name='Chief Technology Officer', "),
+    ("system", ["Chief Executive Officer"], "SystemMessage(role_name='Chief Executive Officer', "),
+    # the log names the CEO as the assistant side, which the CTO holds: no recipient is guessed
+    ("Chief Executive Officer", None, "<INFO> Python.."),
+    ("ChatDev", None, "[0] AI User (Chief Executive Officer) terminated the chat."),
+]
+
+
+def _colour(text: str, where: str) -> str:
+    """The same records with ANSI colours on their header lines, as some mid-2023 runs wrote them."""
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith("[2023-"):
+            stamp, _, rest = line.partition("] ")
+            line = f"{stamp}] \x1b[33m{rest}\x1b[0m" if where == "role" else f"\x1b[32m{stamp}]\x1b[0m {rest}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("colour", [None, "role", "stamp"])
+def test_mid_2023_chatdev_roles_are_read_through_colour_codes(tmp_path, colour):
+    path = tmp_path / "flappy.log"
+    path.write_text(FLAPPY if colour is None else _colour(FLAPPY, colour))
+    assert detect(path)[0] == "chatdev"
+    for fmt in ("auto", "chatdev"):  # detected or forced with --format chatdev: the same steps
+        [trace] = list(open_traces(path, fmt))
+        steps = list(trace.steps())
+        assert [(s.actor, s.recipients) for s in steps] == [(a, r) for a, r, _ in FLAPPY_STEPS]
+        for step, (_, _, text) in zip(steps, FLAPPY_STEPS, strict=True):
+            assert step.content.startswith(text)
+        assert trace.header.task == "Design a basic Flappy Bird game."
+        assert trace.header.metadata["skipped_records"] == {"openai_usage_info": 1}
+    assert steps[5].raw == {"line": 23, "level": "INFO", "side": "assistant", "phase": "DEMAND_ANALYSIS",
+                            "turn": 0, **({"ansi_stripped": True} if colour else {})}  # fmt: skip
+    assert steps[2].actor_kind == ActorKind.system and steps[5].actor_kind == ActorKind.agent
+    assert steps[5].timestamp == "2023-07-26T12:11:51"

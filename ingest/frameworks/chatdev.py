@@ -148,6 +148,11 @@ class ChatDevFormat:
                 )
 
 
+def _text(blk: Block, first: str) -> str:
+    """A record's verbatim text: the rest of its header line (its own line), then the body."""
+    return blk.text(f"{first}\n") if first else blk.text()
+
+
 class _Chat:
     """The mid-2023 record shapes: the current phase and the two sides of its chat."""
 
@@ -161,14 +166,22 @@ class _Chat:
         if phase := _PHASE.match(msg):
             self.phase, self.sides = phase.group("phase"), {}
             return b.add(
-                timestamp=stamp, actor="ChatDev", actor_kind=ActorKind.system, content=blk.text(msg), raw=raw
+                timestamp=stamp,
+                actor="ChatDev",
+                actor_kind=ActorKind.system,
+                content=_text(blk, msg),
+                raw=raw,
             )
         if msg.rstrip() == "Task prompt:":
             text = blk.text()
             if facts.task is None and text:
                 facts.task = text
             return b.add(
-                timestamp=stamp, actor="ChatDev", actor_kind=ActorKind.system, content=blk.text(msg), raw=raw
+                timestamp=stamp,
+                actor="ChatDev",
+                actor_kind=ActorKind.system,
+                content=_text(blk, msg),
+                raw=raw,
             )
         role = _ROLE.match(msg)
         if role is None:
@@ -184,7 +197,7 @@ class _Chat:
                 actor="system",
                 actor_kind=ActorKind.system,
                 recipients=[name],
-                content=blk.text(role.group("rest")),
+                content=_text(blk, role.group("rest")),
                 raw={**raw, "record": "sys_message"},
             )
         if what != ":":  # ChatDev's notice that a side ended the chat
@@ -192,7 +205,7 @@ class _Chat:
                 timestamp=stamp,
                 actor="ChatDev",
                 actor_kind=ActorKind.system,
-                content=blk.text(msg),
+                content=_text(blk, msg),
                 raw={**raw, "record": "terminated", "role": name},
             )
         other = self.sides.get("user" if side == "assistant" else "assistant")
@@ -201,7 +214,7 @@ class _Chat:
             timestamp=stamp,
             actor=name,
             recipients=[other] if holds_side and other else None,
-            content=blk.text(role.group("rest")),
+            content=_text(blk, role.group("rest")),
             raw=raw,
         )
 

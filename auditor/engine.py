@@ -29,7 +29,11 @@ def run_rules_audit(
     mode: GraphMode | str = GraphMode.annotated,
     policy: Policy | None = None,
     detectors: Sequence[str] | None = None,
+    outcome: str | None = None,
 ) -> AuditReport:
+    """``outcome`` (failed | succeeded | unknown | None: the source's record, else inferred) decides
+    whether the report attributes the failure (auditor/incident.py)."""
+    from auditor.incident import attribute_failure, decide_outcome, decisive_finding, risk_score
     from graph import build_graph, graph_digest
 
     mode = GraphMode(mode)
@@ -53,9 +57,19 @@ def run_rules_audit(
             ctx.notes.append(f"detector {name} failed: {exc}")
             continue
         findings.extend(file_finding(name, d, trace.header.trace_id) for d in drafts)
+    score = risk_score(findings)
+    run = decide_outcome(ctx, findings, outcome)
+    attribution = None
+    if run.value == "failed":
+        attribution = attribute_failure(trace, findings)
+        if not any(f.first_anomalous_step == attribution.step_id for f in findings):
+            decisive = decisive_finding(ctx, attribution, run)
+            findings += [decisive] if decisive is not None else []
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))
     digest = trace_digest(trace)
-    key = "|".join([digest, engine_version(), mode.value, policy.digest if policy else "-", *names])
+    key = "|".join(
+        [digest, engine_version(), mode.value, policy.digest if policy else "-", *names, f"outcome={outcome}"]
+    )
     return AuditReport(
         report_id="rpt-" + hashlib.sha256(key.encode()).hexdigest()[:16],
         trace_id=trace.header.trace_id,
@@ -67,6 +81,9 @@ def run_rules_audit(
         summary=_summary(findings),
         findings=findings,
         repair_plan=repair_plan_for(findings),
+        outcome=run,
+        attribution=attribution,
+        risk_score=score,
         notes=ctx.notes + ([f"policy {policy.name} ({policy.digest})"] if policy else []),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from auditor.errors import InputError
+from auditor.policy_actions import ActionRule, Claimant, Clock, Confirmation, RecordSpec
 from schemas import ActorKind
 
 if TYPE_CHECKING:
@@ -189,6 +190,11 @@ class Policy(_Rule):
     disclosure_scopes: list[DisclosureScope] = Field(default_factory=list)
     required_checks: list[RequiredCheck] = Field(default_factory=list)
     required_approvals: list[RequiredApproval] = Field(default_factory=list)
+    clock: Clock | None = None
+    claimants: list[Claimant] = Field(default_factory=list)
+    confirmations: list[Confirmation] = Field(default_factory=list)
+    records: list[RecordSpec] = Field(default_factory=list)
+    action_rules: list[ActionRule] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
@@ -200,6 +206,12 @@ class Policy(_Rule):
         names = [f.name for f in self.fields]
         if len(set(names)) != len(names):
             raise ValueError("a field is declared twice in 'fields'")
+        records = {r.name for r in self.records}
+        for rule in self.action_rules:
+            named = [rule.record, *(c.record for c in [*rule.allow_if_any, *rule.deny_if_any, *rule.deny_if_all])]
+            unknown = sorted({n for n in named if n is not None and n not in records})
+            if unknown:
+                raise ValueError(f"action rule '{rule.id}' names undeclared records {unknown} (declare them in 'records')")
         for scope in self.disclosure_scopes:
             if not scope.restricted and not (set(names) - set(scope.may_receive)):
                 raise ValueError(
@@ -207,18 +219,23 @@ class Policy(_Rule):
                 )
         return self
 
-    def rules(self) -> list[_IdRule]:
+    def rules(self) -> list[_IdRule | Confirmation | ActionRule]:
         return [
             *self.cumulative_limits,
             *self.disclosure_scopes,
             *self.required_checks,
             *self.required_approvals,
+            *self.confirmations,
+            *self.action_rules,
         ]
 
     @property
     def digest(self) -> str:
         blob = self.model_dump_json().encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
+
+    def record(self, name: str) -> RecordSpec:
+        return next(r for r in self.records if r.name == name)
 
     def approvers(self) -> list[str]:
         return sorted({r.approver for r in self.required_approvals})

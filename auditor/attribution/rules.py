@@ -38,6 +38,11 @@ class RulesStrategy:
         self, trace: Trace, *, ground_truth: str | None = None, model: str | None = None
     ) -> Attribution:
         facts = TraceFacts(trace)
+        votes = self.votes(trace, facts, ground_truth)
+        return assemble(trace, self.name, votes, used_ground_truth=bool(ground_truth), notes=facts.notes)
+
+    def votes(self, trace: Trace, facts: TraceFacts, ground_truth: str | None = None) -> list[Vote]:
+        """The signals' votes (the review adds its findings' votes to these)."""
         cite = Citer(trace)
         votes: list[Vote] = []
         if facts.coordinator:
@@ -56,7 +61,7 @@ class RulesStrategy:
                     cite.cite(facts.first_act.step_id),
                 )
             )
-        return assemble(trace, self.name, votes, used_ground_truth=bool(ground_truth), notes=facts.notes)
+        return votes
 
 
 def _coordinated(facts: TraceFacts, cite: Citer) -> list[Vote]:

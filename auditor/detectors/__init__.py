@@ -18,6 +18,12 @@ REGISTRY: dict[str, str] = {
     "delegated_disclosure": "auditor.detectors.delegated_disclosure:DelegatedDisclosureDetector",
     "routing_provenance": "auditor.detectors.routing_provenance:RoutingProvenanceDetector",
     "unverified_relay": "auditor.detectors.unverified_relay:UnverifiedRelayDetector",
+    "failure_repetition": "auditor.detectors.failure_repetition:FailureRepetitionDetector",
+    "failure_termination": "auditor.detectors.failure_termination:FailureTerminationDetector",
+    "failure_premature": "auditor.detectors.failure_premature:FailurePrematureDetector",
+    "failure_verification": "auditor.detectors.failure_verification:FailureVerificationDetector",
+    "policy_actions": "auditor.detectors.policy_actions:PolicyActionDetector",
+    "policy_confirmation": "auditor.detectors.policy_confirmation:PolicyConfirmationDetector",
 }
 
 

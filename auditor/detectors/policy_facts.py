@@ -1,0 +1,227 @@
+"""Facts the declared action rules are judged on: tool calls with their results, the records read
+tools returned, the domain's clock, and the claimants' replies.
+
+A record is the JSON object a read tool returned (``records`` in the policy), indexed by its key
+field; a write is a call of a tool a rule or a confirmation names; a call failed when its result
+is marked failed by the source (``raw.status``) or is an error by its structure: a JSON object
+with an ``error`` key, or text that begins ``Error:`` — the tool's own refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from auditor.detectors.base import AuditContext
+from auditor.policy_actions import Condition, parse_time
+from schemas import ActorKind, EvidenceUnit, StepKind, TraceStep
+
+_ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
+
+
+def result_failed(step: TraceStep) -> bool:
+    """The tool or the format marks the result failed, or it is an error by its structure."""
+    status = str(step.raw.get("status", "")).lower()
+    if status in ("error", "failed", "failure"):
+        return True
+    text = step.content
+    if _ERROR_TEXT.match(text):
+        return True
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "error" in body and len(body) <= 3
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call and its result (None when the trace has none)."""
+
+    pos: int
+    step: TraceStep
+    result: TraceStep | None
+
+    @property
+    def name(self) -> str:
+        return self.step.tool.name if self.step.tool else ""
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        args = self.step.tool.arguments if self.step.tool else None
+        return args if isinstance(args, dict) else {}
+
+    @property
+    def failed(self) -> bool:
+        return self.result is not None and result_failed(self.result)
+
+
+@dataclass(frozen=True)
+class Record:
+    name: str
+    key: str
+    value: dict[str, Any]
+    step: TraceStep
+    pos: int
+
+
+class PolicyFacts:
+    """The calls, records, clock and claimant replies of one trace, under one policy."""
+
+    def __init__(self, ctx: AuditContext) -> None:
+        assert ctx.policy is not None
+        self.ctx = ctx
+        self.policy = ctx.policy
+        self.steps = ctx.trace.steps
+
+    @cached_property
+    def calls(self) -> list[Call]:
+        results: dict[str, TraceStep] = {}
+        for s in self.steps:
+            if s.kind is StepKind.tool_result:
+                cid = (s.refs.call_id if s.refs else None) or (s.tool.call_id if s.tool else None)
+                if cid:
+                    results.setdefault(cid, s)
+        return [
+            Call(i, s, results.get(s.tool.call_id or "") if s.tool else None)
+            for i, s in enumerate(self.steps)
+            if s.kind is StepKind.tool_call and s.tool is not None
+        ]
+
+    @cached_property
+    def records(self) -> list[Record]:
+        out = []
+        by_tool = {t: spec for spec in self.policy.records for t in spec.tools}
+        for call in self.calls:
+            spec = by_tool.get(call.name)
+            if spec is None or call.result is None or call.failed:
+                continue
+            try:
+                body = json.loads(call.result.content)
+            except ValueError:
+                continue
+            if isinstance(body, dict):
+                key = body.get(spec.key, call.arguments.get(spec.key))
+                if key is not None:
+                    out.append(
+                        Record(spec.name, str(key), body, call.result, self.ctx.position(call.result.step_id))
+                    )
+        return out
+
+    def records_before(self, name: str, pos: int, key: str | None = None) -> list[Record]:
+        """Records of ``name`` read before position ``pos`` (for ``key`` when given), latest first."""
+        found = [r for r in self.records if r.name == name and r.pos < pos and (key is None or r.key == key)]
+        return sorted(found, key=lambda r: -r.pos)
+
+    @cached_property
+    def now(self) -> datetime | None:
+        clock = self.policy.clock
+        if clock is None:
+            return None
+        if clock.fixed is not None:
+            return parse_time(clock.fixed, clock.format)
+        pattern = re.compile(clock.pattern or "")
+        for s in self.steps:
+            if s.actor_kind is ActorKind.system or s.index == 0:
+                m = pattern.search(s.content)
+                if m:
+                    return parse_time(m.group(1), clock.format)
+        return None
+
+    def is_claimant(self, step: TraceStep) -> bool:
+        for c in self.policy.claimants:
+            if c.actor_kind is not None and step.actor_kind is not c.actor_kind:
+                continue
+            if c.names and step.actor not in c.names:
+                continue
+            return True
+        return not self.policy.claimants and step.actor_kind is ActorKind.human
+
+    # -- conditions ----------------------------------------------------------------------------
+
+    def holds(self, cond: Condition, call: Call, record: Record | None) -> tuple[bool, Record | None] | None:
+        """(holds, the record it read) for one condition; None when it cannot be decided."""
+        if cond.argument is not None:
+            values = values_at(call.arguments, cond.argument)
+            return (self._test(cond, values), None) if values or cond.count_over is not None else None
+        candidates = [record] if cond.record is None else self.records_before(cond.record, call.pos)
+        decided = None
+        for rec in candidates:
+            if rec is None:
+                continue
+            values = values_at(rec.value, cond.field or "")
+            if not values:
+                continue
+            if self._test(cond, values):
+                return True, rec
+            decided = (False, rec)
+        return decided
+
+    def _test(self, cond: Condition, values: list[Any]) -> bool:
+        if cond.count_over is not None:
+            items = [v for v in values if not cond.where_prefix or str(v).startswith(cond.where_prefix)]
+            return len(items) > cond.count_over
+        if cond.equals is not None:
+            return any(_same(v, cond.equals) for v in values)
+        if cond.in_ is not None:
+            return any(any(_same(v, x) for x in cond.in_) for v in values)
+        if cond.not_in is not None:
+            return all(not any(_same(v, x) for x in cond.not_in) for v in values)
+        now = self.now
+        if now is None:
+            return False
+        times = [t for t in (parse_time(str(v)) for v in values) if t is not None]
+        if cond.within_hours is not None:
+            return any(0 <= (now - t).total_seconds() <= cond.within_hours * 3600 for t in times)
+        if cond.before_clock is not None:
+            before = any(t.date() < now.date() for t in times)
+            return before if cond.before_clock else not before
+        return False
+
+    # -- evidence ------------------------------------------------------------------------------
+
+    def quote_field(self, step: TraceStep, field: str, values: list[Any]) -> EvidenceUnit | None:
+        """A unit quoting ``"field": value`` (or the value alone) verbatim from the step."""
+        last = field.split(".")[-1]
+        for v in values:
+            for text in (f'"{last}": {json.dumps(v)}', f'"{last}":{json.dumps(v)}', str(v)):
+                if text and text in step.content:
+                    return self.ctx.unit(step.step_id, text)
+        return None
+
+    def quote_call(self, call: Call) -> EvidenceUnit:
+        """A unit for the call: its first string argument as written, else its whole content."""
+        for v in call.arguments.values():
+            if isinstance(v, str) and v and v in call.step.content:
+                return self.ctx.unit(call.step.step_id, v)
+        content = call.step.content.strip()
+        return self.ctx.unit(call.step.step_id, content[:200] if content else call.name)
+
+
+def values_at(obj: Any, path: str) -> list[Any]:
+    """Values at a dotted path; ``*`` walks every item of a list (or every value of a mapping)."""
+    current = [obj]
+    for part in path.split(".") if path else []:
+        nxt: list[Any] = []
+        for item in current:
+            if part == "*":
+                if isinstance(item, list):
+                    nxt.extend(item)
+                elif isinstance(item, dict):
+                    nxt.extend(item.values())
+            elif isinstance(item, dict) and part in item:
+                nxt.append(item[part])
+        current = nxt
+    return [v for v in current if v is not None and not isinstance(v, dict | list)]
+
+
+def _same(value: Any, expected: Any) -> bool:
+    if isinstance(value, str) and isinstance(expected, str):
+        return value.strip().lower() == expected.strip().lower()
+    if isinstance(value, bool) or isinstance(expected, bool):
+        return str(value).lower() == str(expected).lower()
+    return value == expected

@@ -1,0 +1,137 @@
+"""The incident layer of a review: did the run fail, who did it and when, and how risky is it.
+
+- **Outcome**: the user's ``--outcome`` wins; else the outcome the source recorded (the importer
+  keeps it in ``header.metadata["outcome"]``); else the review decides from the trace itself: a
+  failed execution or tool result as the final state, an agent's call left without a result (an
+  abandoned run), or a realized finding (the run did what it must not). Otherwise unknown — the
+  review never claims success it cannot show.
+- **Attribution** (failed runs): the embedded rules strategy's votes plus one vote per finding at
+  its first anomalous step (weighted by disposition), assembled into the ``auditor attribute``
+  shape. A participant marked human (a customer, a simulated user) is a source of claims and is
+  never the responsible agent. When no finding sits at the decisive step, one is filed there.
+- **risk_score** = 1 − Π(1 − w·c) over the findings, with w the disposition's weight
+  (``RISK_WEIGHT``) and c the finding's confidence: 0 with no finding, near 1 with several
+  realized ones; ranks runs for triage.
+"""
+
+from __future__ import annotations
+
+import json
+
+from auditor.attribution.facts import TraceFacts, agent_name
+from auditor.attribution.result import Vote, assemble
+from auditor.attribution.rules import RulesStrategy
+from auditor.detectors.base import AuditContext, FindingDraft, criterion, file_finding
+from auditor.detectors.policy_facts import result_failed
+from schemas import ActorKind, Criteria, Disposition, Finding, RiskClass, StepKind, Trace
+from schemas.failure import Attribution, OutcomeSource, OutcomeValue, RunOutcome
+
+RISK_WEIGHT = {
+    Disposition.realized: 0.6,
+    Disposition.anomaly_with_interception: 0.35,
+    Disposition.adjacent_risk: 0.3,
+    Disposition.lead: 0.15,
+    Disposition.operational_failure: 0.05,
+}
+VOTE_WEIGHT = {  # a finding's support for its first anomalous step, beside the rules' signals (1.0)
+    Disposition.realized: 1.5,
+    Disposition.anomaly_with_interception: 0.8,
+    Disposition.adjacent_risk: 0.8,
+    Disposition.lead: 0.3,
+    Disposition.operational_failure: 0.1,
+}
+OUTCOMES = ("failed", "succeeded", "unknown")
+
+
+def risk_score(findings: list[Finding]) -> float:
+    keep = 1.0
+    for f in findings:
+        keep *= 1.0 - RISK_WEIGHT[f.disposition] * f.confidence
+    return round(1.0 - keep, 6)
+
+
+def decide_outcome(ctx: AuditContext, findings: list[Finding], flag: str | None) -> RunOutcome:
+    """The run's outcome: the flag, else the source's record, else what the trace shows."""
+    if flag in ("failed", "succeeded"):
+        return RunOutcome(value=OutcomeValue(flag), source=OutcomeSource.flag, reason="--outcome given")
+    recorded = ctx.trace.header.metadata.get("outcome")
+    if flag is None and isinstance(recorded, dict) and recorded.get("value") in ("failed", "succeeded"):
+        detail = json.dumps(recorded.get("detail"), default=str)[:200]
+        return RunOutcome(
+            value=OutcomeValue(recorded["value"]),
+            source=OutcomeSource.trace,
+            reason=f"recorded by the source ({recorded.get('source', 'header')}: {detail})",
+        )
+    return _inferred(ctx, findings)
+
+
+def _inferred(ctx: AuditContext, findings: list[Finding]) -> RunOutcome:
+    steps = [s for s in ctx.trace.steps if s.actor_kind is not ActorKind.human]
+    last = steps[-1] if steps else None
+    if last is not None and last.kind is StepKind.tool_result and result_failed(last):
+        return _failed(ctx, last.step_id, "the run ends on a failed tool result")
+    if last is not None and last.kind is StepKind.tool_call:
+        return _failed(ctx, last.step_id, "the run ends on a call that never got its result (abandoned)")
+    executions = TraceFacts(ctx.trace).executions
+    if executions and executions[-1].failed:
+        return _failed(ctx, executions[-1].result.step_id, "the last execution in the run failed")
+    realized = next((f for f in findings if f.disposition is Disposition.realized), None)
+    if realized is not None:
+        return RunOutcome(
+            value=OutcomeValue.failed,
+            source=OutcomeSource.inferred,
+            reason=f"a realized finding: {realized.title}",
+            evidence=realized.evidence[:2],
+        )
+    return RunOutcome(
+        value=OutcomeValue.unknown,
+        source=OutcomeSource.none,
+        reason="no recorded outcome and no failure shown",
+    )
+
+
+def _failed(ctx: AuditContext, step_id: str, reason: str) -> RunOutcome:
+    content = ctx.step(step_id).content.strip()
+    line = next((ln.strip() for ln in content.splitlines() if ln.strip()), "")[:200]
+    units = [ctx.unit(step_id, line)] if line else []
+    return RunOutcome(value=OutcomeValue.failed, source=OutcomeSource.inferred, reason=reason, evidence=units)
+
+
+def attribute_failure(trace: Trace, findings: list[Finding]) -> Attribution:
+    """The rules strategy's votes plus the findings' votes (never at a human's step)."""
+    facts = TraceFacts(trace)
+    votes = RulesStrategy().votes(trace, facts)
+    human = {s.step_id for s in trace.steps if s.actor_kind is ActorKind.human}
+    votes = [v for v in votes if v.step_id not in human]
+    for f in findings:
+        if f.first_anomalous_step not in human:
+            votes.append(
+                Vote(f.first_anomalous_step, VOTE_WEIGHT[f.disposition], f"finding: {f.title}", f.evidence)
+            )
+    return assemble(trace, "rules+findings", votes, notes=facts.notes)
+
+
+def decisive_finding(ctx: AuditContext, attribution: Attribution, outcome: RunOutcome) -> Finding | None:
+    """A finding at the decisive step of a failed run, where none of the detectors filed one."""
+    top = attribution.steps[0] if attribution.steps else None
+    if top is None or not top.evidence:
+        return None
+    step = ctx.step(top.step_id)
+    draft = FindingDraft(
+        risk_class=RiskClass.task_failure,
+        title=f"decisive step of the failed run: {agent_name(step.actor)} at {step.step_id}",
+        boundary_edge=top.evidence[0].edge_ref,
+        first_anomalous_step=step.step_id,
+        responsible_participant=agent_name(step.actor),
+        mechanism="The failure attribution places the decisive error here: " + "; ".join(top.signals),
+        material_effect=f"the run failed ({outcome.reason})",
+        criteria=Criteria(
+            R1=criterion("holds", f"the run failed ({outcome.source.value}: {outcome.reason})"),
+            R2=criterion("holds", "; ".join(top.signals)[:400] or "the attribution's top step"),
+            R3=criterion("holds", "the run did not reach its goal"),
+            R4=criterion("holds", "the step is quoted verbatim"),
+        ),
+        evidence=top.evidence,
+        confidence=round(min(max(top.confidence, 0.05), 1.0), 6),
+    )
+    return file_finding("failure_attribution", draft, ctx.trace.header.trace_id)

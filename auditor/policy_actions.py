@@ -1,0 +1,179 @@
+"""Declared rules about actions (policy sections ``clock``, ``claimants``, ``confirmations``,
+``records`` and ``action_rules``): what a domain policy such as an airline's demands before a
+write tool is called.
+
+A rule is decided from the trace's own facts: a record is the JSON a read tool returned for the
+entity the action names (the reservation a cancellation names, the user a certificate goes to);
+a condition reads a field of that record (or an argument of the call) and compares it with a
+value, a list, or the trace's clock (the policy's "current time", read from a system step where
+the domain states it). A customer's word is never a record: ``claimants`` lists who is a source of
+claims (a human, a simulated user) and which values their word may establish (their own user id).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schemas import ActorKind
+
+
+class _Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class Clock(_Rule):
+    """The domain's "now": a fixed ISO time, or the first match of a pattern in a system step."""
+
+    fixed: str | None = None
+    pattern: str | None = Field(default=None, description="A regex whose group 1 is the time.")
+    format: str = Field(default="%Y-%m-%d %H:%M:%S", description="strptime format of the match.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Clock:
+        if (self.fixed is None) == (self.pattern is None):
+            raise ValueError("a clock needs exactly one of 'fixed' or 'pattern'")
+        if self.pattern is not None:
+            try:
+                if re.compile(self.pattern).groups < 1:
+                    raise ValueError("the clock pattern needs a group that captures the time")
+            except re.error as exc:
+                raise ValueError(f"clock pattern is not a valid regular expression: {exc}") from exc
+        return self
+
+
+class Claimant(_Rule):
+    """A source of claims, not an audited agent: its word establishes only ``trusted_for``."""
+
+    names: list[str] = Field(default_factory=list)
+    actor_kind: ActorKind | None = ActorKind.human
+    trusted_for: list[str] = Field(
+        default_factory=list, description="Values their word may establish (e.g. their own user_id)."
+    )
+
+
+class Confirmation(_Rule):
+    """Write tools that need the claimant's explicit confirmation of the listed details first."""
+
+    id: str = Field(min_length=1)
+    description: str = ""
+    tools: list[str] = Field(min_length=1)
+    affirmations: list[str] = Field(
+        default_factory=lambda: [
+            "yes",
+            "confirm",
+            "proceed",
+            "go ahead",
+            "please do",
+            "oui",
+            "sí",
+            "correct",
+        ],
+        description="Words that, as a word of the claimant's reply, affirm (case-insensitive).",
+    )
+    negations: list[str] = Field(
+        default_factory=lambda: ["no", "not", "don't", "wait", "hold on", "cancel that", "instead"],
+        description="Words that, in the same reply, withdraw or condition the yes.",
+    )
+
+
+class RecordSpec(_Rule):
+    """Where a record comes from: the results of a read tool, keyed by one of its fields."""
+
+    name: str = Field(min_length=1)
+    tools: list[str] = Field(min_length=1, description="Read tools whose results hold the record.")
+    key: str = Field(min_length=1, description="Field of the record (and argument of actions) naming it.")
+
+
+class Condition(_Rule):
+    """One test: a record field (``field``, dotted, ``*`` over lists) or a call argument."""
+
+    field: str | None = None
+    argument: str | None = None
+    record: str | None = Field(default=None, description="Another record than the rule's own.")
+    equals: Any = None
+    in_: list[Any] | None = Field(default=None, alias="in")
+    not_in: list[Any] | None = None
+    within_hours: float | None = Field(
+        default=None, gt=0, description="Time value within N hours before now."
+    )
+    before_clock: bool | None = None
+    count_over: int | None = Field(default=None, ge=0, description="Holds when more than N list items match.")
+    where_prefix: str | None = Field(default=None, description="With count_over: count items starting so.")
+
+    @model_validator(mode="after")
+    def _one_subject_one_test(self) -> Condition:
+        if (self.field is None) == (self.argument is None):
+            raise ValueError("a condition reads exactly one of 'field' (a record field) or 'argument'")
+        tests = [
+            self.equals is not None,
+            self.in_ is not None,
+            self.not_in is not None,
+            self.within_hours is not None,
+            self.before_clock is not None,
+            self.count_over is not None,
+        ]
+        if sum(tests) != 1:
+            raise ValueError(
+                "a condition needs exactly one test: equals, in, not_in, within_hours, "
+                "before_clock or count_over"
+            )
+        return self
+
+    def describe(self) -> str:
+        subject = (
+            f"{self.record + '.' if self.record else ''}{self.field or 'argument ' + str(self.argument)}"
+        )
+        if self.equals is not None:
+            return f"{subject} = {self.equals!r}"
+        if self.in_ is not None:
+            return f"{subject} in {self.in_!r}"
+        if self.not_in is not None:
+            return f"{subject} not in {self.not_in!r}"
+        if self.within_hours is not None:
+            return f"{subject} within {self.within_hours:g} h of now"
+        if self.before_clock is not None:
+            return f"{subject} {'before' if self.before_clock else 'not before'} now"
+        which = f" starting {self.where_prefix!r}" if self.where_prefix else ""
+        return f"more than {self.count_over} of {subject}{which}"
+
+
+class ActionRule(_Rule):
+    """An action is allowed only if any ``allow_if_any`` holds (when given) and no
+    ``deny_if_any`` holds, judged on the record the action names (read before the action)."""
+
+    id: str = Field(min_length=1)
+    description: str = ""
+    tools: list[str] = Field(min_length=1)
+    record: str | None = Field(default=None, description="The records entry the action names.")
+    allow_if_any: list[Condition] = Field(default_factory=list)
+    deny_if_any: list[Condition] = Field(default_factory=list)
+    deny_if_all: list[Condition] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _has_conditions(self) -> ActionRule:
+        if not (self.allow_if_any or self.deny_if_any or self.deny_if_all):
+            raise ValueError("an action rule needs allow_if_any, deny_if_any or deny_if_all")
+        return self
+
+    @field_validator("tools")
+    @classmethod
+    def _named(cls, value: list[str]) -> list[str]:
+        if any(not t.strip() for t in value):
+            raise ValueError("tool names must be non-empty")
+        return value
+
+
+def parse_time(text: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime | None:
+    """A record's or the clock's time: ISO 8601 (date or date-time), or ``fmt``; None otherwise."""
+    text = str(text).strip()
+    for parse in (datetime.fromisoformat, lambda t: datetime.strptime(t, fmt)):
+        try:
+            value = parse(text)
+        except ValueError:
+            continue
+        return value.replace(tzinfo=None)
+    return None

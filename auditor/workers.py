@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from auditor.errors import InputError, StoreError
+from auditor.errors import InputError, StoreError, VerificationFailed
 from auditor.store import EventStore
+from auditor.store.checkpoint import CheckpointSettings, take_checkpoint
 from ingest.stream_loop import BatchLoop, Polled, commit_batch, group_consumer, kafka_client, wait_sent
 from ingest.stream_metrics import Metrics
 from schemas.events import NewEvent
@@ -33,6 +35,7 @@ AuditFn = Callable[[EventStore, str], dict[str, Any]]
 """An engine for workers: audit the stored trace, file its report in the store, return the report."""
 
 SEVERITY_ORDER = list(Severity)
+log = logging.getLogger(__name__)
 
 
 def rules_audit(store: EventStore, trace_id: str) -> dict[str, Any]:
@@ -80,6 +83,8 @@ class WorkerConfig:
     poll_ms: int = 200
     retry_backoff_s: float = 1.0
     session_timeout_ms: int = 10000
+    # periodic signed checkpoints of the store's head (docs/store.md): on when AUDITOR_CHECKPOINT_FILE is set
+    checkpoints: CheckpointSettings | None = field(default_factory=CheckpointSettings.from_env)
 
 
 def worker_metrics() -> Metrics:
@@ -89,6 +94,9 @@ def worker_metrics() -> Metrics:
     m.describe("alerts_total", "counter", "Findings published to the alerts topic.")
     m.describe("batch_failures_total", "counter", "Batches rewound and retried (store or broker down).")
     m.describe("commit_failures_total", "counter", "Offset commits refused (re-delivery is skipped).")
+    m.describe(
+        "checkpoints_total", "counter", "Periodic checkpoints, by outcome (written, unchanged, refused)."
+    )
     return m
 
 
@@ -151,8 +159,9 @@ class AuditWorker:
             KafkaProducer, bootstrap=config.bootstrap, linger_ms=5, max_request_size=8 << 20
         )
         self._warm = WARM_UPS.get(config.engine) if audit is None else None
+        every = (config.checkpoints.every_s, self.checkpoint) if config.checkpoints else None
         self.loop = BatchLoop(
-            self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s
+            self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s, every
         )
 
     def process(self, polled: Polled) -> None:
@@ -203,6 +212,20 @@ class AuditWorker:
             idempotency_key=f"audit:{trace_id}:{self.config.engine}",
         )
         self.store.append(audit_stream(trace_id), [event])
+
+    def checkpoint(self) -> None:
+        """Anchor the store's head in the checkpoint file (periodic); a chain that no longer
+        matches its anchors is logged as an error and left unanchored."""
+        settings = self.config.checkpoints
+        if settings is None:
+            return
+        try:
+            taken = take_checkpoint(self.store, settings.path, settings.key)
+        except VerificationFailed as exc:
+            self.metrics.inc("checkpoints_total", outcome="refused")
+            log.error("checkpoint refused: %s", exc.one_line())
+            return
+        self.metrics.inc("checkpoints_total", outcome="written" if taken else "unchanged")
 
     @property
     def healthy(self) -> bool:

@@ -1,32 +1,168 @@
-"""`auditor store verify|stats`: the event store's integrity and size."""
+"""`auditor store verify|checkpoint|keygen|guard|stats`: the event store's integrity and size."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.cli.common import console, open_cli_store, print_json, print_table, state
+
+_KEY_FILE = typer.Option(
+    None,
+    "--key-file",
+    envvar="AUDITOR_CHECKPOINT_KEY_FILE",
+    help="The checkpoint signing key (a file the database's hosts cannot read).",
+)
+
+
+_UNANCHORED = (
+    "not anchored: without --checkpoints, a chain rewritten or cut short by someone with write "
+    "access also reads intact (docs/store.md)"
+)
+
+
+def _inspection_store():  # -> auditor.store.EventStore
+    """The store opened even when its guards are gone: verify and guard must see such a store."""
+    from auditor.store import open_store
+
+    return open_store(state.store_url, require_guards=False)
+
+
+def _verify(store, checkpoints: Path | None, key_file: Path | None):  # type: ignore[no-untyped-def]
+    """The chain walked against the checkpoint file when one is named; an unreadable signature or
+    an empty file fails verification like a broken link does."""
+    from auditor.errors import VerificationFailed
+    from auditor.store import ChainReport, verify_chain
+    from auditor.store.checkpoint import load_key, read_checkpoints
+
+    if checkpoints is None:
+        return verify_chain(store)
+    key = load_key(key_file)
+    try:
+        anchors = read_checkpoints(checkpoints, key)
+    except VerificationFailed as exc:
+        return ChainReport(0, False, None, exc.one_line())
+    if not anchors:
+        return ChainReport(0, False, None, f"{checkpoints} holds no checkpoint")
+    return verify_chain(store, anchors)
+
+
+def _print_report(report, checkpoints: Path | None) -> None:  # type: ignore[no-untyped-def]
+    if report.ok:
+        console.print(f"[green]ok[/green]: {report.checked} events, hash chain intact, guards in place")
+        if report.anchor is not None:
+            plural = "" if report.checkpoints == 1 else "s"
+            console.print(
+                f"anchored: matches {report.checkpoints} checkpoint{plural} in {checkpoints} (latest: "
+                f"event {report.anchor.position}, signed {report.anchor.created_at})"
+            )
+        else:
+            console.print(_UNANCHORED)
+    elif report.broken_position is None:
+        console.print(f"[red]broken[/red]: {report.reason}")
+    else:
+        console.print(
+            f"[red]broken[/red] at global position {report.broken_position}: {report.reason} "
+            f"({report.checked} events verified before it)"
+        )
 
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="The append-only event store.", no_args_is_help=True)
 
     @group.command("verify")
-    def verify(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-        """Walk the hash chain; name the first broken link and exit 1 if there is one."""
-        from auditor.store import verify_chain
-
-        report = verify_chain(open_cli_store())
+    def verify(
+        checkpoints: Path = typer.Option(
+            None,
+            "--checkpoints",
+            envvar="AUDITOR_CHECKPOINT_FILE",
+            help="Hold the chain against the signed checkpoints in this file (needs the key).",
+        ),
+        key_file: Path = _KEY_FILE,
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Walk the hash chain, check it against the checkpoints and the append-only guards; name
+        the first problem and exit 1 if there is one."""
+        report = _verify(_inspection_store(), checkpoints, key_file)
         if as_json:
-            print_json(report.__dict__)
-        elif report.ok:
-            console.print(f"[green]ok[/green]: {report.checked} events, hash chain intact")
+            print_json(report.to_json())
         else:
-            console.print(
-                f"[red]broken[/red] at global position {report.broken_position}: {report.reason} "
-                f"({report.checked} events verified before it)"
-            )
+            _print_report(report, checkpoints)
         if not report.ok:
             raise typer.Exit(1)
+
+    @group.command("checkpoint")
+    def checkpoint(
+        file: Path = typer.Option(
+            None,
+            "--file",
+            envvar="AUDITOR_CHECKPOINT_FILE",
+            help="The checkpoint file to append to (kept outside the database).",
+        ),
+        key_file: Path = _KEY_FILE,
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Sign the chain's head (position, hash) and append it to the checkpoint file, after
+        checking that the events since the latest checkpoint chain onto it."""
+        from auditor.errors import InputError
+        from auditor.store.checkpoint import load_key, take_checkpoint
+
+        if file is None:
+            raise InputError(
+                "no checkpoint file named",
+                field="--file",
+                hint="pass --file FILE or set AUDITOR_CHECKPOINT_FILE (outside the database's reach)",
+            )
+        key = load_key(key_file)
+        store = open_cli_store()
+        taken = take_checkpoint(store, file, key)
+        position = store.last_position()
+        if as_json:
+            print_json({"written": taken is not None, "file": str(file), **(taken.__dict__ if taken else {})})
+        elif taken is not None:
+            console.print(f"checkpoint: event {taken.position}, hash {taken.hash[:16]}…, appended to {file}")
+        elif position == 0:
+            console.print("the store is empty: nothing to anchor")
+        else:
+            console.print(f"nothing new: the head (event {position}) is already anchored in {file}")
+
+    @group.command("keygen")
+    def keygen(path: Path = typer.Argument(..., help="The key file to create (must not exist).")) -> None:
+        """Create a random checkpoint key, readable by its owner only."""
+        from auditor.store.checkpoint import generate_key
+
+        kid = generate_key(path)
+        console.print(
+            f"wrote a new checkpoint key to {path} (key id {kid}); keep it where the database's "
+            "writers cannot read it"
+        )
+
+    @group.command("guard")
+    def guard(
+        checkpoints: Path = typer.Option(
+            None, "--checkpoints", envvar="AUDITOR_CHECKPOINT_FILE", help="Verify against these first."
+        ),
+        key_file: Path = _KEY_FILE,
+    ) -> None:
+        """Restore missing or altered append-only triggers, once the chain verifies (a store
+        created before a guard existed gets it this way too)."""
+        from auditor.store.guards import install_guards
+
+        store = _inspection_store()
+        report = _verify(store, checkpoints, key_file)
+        if not report.chain_ok:
+            _print_report(report, checkpoints)
+            console.print("[red]refused[/red]: the guards are restored only over an intact chain")
+            raise typer.Exit(1)
+        with store.write_transaction() as conn:
+            restored = install_guards(conn)
+        if restored:
+            console.print(f"restored: {', '.join(restored)} ({report.checked} events verified)")
+        else:
+            console.print("the guards are in place: nothing to restore")
+        if report.anchor is None:
+            console.print(_UNANCHORED)
 
     @group.command("stats")
     def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:

@@ -5,9 +5,10 @@ from auditor.store.projections import Projection, catch_up, rebuild
 from auditor.store.verify import ChainReport, verify_chain
 
 
-def open_store(url: str | None = None) -> EventStore:
-    """Open (and create if needed) the store at ``url``, AUDITOR_STORE, or ./auditor.db."""
-    return EventStore(url)
+def open_store(url: str | None = None, *, require_guards: bool = True) -> EventStore:
+    """Open (and create if needed) the store at ``url``, AUDITOR_STORE, or ./auditor.db; a store
+    whose append-only guards were dropped is refused unless ``require_guards`` is False."""
+    return EventStore(url, require_guards=require_guards)
 
 
 __all__ = [

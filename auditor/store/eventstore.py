@@ -90,17 +90,29 @@ def _make_engine(url: str) -> Engine:
 class EventStore:
     """Append, read and verify events. No update, no delete: the database refuses those too."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, require_guards: bool = True) -> None:
+        """Open the store, creating it (and its append-only guards) if the database is empty.
+        A store whose guards were dropped or altered is refused unless ``require_guards`` is
+        False, which only inspection and repair (``store verify``, ``store guard``) pass."""
         self.url = resolve_url(url)
         try:
             self.engine = _make_engine(self.url)
             with self.write_transaction() as conn:
-                create_schema(conn)
+                self.guard_problems = create_schema(conn)
         except (OperationalError, DBAPIError) as exc:
             raise StoreError(
                 f"cannot open the event store at {self.safe_url}: {exc.orig}",
                 hint="check --store / AUDITOR_STORE and that the database is running",
             ) from exc
+        if self.guard_problems and require_guards:
+            self.engine.dispose()
+            raise StoreError(
+                f"the event store at {self.safe_url} has lost its append-only guard: "
+                + "; ".join(map(str, self.guard_problems)),
+                hint="it is not re-created silently: run 'auditor store verify' (with your checkpoints) "
+                "to see whether history was changed, then 'auditor store guard' to restore it; "
+                "see docs/store.md",
+            )
         self.dialect = self.engine.dialect.name
         self._sql = _Sql(self.dialect)
 

@@ -1,13 +1,11 @@
-"""Tables of the event store, and the triggers that make the event table append-only.
-
-The refusal of UPDATE and DELETE lives in the database itself, so that no code path (ours or a
-stray SQL session) can rewrite history without first dropping a trigger.
-"""
+"""Tables of the event store, created once; the guards that keep them append-only are in guards.py."""
 
 from __future__ import annotations
 
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text, text
 from sqlalchemy.engine import Connection
+
+from auditor.store.guards import GuardProblem, check_guards, install_guards
 
 metadata = MetaData()
 
@@ -39,38 +37,20 @@ projection_positions = Table(
     Column("position", BigInteger, nullable=False),
 )
 
-APPEND_ONLY_MESSAGE = "events are append-only: UPDATE and DELETE are refused"
 
-_SQLITE_TRIGGERS = [
-    f"""CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events
-        BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END""",
-    f"""CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
-        BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END""",
-]
-
-_POSTGRES_TRIGGERS = [
-    f"""CREATE OR REPLACE FUNCTION auditor_events_refuse_change() RETURNS trigger AS $$
-        BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE}'; END $$ LANGUAGE plpgsql""",
-    "DROP TRIGGER IF EXISTS events_refuse_change ON events",
-    """CREATE TRIGGER events_refuse_change BEFORE UPDATE OR DELETE ON events
-        FOR EACH ROW EXECUTE FUNCTION auditor_events_refuse_change()""",
-    "DROP TRIGGER IF EXISTS events_refuse_truncate ON events",
-    """CREATE TRIGGER events_refuse_truncate BEFORE TRUNCATE ON events
-        FOR EACH STATEMENT EXECUTE FUNCTION auditor_events_refuse_change()""",
-]
-
-
-def create_schema(conn: Connection) -> None:
-    """Create tables and append-only triggers; safe to run on every start, from many processes."""
+def create_schema(conn: Connection) -> list[GuardProblem]:
+    """Create the tables, and the append-only guards only when the database had no event table yet;
+    on an existing store, add the tables introduced later and return what is wrong with its guards
+    (the caller refuses to open it). Safe to run on every start, from many processes."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(727274)"))  # serialise concurrent first starts
-        if conn.execute(text("SELECT to_regclass('events') IS NOT NULL")).scalar_one():
-            metadata.create_all(conn)  # later tables (projection positions) may still be missing
-            return
-        metadata.create_all(conn)
-        statements = _POSTGRES_TRIGGERS
-    else:
-        metadata.create_all(conn)
-        statements = _SQLITE_TRIGGERS
-    for stmt in statements:
-        conn.execute(text(stmt))
+        exists = conn.execute(text("SELECT to_regclass('events') IS NOT NULL")).scalar_one()
+    else:  # SQLite: the caller's write transaction (BEGIN IMMEDIATE) already serialises
+        exists = conn.execute(
+            text("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'events'")
+        ).scalar_one()
+    metadata.create_all(conn)
+    if not exists:
+        install_guards(conn)
+        return []
+    return check_guards(conn)

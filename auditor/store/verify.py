@@ -1,14 +1,27 @@
-"""Walk the hash chain and name the first broken link: an edited, removed or reordered event."""
+"""Verify the store: walk the hash chain, hold it against the signed checkpoints, check the guards.
+
+The first problem found is reported, in this order: a broken link (an edited, removed or
+reordered event) or an anchored position whose hash differs from its checkpoint (a rewritten
+chain), in position order; then a chain shorter than a checkpoint (events cut off the end); then
+an append-only guard that is missing or altered. What each check proves is in docs/store.md.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from auditor.store.eventstore import EventStore
+from auditor.store.guards import GuardProblem, check_guards
 from auditor.store.hashing import GENESIS_HASH, event_hash
 from auditor.store.tables import events
+
+if TYPE_CHECKING:
+    from auditor.store.checkpoint import Checkpoint
 
 _BATCH = 5000
 
@@ -19,10 +32,73 @@ class ChainReport:
     ok: bool
     broken_position: int | None = None
     reason: str | None = None
+    head_position: int = 0
+    head_hash: str = GENESIS_HASH
+    anchor: Checkpoint | None = None  # the latest checkpoint held against the chain
+    checkpoints: int = 0
+    guard_problems: tuple[GuardProblem, ...] = ()
+
+    @property
+    def chain_ok(self) -> bool:
+        """The events are intact and anchored (guards are checked last, so only they can fail)."""
+        return self.ok or bool(self.guard_problems)
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict for machines; ``checkpoint`` only where checkpoints were checked."""
+        out: dict[str, Any] = {
+            "checked": self.checked,
+            "ok": self.ok,
+            "broken_position": self.broken_position,
+            "reason": self.reason,
+        }
+        if self.anchor is not None:
+            out["checkpoint"] = {
+                "position": self.anchor.position,
+                "hash": self.anchor.hash,
+                "created_at": self.anchor.created_at,
+                "checked": self.checkpoints,
+            }
+        return out
 
 
-def verify_chain(store: EventStore) -> ChainReport:
-    prev, expected_pos, checked = GENESIS_HASH, 1, 0
+def verify_chain(
+    store: EventStore, checkpoints: Sequence[Checkpoint] = (), since: Checkpoint | None = None
+) -> ChainReport:
+    """Walk the chain from its start, or from ``since`` (a checkpoint already verified: only the
+    events after it are walked, and they must chain onto it), comparing every anchored position
+    with its checkpoints."""
+    anchors: dict[int, list[Checkpoint]] = defaultdict(list)
+    for cp in checkpoints:
+        anchors[cp.position].append(cp)
+    latest = max(checkpoints, key=lambda c: c.position, default=None)
+
+    def report(
+        checked: int,
+        position: int | None = None,
+        reason: str | None = None,
+        guards: Sequence[GuardProblem] = (),
+    ) -> ChainReport:
+        ok = reason is None
+        return ChainReport(
+            checked, ok, position, reason, head_position, prev, latest, len(checkpoints), tuple(guards)
+        )
+
+    prev, head_position = GENESIS_HASH, 0
+    with store.engine.connect() as conn:
+        if since is None:
+            first = conn.execute(select(func.min(events.c.global_position))).scalar()
+            if first is not None and first < 1:
+                return report(0, first, f"event {first} lies before the start of the chain")
+        else:
+            stored = conn.execute(
+                select(events.c.hash).where(events.c.global_position == since.position)
+            ).scalar()
+            if stored is None:
+                return report(0, since.position, f"event {since.position} is missing{_anchored(since)}")
+            if stored != since.hash:
+                return report(0, since.position, _rewritten(since))
+            prev, head_position = since.hash, since.position
+    expected_pos, checked = head_position + 1, 0
     while True:
         with store.engine.connect() as conn:
             rows = (
@@ -38,9 +114,9 @@ def verify_chain(store: EventStore) -> ChainReport:
         for r in rows:
             pos = r["global_position"]
             if pos != expected_pos:
-                return ChainReport(checked, False, expected_pos, f"event {expected_pos} is missing")
+                return report(checked, expected_pos, f"event {expected_pos} is missing")
             if r["prev_hash"] != prev:
-                return ChainReport(checked, False, pos, "prev_hash does not match the previous event's hash")
+                return report(checked, pos, "prev_hash does not match the previous event's hash")
             digest = event_hash(
                 prev,
                 global_position=pos,
@@ -54,7 +130,33 @@ def verify_chain(store: EventStore) -> ChainReport:
                 recorded_at=r["recorded_at"],
             )
             if digest != r["hash"]:
-                return ChainReport(checked, False, pos, "content does not match its hash (edited event)")
-            prev, expected_pos, checked = r["hash"], pos + 1, checked + 1
+                return report(checked, pos, "content does not match its hash (edited event)")
+            for cp in anchors.get(pos, ()):
+                if cp.hash != digest:
+                    return report(checked, pos, _rewritten(cp))
+            prev, head_position, expected_pos, checked = digest, pos, pos + 1, checked + 1
         if len(rows) < _BATCH:
-            return ChainReport(checked, True)
+            break
+    if latest is not None and latest.position > head_position:
+        return report(
+            checked,
+            head_position + 1,
+            f"the chain ends at event {head_position} but the checkpoint signed {latest.created_at} "
+            f"anchors {latest.position} events: events were removed from the end",
+        )
+    with store.engine.connect() as conn:
+        problems = check_guards(conn)
+    if problems:
+        return report(checked, None, "append-only guard lost: " + "; ".join(map(str, problems)), problems)
+    return report(checked)
+
+
+def _anchored(cp: Checkpoint) -> str:
+    return f" (anchored by the checkpoint signed {cp.created_at})"
+
+
+def _rewritten(cp: Checkpoint) -> str:
+    return (
+        f"event {cp.position}'s hash differs from the checkpoint signed {cp.created_at}: "
+        "the chain was rewritten at or before it"
+    )

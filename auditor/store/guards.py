@@ -1,0 +1,129 @@
+"""The triggers that make the event table append-only, and the check that they are still whole.
+
+The refusal of changes lives in the database itself, so that no code path (ours or a stray SQL
+session) can rewrite history without first dropping, disabling or rewriting a trigger. Triggers are
+created once, when an empty database is initialised; afterwards every open checks them and a
+missing or altered one is reported, never silently re-created: re-creating it would hide that
+someone removed it. ``auditor store guard`` restores them on purpose.
+
+SQLite: ``INSERT OR REPLACE`` (and ``REPLACE``) delete a conflicting row without firing DELETE
+triggers (unless ``recursive_triggers`` is on, which a stray session need not set), so inserts are
+guarded too: an event must take the next position and may collide with no stored event on any
+unique key. That refuses upserts and ``ON CONFLICT`` clauses as well. PostgreSQL has no REPLACE; its
+``ON CONFLICT DO UPDATE`` and ``MERGE`` fire the row UPDATE/DELETE trigger, and ``DO NOTHING``
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+APPEND_ONLY_MESSAGE = "events are append-only: UPDATE and DELETE are refused"
+INSERT_MESSAGE = "events are append-only: an insert must take the next position and replace no event"
+
+_SQLITE = {
+    "events_refuse_update": f"""CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END""",
+    "events_refuse_delete": f"""CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END""",
+    "events_refuse_overwrite": f"""CREATE TRIGGER events_refuse_overwrite BEFORE INSERT ON events
+        WHEN NEW.global_position IS NOT (SELECT COALESCE(MAX(global_position), 0) + 1 FROM events)
+          OR EXISTS (SELECT 1 FROM events
+                     WHERE stream_id = NEW.stream_id AND stream_version = NEW.stream_version)
+          OR EXISTS (SELECT 1 FROM events WHERE idempotency_key = NEW.idempotency_key)
+        BEGIN SELECT RAISE(ABORT, '{INSERT_MESSAGE}'); END""",
+}
+
+_PG_FUNCTION = "auditor_events_refuse_change"
+_PG_BODY = f" BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE}'; END "
+# pg_trigger.tgtype bits: ROW 1, BEFORE 2, INSERT 4, DELETE 8, UPDATE 16, TRUNCATE 32
+_PG_TYPES = {"events_refuse_change": 1 | 2 | 8 | 16, "events_refuse_truncate": 2 | 32}
+_PG = [
+    f"CREATE OR REPLACE FUNCTION {_PG_FUNCTION}() RETURNS trigger AS $${_PG_BODY}$$ LANGUAGE plpgsql",
+    "DROP TRIGGER IF EXISTS events_refuse_change ON events",
+    f"""CREATE TRIGGER events_refuse_change BEFORE UPDATE OR DELETE ON events
+        FOR EACH ROW EXECUTE FUNCTION {_PG_FUNCTION}()""",
+    "DROP TRIGGER IF EXISTS events_refuse_truncate ON events",
+    f"""CREATE TRIGGER events_refuse_truncate BEFORE TRUNCATE ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION {_PG_FUNCTION}()""",
+]
+
+
+@dataclass(frozen=True)
+class GuardProblem:
+    """One guard that is not as it was created: which trigger, and what is wrong with it."""
+
+    trigger: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"trigger {self.trigger} {self.problem}"
+
+
+def _squeeze(sql: str) -> str:
+    return re.sub(r"\s+", " ", sql).strip()
+
+
+def install_guards(conn: Connection) -> list[str]:
+    """Create the guards that are missing or altered (all of them on a new database); returns
+    their names. Callers other than the first initialisation must have checked the chain first."""
+    problems = check_guards(conn)
+    if not problems:
+        return []
+    if conn.dialect.name == "postgresql":
+        for stmt in _PG:  # the function and both triggers, replaced together
+            conn.execute(text(stmt))
+    else:
+        for p in problems:
+            conn.execute(text(f"DROP TRIGGER IF EXISTS {p.trigger}"))
+            conn.execute(text(_SQLITE[p.trigger]))
+    return sorted({p.trigger for p in problems})
+
+
+def check_guards(conn: Connection) -> list[GuardProblem]:
+    """Every expected trigger that is missing, disabled or no longer refuses what it should."""
+    if conn.dialect.name == "postgresql":
+        return _check_postgres(conn)
+    stored = dict(
+        conn.execute(
+            text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'")
+        ).all()
+    )
+    problems = []
+    for name, sql in _SQLITE.items():
+        if name not in stored:
+            older = " (a store created before inserts were guarded lacks it)" if "INSERT" in sql else ""
+            problems.append(GuardProblem(name, "is missing" + older))
+        elif _squeeze(stored[name]) != _squeeze(sql):
+            problems.append(GuardProblem(name, "was altered"))
+    return problems
+
+
+def _check_postgres(conn: Connection) -> list[GuardProblem]:
+    rows = conn.execute(
+        text(
+            "SELECT t.tgname, t.tgenabled, t.tgtype, t.tgqual IS NULL, "
+            "COALESCE(array_length(t.tgattr::int2[], 1), 0), p.proname, p.prosrc "
+            "FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid "
+            "WHERE t.tgrelid = to_regclass('events') AND NOT t.tgisinternal"
+        )
+    ).all()
+    found = {r[0]: r for r in rows}
+    problems = []
+    for name, tgtype in _PG_TYPES.items():
+        row = found.get(name)
+        if row is None:
+            problems.append(GuardProblem(name, "is missing"))
+            continue
+        _, enabled, actual_type, unconditional, columns, function, body = row
+        if enabled not in ("O", "A"):  # D: disabled; R: fires only on replicas
+            problems.append(GuardProblem(name, "is disabled"))
+        elif actual_type != tgtype or not unconditional or columns:
+            problems.append(GuardProblem(name, "was altered (events, timing or condition)"))
+        elif function != _PG_FUNCTION or _squeeze(body) != _squeeze(_PG_BODY):
+            problems.append(GuardProblem(name, f"calls a function that no longer refuses ({function})"))
+    return problems

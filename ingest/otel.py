@@ -1,16 +1,16 @@
-"""OpenTelemetry GenAI spans (OTLP JSON): one trace per OTel trace id.
+"""OpenTelemetry GenAI spans (OTLP JSON or span records, see ingest.spans): one trace per trace id.
 
 Messages are read in both attribute generations: the current JSON strings
 ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (``role`` + ``parts`` of type text, tool_call,
-tool_call_response) and the pre-0.1 forms — flattened ``gen_ai.prompt.N.*`` /
-``gen_ai.completion.N.*`` attributes and ``gen_ai.content.prompt`` / ``gen_ai.content.completion``
-events. Steps:
+tool_call_response) and the pre-0.1 forms of ingest.genai_legacy. Steps:
 
 - ``invoke_agent`` with input: the invoker's message to the agent (recipient: the agent, named by
   the span); its output: the agent's answer (recipient: the invoking agent, when there is one);
-- model calls (``chat`` …): each output message by the acting agent (nearest ``gen_ai.agent.name``),
-  tool_call parts as structured tool calls; input messages stay in ``raw`` (they repeat context);
-  the first step of every span keeps the span's unmapped attributes and events in ``raw``;
+- model calls (``chat`` …, or a span with no operation name that carries messages, as OpenLLMetry
+  writes them): each output message by the acting agent (nearest ``gen_ai.agent.name``, else the
+  model), tool_call parts as structured tool calls. Input messages stay in ``raw`` (they repeat
+  context); where no agent acts, the conversation they hold becomes steps as ingest.span_history
+  says. The first step of every span keeps the span's unmapped attributes and events in ``raw``;
 - ``execute_tool``: the tool's result (``gen_ai.tool.*``), linked by call id; a call not already
   seen in a model output is emitted first;
 - ``gen_ai.transfer.target.name``: a handoff to that agent.
@@ -25,6 +25,7 @@ its status message as the result's content.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +33,10 @@ from typing import Any
 
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
-from ingest.spans import Span, read_spans
+from ingest.genai_legacy import legacy_messages
+from ingest.jsonstream import top_level_kind
+from ingest.span_history import Call, History, Message
+from ingest.spans import Span, decoded, read_spans, require_steps
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
 EVAL_RULE = "otel.evaluation: gen_ai.evaluation.result events (judgements about the run)"
@@ -47,6 +51,10 @@ _MAPPED = frozenset(
         "gen_ai.tool.call.result",
         "gen_ai.transfer.target.name",
     }
+)
+# A JSON key (not text inside a string) that only GenAI spans carry.
+_GENAI_KEY = re.compile(
+    r'(?<!\\)"gen_ai\.(?:operation\.name|prompt|completion|input\.messages|output\.messages)[^"]*"\s*:'
 )
 _EVENTS_MAPPED = frozenset({"gen_ai.evaluation.result", "gen_ai.content.prompt", "gen_ai.content.completion"})
 
@@ -70,66 +78,37 @@ def span_base(span: Span, **raw: Any) -> dict[str, Any]:
     }
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """``prefix.0.role``, ``prefix.0.content`` … as a list of dicts (the pre-0.1 flattened form)."""
-    rows: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if key.startswith(prefix + "."):
-            head, _, rest = key[len(prefix) + 1 :].partition(".")
-            if head.isdigit() and rest:
-                rows.setdefault(int(head), {})[rest] = value
-    return [rows[i] for i in sorted(rows)]
-
-
-def _legacy(row: dict[str, Any]) -> dict[str, Any]:
-    """A pre-0.1 message (``role``, ``content``, ``tool_calls`` flattened or as OpenAI-shaped
-    objects) in the current ``role``/``parts`` shape."""
-    parts: list[dict[str, Any]] = []
-    if row.get("content") not in (None, ""):
-        parts.append({"type": "text", "content": row["content"]})
-    nested = row.get("tool_calls")
-    calls = (
-        [c for c in nested if isinstance(c, dict)]
-        if isinstance(nested, list)
-        else _indexed(row, "tool_calls")
-    )
-    for call in calls:
-        function = call.get("function") if isinstance(call.get("function"), dict) else call
-        parts.append(
-            {
-                "type": "tool_call",
-                "name": function.get("name"),
-                "id": call.get("id"),
-                "arguments": function.get("arguments"),
-            }
-        )
-    return {"role": row.get("role"), "parts": parts}
-
-
 def messages(span: Span, direction: str) -> list[dict[str, Any]]:
     """Messages of a span in the current ``role``/``parts`` shape, whichever generation wrote them."""
-    current = _json(span.attrs.get(f"gen_ai.{direction}.messages"))
+    current = decoded(span.attrs.get(f"gen_ai.{direction}.messages"))
     if isinstance(current, list):
         return [m for m in current if isinstance(m, dict)]
-    legacy = "prompt" if direction == "input" else "completion"
-    rows = _indexed(span.attrs, f"gen_ai.{legacy}")
-    if rows:
-        return [_legacy(r) for r in rows]
-    for event in span.events:
-        if event.get("name") == f"gen_ai.content.{legacy}":
-            value = _json(event["attrs"].get(f"gen_ai.{legacy}"))
-            if isinstance(value, list):
-                return [_legacy(v) if "parts" not in v else v for v in value if isinstance(v, dict)]
-    return []
+    return legacy_messages(span, direction)
+
+
+def to_messages(m: dict[str, Any]) -> list[Message]:
+    """A ``role``/``parts`` message as span_history messages (one per tool response it holds)."""
+    parts = [p for p in m.get("parts") or [] if isinstance(p, dict)]
+    responses = [p for p in parts if p.get("type") == "tool_call_response"]
+    if responses:
+        return [
+            Message(
+                role="tool",
+                text=r["response"] if isinstance(r.get("response"), str) else json.dumps(r.get("response")),
+                call_id=str(r["id"]) if r.get("id") is not None else None,
+            )
+            for r in responses
+        ]
+    calls = [
+        Call(
+            id=str(p["id"]) if p.get("id") is not None else None,
+            name=str(p.get("name")),
+            arguments=p.get("arguments"),
+        )
+        for p in parts
+        if p.get("type") == "tool_call"
+    ]
+    return [Message(role=m.get("role"), text=text_of(m), calls=calls)]
 
 
 def failure_text(span: Span) -> str:
@@ -191,6 +170,8 @@ class OTelGenAIImporter:
         text = head_text(head)
         if '"resourceSpans"' in text and "gen_ai." in text:
             return "OTLP JSON ('resourceSpans') with gen_ai.* attributes"
+        if top_level_kind(head) and _GENAI_KEY.search(text):
+            return "span records (or a span's attributes) with gen_ai.* message or operation keys"
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
@@ -231,7 +212,11 @@ class OTelGenAIImporter:
         )
 
     def _steps(self, spans: list[Span], facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
-        return place_and_number(spans, lambda span: self._span_drafts(span, spans, facts), b, self._rest)
+        history = History()
+        steps = place_and_number(
+            spans, lambda span: self._span_drafts(span, spans, facts, history), b, self._rest
+        )
+        return require_steps(steps, spans, b.where)
 
     @staticmethod
     def _rest(span: Span) -> dict[str, Any]:
@@ -242,6 +227,7 @@ class OTelGenAIImporter:
             span,
             lambda k: (
                 k in _MAPPED
+                or k == "gen_ai.completion"
                 or k.startswith("gen_ai.completion.")
                 or (inputs_mapped and (k == "gen_ai.input.messages" or k.startswith("gen_ai.prompt.")))
             ),
@@ -249,7 +235,7 @@ class OTelGenAIImporter:
         )
 
     def _span_drafts(
-        self, span: Span, spans: list[Span], facts: Facts
+        self, span: Span, spans: list[Span], facts: Facts, history: History
     ) -> Iterator[tuple[bool, dict[str, Any]]]:
         by_id = {s.span_id: s for s in spans}
 
@@ -261,6 +247,8 @@ class OTelGenAIImporter:
             return None
 
         op = span.attrs.get("gen_ai.operation.name")
+        if op is None and (messages(span, "output") or messages(span, "input")):
+            op = str(span.attrs.get("llm.request.type") or "chat")  # OpenLLMetry names no operation
         agent = agent_of(span)
         parent_agent = agent_of(by_id.get(span.parent_id or ""))
         base = span_base(span, operation=op)
@@ -297,7 +285,7 @@ class OTelGenAIImporter:
             name = str(span.attrs.get("gen_ai.tool.name") or span.name)
             call_id = span.attrs.get("gen_ai.tool.call.id")
             key = str(call_id) if call_id is not None else f"span:{span.span_id}"
-            args = _json(span.attrs.get("gen_ai.tool.call.arguments"))
+            args = decoded(span.attrs.get("gen_ai.tool.call.arguments"))
             announced = any(self._declares(s, key) for s in spans if s is not span)
             if not announced:
                 yield (
@@ -341,8 +329,11 @@ class OTelGenAIImporter:
             if not outputs:
                 facts.count(f"span_without_content:{op}")
             actor = agent or str(span.attrs.get("gen_ai.request.model") or "model")
-            for m in outputs:
-                yield from ((True, d) for d in self._output(m, actor, base))
+            if agent is None:
+                inputs = [n for m in messages(span, "input") for n in to_messages(m)]
+                yield from ((False, d) for d in history.drafts(inputs, actor, base))
+            said = [n for m in outputs for n in to_messages(m)]
+            yield from ((True, d) for d in history.outputs(said, actor, base))
         else:
             facts.count("non_genai_span")
         target = span.attrs.get("gen_ai.transfer.target.name")
@@ -371,29 +362,6 @@ class OTelGenAIImporter:
             if span.attrs.get("gen_ai.operation.name") not in (None, "execute_tool", "invoke_agent")
             else False
         )
-
-    @staticmethod
-    def _output(m: dict[str, Any], actor: str, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        text = text_of(m)
-        tool_parts = [p for p in m.get("parts") or [] if p.get("type") == "tool_call"]
-        if text or not tool_parts:
-            yield {**base, "actor": actor, "content": text}
-        for part in tool_parts:
-            args = _json(part.get("arguments"))
-            yield {
-                **base,
-                "actor": actor,
-                "kind": StepKind.tool_call,
-                "_call": str(part.get("id")) if part.get("id") is not None else None,
-                "content": part.get("arguments")
-                if isinstance(part.get("arguments"), str)
-                else json.dumps(args),
-                "tool": ToolInfo(
-                    name=str(part.get("name")),
-                    arguments=args if isinstance(args, dict | str) else None,
-                    call_id=part.get("id"),
-                ),
-            }
 
 
 IMPORTER = OTelGenAIImporter()

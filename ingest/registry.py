@@ -30,13 +30,15 @@ def register(importer: Importer) -> Importer:
 
 
 def _register_builtins() -> None:
-    from ingest import chat, inspect_log, openhands, openinference, otel, swe_agent
+    from ingest import chat, inspect_log, openhands, openinference, otel, swe_agent, trail, vercel_ai
 
     for importer in (
         canonical.IMPORTER,
         mad.IMPORTER,
         whowhen.IMPORTER,
+        trail.IMPORTER,
         openinference.IMPORTER,
+        vercel_ai.IMPORTER,
         otel.IMPORTER,
         inspect_log.IMPORTER,
         swe_agent.IMPORTER,

@@ -1,8 +1,14 @@
-"""Spans from OpenTelemetry exports, normalised for the span-based importers (GenAI, OpenInference).
+"""Spans from OpenTelemetry exports, normalised for the span-based importers (GenAI, OpenInference,
+Vercel AI SDK, TRAIL).
 
-Two shapes are read: OTLP JSON (``resourceSpans → scopeSpans → spans``, one request per file or
-one per line as the collector's file exporter writes them) and Phoenix-style span records, one per
-line (``context.trace_id``, ``parent_id``, ``attributes`` as a flat or nested dict).
+The shapes read: OTLP JSON (``resourceSpans → scopeSpans → spans``, one request per file or one per
+line as the collector's file exporter writes them); span records, one per line or in a JSON array,
+whose identity is written the way real exports write it (Phoenix's ``context.trace_id`` /
+``context.span_id`` / ``parent_id``, ``trace_id`` / ``span_id`` / ``parent_span_id``,
+``traceId`` / ``spanId`` / ``parentSpanId``, the OTel JS SDK's ``spanContext``), with
+``attributes`` (or ``span_attributes``) flat, nested or as OTLP key-value lists; a bare attribute
+object (an OpenInference or GenAI fixture: nothing but attribute keys), read as one span of its own
+trace; and a trace document whose ``spans`` nest their children in ``child_spans`` (TRAIL).
 
 Memory stays flat in file size: a single OTLP document is walked one span at a time, JSON lines
 are read one line at a time, and the grouping by trace (``SpanGroups``) moves to a temporary
@@ -14,18 +20,21 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from auditor.errors import InputError
+from ingest.base import text_digest
 from ingest.jsonstream import JsonReader
 from ingest.textlines import file_lines
 
+T = TypeVar("T")
 SPILL_AT = 10_000  # spans (and resources) held in memory before the grouping spills to SQLite
 _INT64 = 1 << 63
 _HINT = "expected OTLP JSON or span records"
@@ -43,6 +52,8 @@ class Span:
     resource: dict[str, Any] = field(default_factory=dict)
     status: str | None = None  # "ok" or "error" as the span states it; None when unset
     status_message: str | None = None
+    kind: str | None = None  # the record's own span kind (Phoenix's "LLM", TRAIL's "Internal" …)
+    logs: list[Any] = field(default_factory=list)  # TRAIL's harness logs, never a step's raw
 
 
 def any_value(value: Any) -> Any:
@@ -77,6 +88,28 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+def indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """``prefix.0.role``, ``prefix.0.content`` … (a list flattened into attribute keys) as a list
+    of dicts, in index order."""
+    rows: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix + "."):
+            head, _, rest = key[len(prefix) + 1 :].partition(".")
+            if head.isdigit() and rest:
+                rows.setdefault(int(head), {})[rest] = value
+    return [rows[i] for i in sorted(rows)]
+
+
+def decoded(value: Any) -> Any:
+    """An attribute that may hold JSON as a string, decoded; any other value as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
 
 
 _STATUS = {
@@ -129,36 +162,172 @@ def _otlp_spans(request: dict[str, Any]) -> Iterator[Span]:
                 yield _otlp_span(sp, resource)
 
 
-def _phoenix_span(rec: dict[str, Any]) -> Span:
-    ctx = rec.get("context") or {}
-    status, message = status_of(rec.get("status_code"), rec.get("status_message"))
+# Where each field of a span record is written, in the order they are tried.
+_TRACE_ID = (
+    ("context", "trace_id"),
+    ("trace_id",),
+    ("traceId",),
+    ("spanContext", "traceId"),
+    ("context", "traceId"),
+)
+_SPAN_ID = (
+    ("context", "span_id"),
+    ("span_id",),
+    ("spanId",),
+    ("spanContext", "spanId"),
+    ("context", "spanId"),
+)
+_PARENT_ID = (
+    ("parent_id",),
+    ("parent_span_id",),
+    ("parentSpanId",),
+    ("parentId",),
+    ("parentSpanContext", "spanId"),
+)
+_START = (("start_time",), ("startTime",), ("startTimeUnixNano",), ("timestamp",))
+_END = (("end_time",), ("endTime",), ("endTimeUnixNano",))
+_RECORD_KEYS = frozenset(
+    {
+        "context",
+        "trace_id",
+        "traceId",
+        "spanContext",
+        "span_id",
+        "spanId",
+        "attributes",
+        "span_attributes",
+        "name",
+    }
+)
+
+
+def _at(rec: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> Any:
+    """The first value present (not None, not "") at one of ``paths``."""
+    for path in paths:
+        value: Any = rec
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def _id(rec: dict[str, Any], paths: tuple[tuple[str, ...], ...], what: str) -> str:
+    value = _at(rec, paths)
+    if value is None:
+        tried = ", ".join(".".join(p) for p in paths)
+        raise KeyError(f"no {what} ({tried})")
+    return str(value)
+
+
+def is_attribute_record(rec: dict[str, Any]) -> bool:
+    """Whether a record is nothing but span attributes (no identity, no ``attributes`` key), as
+    OpenInference's and GenAI's own test fixtures write one span."""
+    return bool(rec) and not _RECORD_KEYS & rec.keys() and any("." in k for k in rec)
+
+
+def _record_span(
+    rec: dict[str, Any], line: int, trace_id: str | None = None, parent_id: str | None = None
+) -> Span:
+    """One span record in any of the shapes real exports write (see the module's docstring).
+    ``trace_id`` and ``parent_id`` come from an enclosing TRAIL document or span, where the record
+    itself leaves them out."""
+    if is_attribute_record(rec):
+        digest = text_digest(json.dumps(rec, sort_keys=True, default=str))[:32]
+        return Span(
+            trace_id=f"attrs-{digest}",
+            span_id=f"line-{line}",
+            parent_id=None,
+            name="",
+            start=0,
+            attrs=dict(attributes(rec)),
+        )
+    stated = rec.get("status")
+    code, message = (
+        (stated.get("code"), stated.get("message")) if isinstance(stated, dict) else (stated, None)
+    )
+    status, status_message = status_of(rec.get("status_code", code), rec.get("status_message", message))
+    resource = rec.get("resource")
+    kind = rec.get("span_kind", rec.get("kind"))
     return Span(
-        trace_id=str(ctx["trace_id"]),
-        span_id=str(ctx["span_id"]),
-        parent_id=rec.get("parent_id") or None,
-        name=str(rec.get("name", "")),
-        start=_start(rec.get("start_time")),
-        attrs={**attributes(rec.get("attributes") or {}), "_end": _start(rec.get("end_time"))},
+        trace_id=str(_at(rec, _TRACE_ID) or trace_id or _id(rec, _TRACE_ID, "trace id")),
+        span_id=_id(rec, _SPAN_ID, "span id"),
+        parent_id=str(_at(rec, _PARENT_ID) or parent_id or "") or None,
+        name=str(rec.get("name") or rec.get("span_name") or ""),
+        start=_start(_at(rec, _START)),
+        attrs={
+            **attributes(rec.get("attributes") or rec.get("span_attributes") or {}),
+            "_end": _start(_at(rec, _END)) or _after(_start(_at(rec, _START)), rec.get("duration")),
+        },
         events=[
-            {"name": e.get("name"), "attrs": attributes(e.get("attributes") or {})}
+            {
+                "name": e.get("name"),
+                "time": e.get("time", e.get("timestamp", e.get("timeUnixNano"))),
+                "attrs": attributes(e.get("attributes") or {}),
+            }
             for e in rec.get("events") or []
+            if isinstance(e, dict)
         ],
+        resource=attributes(
+            rec.get("resource_attributes")
+            or (resource.get("attributes") if isinstance(resource, dict) else None)
+            or {}
+        ),
         status=status,
-        status_message=message,
+        status_message=status_message,
+        kind=str(kind) if kind not in (None, "") else None,
+        logs=list(rec.get("logs") or []),
     )
 
 
+def _tree_spans(doc: dict[str, Any], line: int) -> Iterator[Span]:
+    """The spans of a TRAIL trace document: ``spans`` whose children nest in ``child_spans``, each
+    child's parent the span that holds it (unless it names its own)."""
+    trace_id = _at(doc, _TRACE_ID)
+    stack: list[tuple[Any, str | None]] = [(s, None) for s in reversed(doc.get("spans") or [])]
+    while stack:
+        rec, parent = stack.pop()
+        if not isinstance(rec, dict):
+            raise TypeError(f"a span is a JSON object, not {type(rec).__name__}")
+        span = _record_span(rec, line, str(trace_id) if trace_id is not None else None, parent)
+        yield span
+        children = rec.get("child_spans") or []
+        if not isinstance(children, list):
+            raise TypeError("child_spans is not a list")
+        stack.extend((c, span.span_id) for c in reversed(children))
+
+
 def _start(value: Any) -> int:
-    """Start time in nanoseconds from an int or an ISO 8601 string (0 when absent or unreadable)."""
+    """A time in nanoseconds from an int, an OTel JS ``[seconds, nanoseconds]`` pair, a string of
+    digits or an ISO 8601 string (0 when absent or unreadable)."""
+    if isinstance(value, bool):
+        return 0
     if isinstance(value, int | float):
         return int(value)
+    if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+        return value[0] * 1_000_000_000 + value[1]
     if value is None:
         return 0
     text = str(value)
+    if text.isdigit():
+        return int(text)
     try:
         return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1e9)
     except ValueError:
         return 0
+
+
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+
+
+def _after(start: int, duration: Any) -> int:
+    """The end of a span written as start + ISO 8601 duration (TRAIL's ``PT24.688187S``); 0 when
+    either is missing or unreadable."""
+    match = _DURATION.fullmatch(duration) if isinstance(duration, str) and start else None
+    if match is None or not any(match.groups()):
+        return 0
+    days, hours, minutes, seconds = (float(g or 0) for g in match.groups())
+    return start + round((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1e9)
 
 
 class SpanGroups:
@@ -305,7 +474,8 @@ class SpanGroups:
 
 
 def _not_spans(exc: Exception, path: Path, line: int | None, offset: int | None = None) -> InputError:
-    return InputError(f"not a span record ({exc!r})", path=str(path), line=line, offset=offset, hint=_HINT)
+    why = exc.args[0] if isinstance(exc, KeyError) and exc.args else repr(exc)
+    return InputError(f"not a span record ({why})", path=str(path), line=line, offset=offset, hint=_HINT)
 
 
 _OPENERS = {"{": "object", "[": "array"}
@@ -371,15 +541,18 @@ def _stream_scopes(reader: JsonReader, groups: SpanGroups, rid: int, path: Path)
 
 
 def _add_record(rec: Any, groups: SpanGroups, path: Path, line: int) -> None:
-    """One decoded record: an OTLP request or a Phoenix span record."""
+    """One decoded record: an OTLP request, a TRAIL trace document or a span record."""
     if not isinstance(rec, dict):
         raise InputError("expected a JSON object", path=str(path), line=line)
     try:
         if "resourceSpans" in rec:
             for span in _otlp_spans(rec):
                 groups.add(span)
+        elif isinstance(rec.get("spans"), list) and "span_id" not in rec:
+            for span in _tree_spans(rec, line):
+                groups.add(span)
         else:
-            groups.add(_phoenix_span(rec))
+            groups.add(_record_span(rec, line))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise _not_spans(exc, path, line) from exc
 
@@ -390,9 +563,12 @@ def _collect(path: Path, groups: SpanGroups) -> None:
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
         first = reader.peek()
+        if first == "[":
+            _collect_array(reader, groups, path)
+            return
         if first != "{":
             raise reader.error(
-                "expected a JSON object" if first else "input ends where a value was expected",
+                "expected a JSON object or array" if first else "input ends where a value was expected",
                 hint="the file looks truncated" if not first else _HINT,
             )
         record: dict[str, Any] = {}
@@ -421,6 +597,37 @@ def _collect(path: Path, groups: SpanGroups) -> None:
                 f"malformed JSON: {exc.msg}", path=str(path), line=n, hint="one JSON record per line"
             ) from exc
         _add_record(rec, groups, path, n)
+
+
+def _collect_array(reader: JsonReader, groups: SpanGroups, path: Path) -> None:
+    """A JSON array of records (span records, OTLP requests), one element at a time."""
+    for _ in reader.elements():
+        rec = reader.value()
+        _add_record(rec, groups, path, reader.where(reader.value_start)[0])
+    reader.end()
+
+
+def no_content(spans: list[Span], where: str) -> InputError:
+    """The error for a trace whose spans gave no step: how many were read and what they carried,
+    so that a form this importer does not read can be named."""
+    keys = sorted({k for s in spans for k in s.attrs if not k.startswith("_")})
+    shown = ", ".join(keys[:40]) + (f" … and {len(keys) - 40} more" if len(keys) > 40 else "")
+    return InputError(
+        f"no steps found: {len(spans)} span{'s' if len(spans) != 1 else ''} read, none with message or "
+        f"tool content (attribute keys seen: {shown or 'none'})",
+        path=where,
+        hint="is this the right --format?",
+    )
+
+
+def require_steps(steps: Iterator[T], spans: list[Span], where: str) -> Iterator[T]:
+    """``steps`` as they come; at their end, if there were none, the ``no_content`` error."""
+    found = False
+    for step in steps:
+        found = True
+        yield step
+    if not found:
+        raise no_content(spans, where)
 
 
 def read_spans(path: Path, spill_at: int | None = None) -> Iterator[tuple[str, list[Span]]]:

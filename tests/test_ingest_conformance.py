@@ -28,6 +28,8 @@ SAMPLES: dict[str, Path] = {
     "whowhen": DATA / "whowhen" / "algorithm-generated" / "10.json",
     "openinference": FIX / "openinference_spans.jsonl",
     "otel-genai": FIX / "otel_genai.json",
+    "vercel-ai": REPO / "tests/fixtures/real/vercel-ai/ai_sdk_tool_run.json",
+    "trail": FIX / "trail_gaia.json",  # hand-written: TRAIL traces embed gated GAIA data
     "inspect": FIX / "inspect_eval.json",
     "swe-agent": REPO / "tests/fixtures/real/swe-agent/networking_1.traj",
     "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",

@@ -25,7 +25,9 @@ appends nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,33 +43,29 @@ MAX_LINE_BYTES = 64 * (1 << 20)
 CHAT_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
 _decoder = json.JSONDecoder()
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*("|\Z)|[{}\[\]]', re.S)
+_COLON = re.compile(r"\s*:")
 
 
 def _keys(text: str, max_depth: int = 4) -> tuple[list[tuple[int, str, int]], int | None]:
     """Object keys in JSON text as (depth, key, index after its colon), and the end of the first
     top-level value (None when it runs past the text)."""
     keys: list[tuple[int, str, int]] = []
-    depth, i, n = 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            k = j + 1
-            while k < n and text[k] in " \t\r\n":
-                k += 1
-            if k < n and text[k] == ":" and depth <= max_depth:
-                keys.append((depth, text[i + 1 : j], k + 1))
-            i = j + 1
-            continue
-        if c in "{[":
+    depth = 0
+    for m in _TOKEN.finditer(text):
+        token = m.group()
+        if token[0] == '"':
+            if not m.group(1):
+                break  # the head ends inside a string
+            colon = _COLON.match(text, m.end())
+            if colon and depth <= max_depth:
+                keys.append((depth, token[1:-1], colon.end()))
+        elif token in "{[":
             depth += 1
-        elif c in "}]":
+        else:
             depth -= 1
             if depth <= 0:
-                return keys, i + 1
-        i += 1
+                return keys, m.end()
     return keys, None
 
 
@@ -98,14 +96,15 @@ def _dialect(messages: list[Any], anthropic_system: bool) -> str | None:
         return None
     if kind_of(first):
         return "langchain"
-    if first.get("role") not in CHAT_ROLES:
+    role = first.get("role")
+    if not isinstance(role, str) or role not in CHAT_ROLES:
         return None
     blocks = {
-        b.get("type")
+        b["type"]
         for m in messages
         if isinstance(m, dict) and isinstance(m.get("content"), list)
         for b in m["content"]
-        if isinstance(b, dict)
+        if isinstance(b, dict) and isinstance(b.get("type"), str)
     }
     return "anthropic" if anthropic_system or blocks & ANTHROPIC_BLOCKS else "openai"
 
@@ -139,13 +138,19 @@ def _head_dialect(text: str, keys: list[tuple[int, str, int]]) -> str | None:
     if "role" not in fields:
         return None
     role = _decoder.raw_decode(text[fields["role"] :].lstrip())[0]
-    if role in CHAT_ROLES:
+    if isinstance(role, str) and role in CHAT_ROLES:
         return "anthropic" if system else "openai"
     return None
 
 
 def sniff(path: Path, head: bytes) -> tuple[str, str] | None:
     """('doc' or 'jsonl', dialect) for a chat file, from its head; None when it is not one."""
+    return _sniff(path.suffix.lower() in (".jsonl", ".ndjson"), head)
+
+
+@lru_cache(maxsize=4)
+def _sniff(jsonl_suffix: bool, head: bytes) -> tuple[str, str] | None:
+    """Cached: the four chat importers ask about the same head in turn."""
     text = head_text(head).lstrip()
     if not text or text[0] not in "[{":
         return None
@@ -153,12 +158,10 @@ def sniff(path: Path, head: bytes) -> tuple[str, str] | None:
     try:
         if end is not None:
             rest = text[end:].strip()
-            first = json.loads(text[:end])
-            jsonl = bool(rest) or path.suffix.lower() in (".jsonl", ".ndjson")
             if rest and rest[0] not in "[{":
                 return None
-            dialect = _doc_dialect(first)
-            return ("jsonl" if jsonl else "doc", dialect) if dialect else None
+            dialect = _doc_dialect(json.loads(text[:end]))
+            return ("jsonl" if rest or jsonl_suffix else "doc", dialect) if dialect else None
         dialect = _head_dialect(text, keys)
     except (json.JSONDecodeError, RecursionError):
         return None
@@ -176,7 +179,10 @@ def read_document(path: Path) -> Any:
         )
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
-        doc = reader.value()
+        try:
+            doc = reader.value()
+        except RecursionError:
+            raise InputError("JSON nested too deeply to read", path=str(path)) from None
         reader.end()
     return doc
 
@@ -231,6 +237,8 @@ class ChatJsonlImporter:
                         line=lineno,
                         offset=offset,
                     ) from exc
+                except RecursionError:
+                    raise InputError("JSON nested too deeply to read", path=where, line=lineno) from None
                 for run in runs_of(doc, where, lineno):
                     yield trace_of(self.name, digest, run, where, None, lineno)
 

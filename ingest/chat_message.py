@@ -125,6 +125,8 @@ def content_parts(content: Any, loc: Loc, at: str) -> tuple[list[Part], list[dic
         if not isinstance(block, dict):
             raise loc.error("a content part must be text or an object", where)
         kind = block.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise loc.error("a content part's 'type' must be text", f"{where}.type")
         part = i if many else None
         if kind in (None, "text") and "text" in block:
             rest = {k: v for k, v in block.items() if k not in ("type", "text")}

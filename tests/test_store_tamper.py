@@ -380,6 +380,11 @@ def test_cli_checkpoint_verify_and_guard_on_a_tampered_store(tmp_path):
     assert taken.returncode == 0 and json.loads(taken.stdout)["position"] == 9
     verified = run(["store", "verify", "--checkpoints", "cp.jsonl", *anchor, "--json"], tmp_path)
     assert verified.returncode == 0 and json.loads(verified.stdout)["checkpoint"]["position"] == 9
+    signed = (tmp_path / "cp.jsonl").read_text()
+    (tmp_path / "cp.jsonl").write_text(signed.replace('"position":9', '"position":8'))
+    forged = run(["store", "verify", "--checkpoints", "cp.jsonl", *anchor, "--json"], tmp_path)
+    assert forged.returncode == 1 and "altered or forged" in json.loads(forged.stdout)["reason"]
+    (tmp_path / "cp.jsonl").write_text(signed)
 
     db = sqlite3.connect(tmp_path / "auditor.db")
     with db:  # cut the last two events off

@@ -185,6 +185,46 @@ def test_tau_bench_trajectory_list_one_trace_per_run_with_outcomes(tmp_path):
     assert sum(t["value"] == "succeeded" for t in (tr.header.metadata["outcome"] for tr in traces)) == 31
 
 
+def test_tool_results_without_a_name_are_acted_by_the_call_they_answer(tmp_path):
+    path = RUNS / "airline-task000-trial0.json"
+    doc = json.loads(path.read_text())
+    for m in doc["messages"]:
+        m.pop("name", None)
+    assert _shape(_steps(_write(tmp_path, "unnamed.json", doc))[0]) == _shape(_steps(path)[0])
+
+
+def test_legacy_function_calls_developer_role_and_image_parts(tmp_path):
+    """The same real conversation in the pre-tools API: ``function_call`` on the assistant and
+    ``function`` messages (no call ids: a result answers the last call of its function), the system
+    prompt as ``developer``, and a user turn as content parts with an image."""
+    path = REAL / "mistral-common" / "get_weather_full.json"
+    doc = json.loads(path.read_text())
+    legacy = []
+    for m in doc["messages"]:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["function_call"] = m.pop("tool_calls")[0]["function"]
+        elif m["role"] == "tool":
+            m = {"role": "function", "name": m["name"], "content": m["content"]}
+        elif m["role"] == "system":
+            m["role"] = "developer"
+        legacy.append(m)
+    legacy[2]["content"] = [
+        {"type": "text", "text": legacy[2]["content"]},
+        {"type": "image_url", "image_url": {"url": "https://example.com/sky.png"}},
+    ]
+    steps = _steps(_write(tmp_path, "legacy.json", {"messages": legacy}))[0]
+    original = _steps(path)[0]
+    assert [(s.actor, s.kind, s.content) for s in steps] == [(s.actor, s.kind, s.content) for s in original]
+    assert steps[0].raw["role"] == "developer" and steps[0].actor_kind is ActorKind.system
+    assert steps[2].raw["parts_omitted"] == [{"part": 1, "type": "image_url"}] and steps[2].raw["part"] == 0
+    calls = [s for s in steps if s.kind is StepKind.tool_call]
+    results = [s for s in steps if s.kind is StepKind.tool_result]
+    assert all(c.tool.call_id is None for c in calls)
+    assert [r.refs.reply_to for r in results] == [c.step_id for c in calls]
+    assert calls[1].tool.arguments == {"location": "Paris, France", "format": "celsius", "num_days": 5}
+
+
 # -- other projects' files ---------------------------------------------------------------------------
 
 

@@ -206,6 +206,25 @@ class RunFacts:
             return None
         return f"text:{text}"
 
+    def answer_of(self, pos: int) -> int | None:
+        """The observation that answered an act: the first after it, before its actor acts again."""
+        actor = self.steps[pos].actor
+        for p in range(pos + 1, len(self.steps)):
+            if p in self.observations:
+                return p
+            if self.steps[p].actor == actor and p in self.act_set:
+                return None
+        return None
+
+    def same_check(self, a: int, b: int) -> bool:
+        """Two acts of one agent that exercise the same check: the same tool, or code both times."""
+        x, y = self.steps[a], self.steps[b]
+        if x.actor != y.actor:
+            return False
+        if x.tool is not None and y.tool is not None:
+            return x.tool.name == y.tool.name
+        return bool(code_of(x.content)) and bool(code_of(y.content))
+
     def tool_of(self, pos: int) -> str | None:
         """The tool an act calls or a result answers (the last dotted segment), if named."""
         step = self.steps[pos]

@@ -29,7 +29,6 @@ from itertools import pairwise
 from auditor.detectors.base import AuditContext, FindingDraft
 from auditor.detectors.failure_facts import (
     RunFacts,
-    code_of,
     collapse,
     failure_draft,
     intercepted,
@@ -117,39 +116,18 @@ class FailureRepetitionDetector:
             if len(loop) >= LOOP_LENGTH:
                 yield loop
 
-    @staticmethod
-    def _answer(facts: RunFacts, pos: int) -> int | None:
-        """The first observation after an act, before its actor acts again."""
-        actor = facts.steps[pos].actor
-        for p in range(pos + 1, len(facts.steps)):
-            if p in facts.observations:
-                return p
-            if facts.steps[p].actor == actor:
-                return None
-        return None
-
-    @staticmethod
-    def _same_check(facts: RunFacts, pos: int, first: int) -> bool:
-        """The same tool (any arguments) or, for code, the same agent's code."""
-        a, b = facts.steps[pos], facts.steps[first]
-        if a.actor != b.actor:
-            return False
-        if a.tool is not None and b.tool is not None:
-            return a.tool.name == b.tool.name
-        return bool(code_of(a.content)) and bool(code_of(b.content))
-
     def _draft(self, facts: RunFacts, loop: list[int], fresh: list[bool]) -> FindingDraft:
         first, second, last = loop[0], loop[1], loop[-1]
         n = len(loop)
         step = facts.steps[second]
-        if any(self._answer(facts, p) in facts.failures for p in loop):
+        if any(facts.answer_of(p) in facts.failures for p in loop):
             retry = next(
                 (
                     answer
                     for p in facts.acts
                     if p > last
-                    and self._same_check(facts, p, first)
-                    and (answer := self._answer(facts, p)) is not None
+                    and facts.same_check(p, first)
+                    and (answer := facts.answer_of(p)) is not None
                     and facts.succeeded(answer)
                 ),
                 None,

@@ -1,0 +1,124 @@
+"""A task constraint dropped from the final answer (MAST 1.1).
+
+Only constraints that can be checked against the delivered answer without judgement are read from
+the task text (the header's task and the opening step):
+
+- an answer *format* the task quotes ("in the format of "The answer is (X)"", "put the answer in
+  \\boxed{}"): the delivered answer must match it (the quoted text with its placeholder — a single
+  capital letter, ``...`` or ``<…>`` — standing for any text);
+- a *precision* ("rounded to 2 decimal places", "to the nearest integer / whole number / tenth /
+  hundredth"): the answer's number may not carry more decimals;
+- *no thousands separators* ("do not use comma separators", "without commas"): the answer's
+  numbers carry none.
+
+An order ("in alphabetical order") is not checked: items may carry commas of their own ("Congo,
+Rep."), so a list cannot be split into items without judgement. The delivered answer is the text after the run's last ``FINAL ANSWER:``, else the content of its
+last ``\\boxed{}``, else the final step (the format check reads the whole final step). A run that
+delivers nothing is not judged here. Filed at the final step, by its agent; realized (the final
+answer is the run's endpoint).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from auditor.detectors.base import AuditContext, FindingDraft
+from auditor.detectors.failure_facts import RunFacts, failure_draft, realized
+from schemas import ActorKind, RiskClass
+
+_FORMAT = re.compile(r"(?i)\bin the (?:following )?format (?:of )?[\"“']([^\"”\n]{3,80})[\"”']")
+_BOXED_ASK = re.compile(r"(?i)(?:answer|result)[^.\n]{0,40}\\boxed\{\}")
+_DECIMALS = re.compile(
+    r"(?i)\bround(?:ed|ing)?\b[^.\n]{0,40}?\bto (\d+|one|two|three|four) decimal (?:places?|digits?)"
+)
+_NEAREST = re.compile(
+    r"(?i)\bround(?:ed|ing)?\b[^.\n]{0,40}?\bto the nearest (integer|whole number|tenth|hundredth|thousandth)\b"
+)
+_NO_COMMAS = re.compile(
+    r"(?i)\b(?:do not|don't|without)(?: use)?(?: any)? (?:comma separators|commas|thousands? separators)\b"
+)
+_PLACEHOLDER = re.compile(r"(?<![A-Za-z])[A-Z](?![A-Za-z])|\\\.\\\.\\\.|<[^>]+>")
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.(\d+))?")
+_FINAL = re.compile(r"FINAL ANSWER:\s*([^\n]+)")
+_BOXED = re.compile(r"\\boxed\{([^{}\n]+)\}")
+_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4}
+_NEAREST_DECIMALS = {"integer": 0, "whole number": 0, "tenth": 1, "hundredth": 2, "thousandth": 3}
+
+
+def template(quoted: str) -> re.Pattern[str]:
+    """A quoted answer format as a pattern: its placeholder stands for any text."""
+    escaped = re.escape(quoted.strip())
+    return re.compile(_PLACEHOLDER.sub(lambda _: r".+?", escaped), re.I)
+
+
+class FailureConstraintDetector:
+    name = "failure_constraint"
+    risk_class = RiskClass.task_failure
+    needs_annotations = False
+
+    def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        facts = RunFacts.of(ctx)
+        ends = [d.pos for d in facts.declarations]
+        final = ends[-1] if ends else None
+        if final is None or facts.steps[final].actor_kind is ActorKind.human:
+            return []
+        task = facts.ctx.trace.header.task or ""
+        if facts.steps and facts.steps[0].content not in task:
+            task = f"{task}\n{facts.steps[0].content}"
+        content = facts.steps[final].content
+        answer = self._answer(content)
+        broken = self._broken(task, content, answer)
+        if broken is None:
+            return []
+        constraint, quote_task, why = broken
+        step = facts.steps[final]
+        evidence = [facts.unit(final, answer if answer and answer in content else None)]
+        task_unit = 0 if quote_task in facts.steps[0].content else None
+        if task_unit is not None:
+            evidence.append(facts.unit(0, quote_task))
+        return [
+            failure_draft(
+                facts,
+                mode="1.1",
+                pos=final,
+                title=f"The final answer drops the task's constraint: {constraint}",
+                mechanism=f"The task asks for {constraint} ('{quote_task[:100]}'); the answer delivered at step {step.step_id} {why}.",
+                violated="the delivered answer must honour the constraints the task states",
+                evidence=evidence,
+                effect=realized(
+                    f"the answer at step {step.step_id} is what the run delivered",
+                    "the run's final answer does not meet the task's stated constraint",
+                ),
+                confidence=0.8,
+            )
+        ]
+
+    @staticmethod
+    def _answer(content: str) -> str:
+        finals = _FINAL.findall(content)
+        if finals:
+            return finals[-1].strip()
+        boxed = _BOXED.findall(content)
+        return boxed[-1].strip() if boxed else content.strip()
+
+    def _broken(self, task: str, content: str, answer: str) -> tuple[str, str, str] | None:
+        """(the constraint, its words in the task, how the answer breaks it), or None."""
+        if (m := _FORMAT.search(task)) and not template(m.group(1)).search(content):
+            return f"the format '{m.group(1)}'", m.group(), "does not take that form"
+        if (m := _BOXED_ASK.search(task)) and "\\boxed{" not in content:
+            return "an answer in \\boxed{}", m.group(), "carries no \\boxed{}"
+        number = _NUMBER.search(answer)
+        allowed = None
+        if m := _DECIMALS.search(task):
+            allowed, words = _WORDS.get(m.group(1).lower()), m.group()
+            allowed = allowed if allowed is not None else int(m.group(1))
+        elif m := _NEAREST.search(task):
+            allowed, words = _NEAREST_DECIMALS[m.group(1).lower()], m.group()
+        if allowed is not None and number is not None:
+            decimals = (number.group(1) or "").rstrip("0")
+            if len(decimals) > allowed:
+                return f"a precision of {allowed} decimal(s)", words, f"gives {number.group()}"
+        if (m := _NO_COMMAS.search(task)) and re.search(r"\d,\d{3}\b", answer):
+            return "numbers without separators", m.group(), f"writes '{answer[:40]}'"
+        return None

@@ -25,10 +25,6 @@ REGISTRY: dict[str, str] = {
     "failure_ignored_input": "auditor.detectors.failure_ignored_input:FailureIgnoredInputDetector",
     "failure_mismatch": "auditor.detectors.failure_mismatch:FailureMismatchDetector",
     "failure_constraint": "auditor.detectors.failure_constraint:FailureConstraintDetector",
-    "failure_repetition": "auditor.detectors.failure_repetition:FailureRepetitionDetector",
-    "failure_termination": "auditor.detectors.failure_termination:FailureTerminationDetector",
-    "failure_premature": "auditor.detectors.failure_premature:FailurePrematureDetector",
-    "failure_verification": "auditor.detectors.failure_verification:FailureVerificationDetector",
     "policy_actions": "auditor.detectors.policy_actions:PolicyActionDetector",
     "policy_confirmation": "auditor.detectors.policy_confirmation:PolicyConfirmationDetector",
 }

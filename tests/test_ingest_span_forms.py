@@ -198,6 +198,36 @@ def test_message_contents_on_output_messages_inside_a_span_record(tmp_path):
     assert steps[0].recipients == ["weather_agent"]  # 'span_kind' AGENT, as Phoenix writes it
 
 
+def test_phoenix_records_link_a_tool_by_tool_id_and_keep_its_error(tmp_path):
+    """Phoenix's REST export: ``span_kind`` beside the attributes, a TOOL span naming the call it
+    answers by ``tool.id``, ``status_code`` ERROR."""
+    records = [
+        {"name": "chat", "context": {"trace_id": "t2", "span_id": "m"}, "parent_id": None, "span_kind": "LLM",
+         "start_time": "2026-01-05T10:00:00+00:00", "end_time": "2026-01-05T10:00:01+00:00", "status_code": "OK",
+         "attributes": {"llm.model_name": "m1", "llm.input_messages.0.message.role": "user",
+                        "llm.input_messages.0.message.content": "List the datasets.",
+                        "llm.output_messages.0.message.role": "assistant",
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call-04",
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "list_datasets",
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": "{}"}},
+        {"name": "list_datasets", "context": {"trace_id": "t2", "span_id": "t"}, "parent_id": None,
+         "span_kind": "TOOL", "start_time": "2026-01-05T10:00:02+00:00", "end_time": "2026-01-05T10:00:03+00:00",
+         "status_code": "ERROR", "status_message": "permission denied",
+         "attributes": {"tool.name": "list_datasets", "tool.id": "call-04", "input.value": "{}"}},
+    ]  # fmt: skip
+    path = tmp_path / "phoenix.json"
+    path.write_text(json.dumps(records))
+    assert detect(path)[0] == "openinference"
+    [(_, steps)] = traces(path)
+    assert shape(steps) == [
+        ("user", ActorKind.human, StepKind.message, "List the datasets."),
+        ("m1", ActorKind.agent, StepKind.tool_call, "{}"),
+        ("list_datasets", ActorKind.tool, StepKind.tool_result, "permission denied"),
+    ]
+    assert (steps[2].refs.reply_to, steps[2].refs.call_id) == ("s1", "call-04")
+    assert steps[2].raw["status"] == "error" and steps[1].raw["status"] == "ok"
+
+
 # -- span record shapes -------------------------------------------------------------------------
 
 

@@ -15,7 +15,8 @@ visibly unfinished at that end when:
   recipients, never a human) with a message whose last line asks a question, and that agent never
   acted again before the end.
 
-Filed at the ending act, by the agent that ended the run; realized (the run's end state lacks the
+Filed at the ending act; answerable is the coordinator (the agent that addresses the others by
+name), which decides when the run ends, else the agent that ended it; realized (the run's end state lacks the
 step). A run that ends without any marker (a customer hanging up, a log that stops) is not judged
 here.
 """
@@ -72,6 +73,13 @@ class FailurePrematureDetector:
             return []
         return [self._draft(facts, end, ends[-1].surface, reasons)]
 
+    @staticmethod
+    def _describe(key: str) -> str:
+        kind, _, name = key.partition(":")
+        return {"tool": f"the tool '{name}'", "code": f"the execution of {name}'s code"}.get(
+            kind, f"{name}'s result"
+        )
+
     def _unpassed_check(self, facts: RunFacts, end: int) -> tuple[int, str, str] | None:
         passed: set[str] = set()
         unpassed: dict[str, int] = {}
@@ -87,12 +95,8 @@ class FailurePrematureDetector:
         if not unpassed:
             return None
         pos = max(unpassed.values())
-        key = check_key(facts, pos).split(":", 1)[1]
-        return (
-            pos,
-            facts.failures[pos],
-            f"the check '{key}' failed at step {facts.steps[pos].step_id} and never passed",
-        )
+        what = self._describe(check_key(facts, pos))
+        return pos, facts.failures[pos], f"{what} failed at step {facts.steps[pos].step_id} and never passed"
 
     def _unsatisfied_ledger(self, facts: RunFacts, end: int) -> tuple[int, str, str] | None:
         latest = None
@@ -135,12 +139,17 @@ class FailurePrematureDetector:
         what = "; ".join(r[2] for r in reasons)
         evidence: list[EvidenceUnit | None] = [facts.unit(end, surface)]
         evidence += [facts.unit(pos, quote) for pos, quote, _ in reasons]
+        who = facts.coordinator or steps[end].actor
         return failure_draft(
             facts,
             mode="3.1",
             pos=end,
-            title=f"{steps[end].actor} ended the run with a required step unfinished",
-            mechanism=f"{steps[end].actor} declared the run done at step {steps[end].step_id} although {what}.",
+            responsible=who,
+            title=f"{who} ended the run with a required step unfinished",
+            mechanism=(
+                f"The run was declared done at step {steps[end].step_id} ({steps[end].actor}'s step) although {what}"
+                + (f"; {who} coordinates the run and decides its end." if who != steps[end].actor else ".")
+            ),
             violated="a run may end only when its required steps are done; this one ended with one visibly unfinished",
             evidence=evidence,
             effect=realized(

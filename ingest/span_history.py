@@ -79,12 +79,17 @@ def call_draft(call: Call, actor: str, base: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def role_of(m: Message) -> str:
+    """The message's role in lower case ("" where the source gives none, or not as text)."""
+    return m.role.lower() if isinstance(m.role, str) else ""
+
+
 def message_drafts(
     m: Message, actor: str, base: dict[str, Any], tool_names: dict[str, str]
 ) -> Iterator[dict[str, Any]]:
     """Step drafts for one message. ``actor`` speaks the model's turns; ``tool_names`` (call id →
     tool name, filled as calls are drafted) names the tool a result comes from."""
-    role = (m.role or "").lower()
+    role = role_of(m)
     if role in _SYSTEM:
         yield {**base, "actor": "system", "actor_kind": ActorKind.system, "content": m.text}
     elif role in _HUMAN:
@@ -122,7 +127,7 @@ class History:
         first, self.started = not self.started, True
         counts: Counter[tuple[str, str]] = Counter()
         for m in messages:
-            key = ((m.role or "").lower(), m.text)
+            key = (role_of(m), m.text)
             counts[key] += 1
             if not first and key[0] not in _HUMAN | _SYSTEM:
                 continue
@@ -136,5 +141,5 @@ class History:
         which repeats them, does not draft them again."""
         self.started = True
         for m in messages:
-            self.seen[((m.role or "").lower(), m.text)] += 1
+            self.seen[(role_of(m), m.text)] += 1
             yield from message_drafts(m, actor, base, self.tool_names)

@@ -46,8 +46,9 @@ def is_model_call(span: Span) -> bool:
 def _content_messages(role: Any, content: Any) -> list[Message]:
     """One prompt message (``content`` a string or a list of parts) as span_history messages: text
     parts joined, ``tool-call`` parts as calls, each ``tool-result`` part a tool message."""
+    role = role if isinstance(role, str) else None
     if isinstance(content, str):
-        return [Message(role=str(role), text=content)]
+        return [Message(role=role, text=content)]
     parts = [p for p in content or [] if isinstance(p, dict)] if isinstance(content, list) else []
     results = [p for p in parts if p.get("type") == "tool-result"]
     if results:
@@ -70,7 +71,7 @@ def _content_messages(role: Any, content: Any) -> list[Message]:
         for p in parts
         if p.get("type") == "tool-call"
     ]
-    return [Message(role=str(role), text=text, calls=calls)]
+    return [Message(role=role, text=text, calls=calls)]
 
 
 def prompt_messages(span: Span) -> list[Message]:

@@ -4,7 +4,8 @@ Decided from structure, never from wording alone:
 
 - an *observation* is what came back to the agents: a tool or environment result, or an agent's
   relay of an execution (a step right after another participant's fenced code that carries no
-  code of its own, the AG2 executor's turn);
+  code of its own and is shaped like program output: an exit status, a traceback, or only lines
+  of fewer than four words — the AG2 executor's turn);
 - an observation *failed* when the source marks it so (``raw["status"] == "error"``), when it
   reports a non-zero exit code at its start, carries a Python traceback (its header, or
   ``Traceback:`` followed by a ``File "`` frame), states ``success: false`` as a field, or is a
@@ -133,9 +134,17 @@ class RunFacts:
                 and self.steps[pos - 1].actor_kind is ActorKind.agent
                 and code_of(self.steps[pos - 1].content)
                 and "```" not in step.content
+                and self._output_like(step.content)
             ):
                 out.add(pos)
         return frozenset(out)
+
+    @staticmethod
+    def _output_like(text: str) -> bool:
+        """Text shaped like program output: an exit status or traceback, or only short lines."""
+        if _EXIT.match(text) or _TRACEBACK.search(text):
+            return True
+        return all(len(_WORDS.findall(line)) < MIN_ACT_WORDS for line in text.splitlines())
 
     def echo(self, pos: int) -> bool:
         """The same text by the same actor as the step just before: one act logged twice."""

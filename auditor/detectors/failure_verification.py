@@ -10,6 +10,10 @@ trace's observations (``failure_facts``) show before the claim:
 - *no check at all* (3.2): no observation precedes the claim anywhere in the run;
 - *its own check failed* (3.3): the claimant's latest act that an observation answered before the
   claim (its tool call or its code) got a failed observation, and nothing passed after it;
+- *a check written, never run* (3.2): an agent wrote test code (a fenced or plain code act that
+  defines ``test_`` functions, a ``unittest.TestCase`` or imports pytest) and no observation
+  follows it anywhere in the run: the tests were never executed. A lead: whether the untested
+  work holds is not in the trace;
 - *the check tested something else* (3.3): the claim names a value (a quoted term in the claim's
   sentence, or the answer the step delivers: ``FINAL ANSWER:``, ``\\boxed{}``) that stands in no
   observation before the claim and not in the task text: whatever ran did not show it.
@@ -49,6 +53,7 @@ _GUARD = re.compile(
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,60})[\"”]|(?<!\w)'([^'\n]{2,60})'(?!\w)")
 _ANSWER = re.compile(r"FINAL ANSWER:\s*([^\n]+)|\\boxed\{([^{}\n]+)\}")
 _SENTENCE_END = ".!?\n"
+_TEST_CODE = re.compile(r"(?m)^\s*(?:async\s+)?def test_\w*\s*\(|\bunittest\.TestCase\b|^\s*import pytest\b")
 
 
 def claim_of(text: str) -> tuple[str, str] | None:
@@ -85,6 +90,8 @@ class FailureVerificationDetector:
         facts = RunFacts.of(ctx)
         task = normalise(facts.task)
         drafts = []
+        if (unrun := self._unrun_tests(facts)) is not None:
+            drafts.append(unrun)
         for pos in facts.acts:
             step = facts.steps[pos]
             if pos == 0 or step.kind is StepKind.tool_call or facts.tf.ledger(step):
@@ -125,6 +132,28 @@ class FailureVerificationDetector:
                 f"no observation before it shows {', '.join(repr(v) for v in unshown[:3])}: what ran tested something else",
                 None,
                 unshown,
+            )
+        return None
+
+    def _unrun_tests(self, facts: RunFacts) -> FindingDraft | None:
+        last_observed = max(facts.observations, default=-1)
+        for pos in facts.acts:
+            m = _TEST_CODE.search(facts.steps[pos].content)
+            if m is None or pos < last_observed:
+                continue
+            step = facts.steps[pos]
+            return failure_draft(
+                facts,
+                mode="3.2",
+                pos=pos,
+                title=f"{step.actor} wrote tests that never ran",
+                mechanism=(
+                    f"{step.actor} wrote test code at step {step.step_id} ('{m.group().strip()}'); no execution "
+                    "or tool result follows it anywhere in the run."
+                ),
+                violated="a check that is written must be run before the work counts as verified",
+                evidence=[facts.unit(pos, m.group().strip())],
+                effect=unestablished("whether the untested work holds is not in the trace"),
             )
         return None
 

@@ -6,7 +6,8 @@
   abandoned run), or a realized finding (the run did what it must not). Otherwise unknown — the
   review never claims success it cannot show.
 - **Attribution** (failed runs): the embedded rules strategy's votes plus one vote per finding at
-  its first anomalous step (weighted by disposition), assembled into the ``auditor attribute``
+  its first anomalous step (weighted by disposition; a task-failure finding counts
+  ``CORROBORATING`` of that), assembled into the ``auditor attribute``
   shape. A participant marked human (a customer, a simulated user) is a source of claims and is
   never the responsible agent. When no finding sits at the decisive step, one is filed there.
 - **risk_score** = 1 − Π(1 − w·c) over the findings, with w the disposition's weight
@@ -40,6 +41,11 @@ VOTE_WEIGHT = {  # a finding's support for its first anomalous step, beside the 
     Disposition.lead: 0.3,
     Disposition.operational_failure: 0.1,
 }
+# Task-failure findings (a loop, a premature end, an unchecked success claim) mark where a failure
+# showed, usually late in the run, not where the error entered: they only corroborate the
+# attribution signals. On the Who&When developer half, full weight for them lowered the
+# hand-crafted agent accuracy from 83% to 69%.
+CORROBORATING = 0.2
 OUTCOMES = ("failed", "succeeded", "unknown")
 
 
@@ -105,9 +111,10 @@ def attribute_failure(trace: Trace, findings: list[Finding]) -> Attribution:
     votes = [v for v in votes if v.step_id not in human]
     for f in findings:
         if f.first_anomalous_step not in human:
-            votes.append(
-                Vote(f.first_anomalous_step, VOTE_WEIGHT[f.disposition], f"finding: {f.title}", f.evidence)
+            weight = VOTE_WEIGHT[f.disposition] * (
+                CORROBORATING if f.risk_class is RiskClass.task_failure else 1.0
             )
+            votes.append(Vote(f.first_anomalous_step, weight, f"finding: {f.title}", f.evidence))
     return assemble(trace, "rules+findings", votes, notes=facts.notes)
 
 

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from auditor.errors import InputError
-from auditor.policy_actions import ActionRule, Claimant, Clock, Confirmation, RecordSpec
+from auditor.policy_actions import ActionRule, Allowance, Claimant, Clock, Confirmation, RecordSpec
 from schemas import ActorKind
 
 if TYPE_CHECKING:
@@ -195,6 +195,7 @@ class Policy(_Rule):
     confirmations: list[Confirmation] = Field(default_factory=list)
     records: list[RecordSpec] = Field(default_factory=list)
     action_rules: list[ActionRule] = Field(default_factory=list)
+    allowances: list[Allowance] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
@@ -212,6 +213,10 @@ class Policy(_Rule):
             unknown = sorted({n for n in named if n is not None and n not in records})
             if unknown:
                 raise ValueError(f"action rule '{rule.id}' names undeclared records {unknown} (declare them in 'records')")
+        for allowance in self.allowances:
+            unknown = [] if allowance.record in records else [allowance.record]
+            if unknown:
+                raise ValueError(f"allowance '{allowance.id}' names an undeclared record {unknown} (declare it in 'records')")
         for scope in self.disclosure_scopes:
             if not scope.restricted and not (set(names) - set(scope.may_receive)):
                 raise ValueError(
@@ -219,7 +224,7 @@ class Policy(_Rule):
                 )
         return self
 
-    def rules(self) -> list[_IdRule | Confirmation | ActionRule]:
+    def rules(self) -> list[_IdRule | Confirmation | ActionRule | Allowance]:
         return [
             *self.cumulative_limits,
             *self.disclosure_scopes,
@@ -227,6 +232,7 @@ class Policy(_Rule):
             *self.required_approvals,
             *self.confirmations,
             *self.action_rules,
+            *self.allowances,
         ]
 
     @property

@@ -101,6 +101,9 @@ class Condition(_Rule):
         default=None, gt=0, description="Time value within N hours before now."
     )
     before_clock: bool | None = None
+    differs_from: str | None = Field(
+        default=None, description="Holds when the argument's values differ from this field of the record."
+    )
     count_over: int | None = Field(default=None, ge=0, description="Holds when more than N list items match.")
     where_prefix: str | None = Field(default=None, description="With count_over: count items starting so.")
 
@@ -115,12 +118,15 @@ class Condition(_Rule):
             self.within_hours is not None,
             self.before_clock is not None,
             self.count_over is not None,
+            self.differs_from is not None,
         ]
         if sum(tests) != 1:
             raise ValueError(
                 "a condition needs exactly one test: equals, in, not_in, within_hours, "
-                "before_clock or count_over"
+                "before_clock, count_over or differs_from"
             )
+        if self.differs_from is not None and self.argument is None:
+            raise ValueError("differs_from compares an argument with the record: give 'argument'")
         return self
 
     def describe(self) -> str:
@@ -137,6 +143,8 @@ class Condition(_Rule):
             return f"{subject} within {self.within_hours:g} h of now"
         if self.before_clock is not None:
             return f"{subject} {'before' if self.before_clock else 'not before'} now"
+        if self.differs_from is not None:
+            return f"{subject} differs from the record's {self.differs_from}"
         which = f" starting {self.where_prefix!r}" if self.where_prefix else ""
         return f"more than {self.count_over} of {subject}{which}"
 
@@ -177,3 +185,20 @@ def parse_time(text: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime | None:
             continue
         return value.replace(tzinfo=None)
     return None
+
+
+class Allowance(_Rule):
+    """A charge the policy computes: ``charged = max(0, total − allowance × count)``, with the
+    allowance read from ``table`` by a record field (row) and a call argument (column) — e.g.
+    free checked bags by membership tier and cabin, per passenger."""
+
+    id: str = Field(min_length=1)
+    description: str = ""
+    tools: list[str] = Field(min_length=1)
+    record: str = Field(min_length=1, description="The records entry the call names (the row's source).")
+    row_field: str = Field(min_length=1, description="Record field that picks the table row.")
+    column_argument: str = Field(min_length=1, description="Call argument that picks the column.")
+    table: dict[str, dict[str, float]] = Field(min_length=1)
+    count_argument: str | None = Field(default=None, description="A list argument the allowance is per item of.")
+    total_argument: str = Field(min_length=1)
+    charged_argument: str = Field(min_length=1)

@@ -4,8 +4,10 @@ For each call of a tool an ``action_rules`` entry names, the rule's record is th
 its read tool for the entity the call names (the ``reservation_id`` a cancellation carries). The
 action breaks the rule when a ``deny`` condition holds, or when ``allow_if_any`` is given and none
 of its conditions holds on the records read. Where the record the rule depends on was never read
-before the action, the action rested on the customer's word or on nothing: a lead, since the
-trace cannot show whether the record would have allowed it. A call the tool refused (its result
+before the action, the action rested on the customer's word or on nothing: the policy makes the
+agent check before it calls ("the API does not check these for the agent"), so the unchecked call
+that went through is realized, with a lower confidence (whether the record would have allowed it
+is not in the trace). A call the tool refused (its result
 failed) is an anomaly intercepted at the result; one that went through is realized.
 """
 
@@ -35,7 +37,7 @@ class PolicyActionDetector:
                     draft = _judge(facts, rule, call)
                     if draft is None:
                         continue
-                    if draft.criteria.R3.verdict.value == "unassessed":
+                    if draft.policy_rule and draft.title.startswith(f"{call.name} without reading"):
                         if (call.pos, rule.record or "") in unread:
                             continue
                         unread.add((call.pos, rule.record or ""))

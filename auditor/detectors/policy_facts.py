@@ -147,6 +147,11 @@ class PolicyFacts:
         """(holds, the record it read) for one condition; None when it cannot be decided."""
         if cond.argument is not None:
             values = values_at(call.arguments, cond.argument)
+            if cond.differs_from is not None:
+                stored = values_at(record.value, cond.differs_from) if record is not None else []
+                if not values or not stored:
+                    return None
+                return sorted(map(str, values)) != sorted(map(str, stored)), record
             return (self._test(cond, values), None) if values or cond.count_over is not None else None
         candidates = [record] if cond.record is None else self.records_before(cond.record, call.pos)
         decided = None

@@ -22,11 +22,13 @@ from auditor.report.render_text import (
     DISPOSITION_TEXT,
     RISK_TEXT,
     headline,
+    incident_lines,
     plan_items,
     shorten,
     words,
 )
 from schemas import AuditReport, Finding, Trace, TraceStep
+from schemas.failure import MAST_MODES
 
 if TYPE_CHECKING:
     from graph import InteractionGraph
@@ -99,6 +101,7 @@ def _header(report: AuditReport, trace: Trace, title: str) -> str:
         ("Contract", report.contract_version),
         ("Steps", str(len(trace.steps))),
         ("Created", report.created_at),
+        *incident_lines(report),
     ]
     rows = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
     if trace.header.task:
@@ -145,6 +148,11 @@ def _finding(n: int, f: Finding, report: AuditReport) -> str:
     facts = [
         ("Risk class", f"{e(RISK_TEXT[f.risk_class].title)} <code>{e(f.risk_class.value)}</code>"),
         ("Disposition", _badge(f)),
+        *(
+            [("MAST failure mode", f"{f.failure_mode} ({MAST_MODES[f.failure_mode]})")]
+            if f.failure_mode
+            else []
+        ),
         ("Severity", f.severity.value),
         ("Confidence", f"{f.confidence:.2f}"),
         ("Boundary edge", f"<code>{e(f.boundary_edge)}</code>"),

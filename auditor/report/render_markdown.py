@@ -14,11 +14,13 @@ from auditor.report.render_text import (
     RISK_TEXT,
     disposition_phrase,
     headline,
+    incident_lines,
     plan_items,
     shorten,
     words,
 )
 from schemas import AuditReport, Finding, RepairPlanItem, Trace
+from schemas.failure import MAST_MODES
 
 TASK_CHARS = 400  # a ticket shows the start of a long task text; the trace holds the rest
 # Characters with inline meaning in CommonMark/GFM (and `$` for GitHub math), escaped anywhere.
@@ -78,6 +80,9 @@ def render_markdown(report: AuditReport, trace: Trace) -> str:
         md_text(report.summary),
         "",
     ]
+    incident = incident_lines(report)
+    if incident:
+        out += [f"- **{label}:** {md_text(text)}" for label, text in incident] + [""]
     if report.findings:
         out += _findings_table(report.findings)
         for n, finding in enumerate(report.findings, start=1):
@@ -108,6 +113,11 @@ def _finding_section(n: int, f: Finding, plan: list[RepairPlanItem]) -> list[str
     facts = [
         ("Risk class", f"{RISK_TEXT[f.risk_class].title} ({md_code(f.risk_class.value)})"),
         ("Disposition", md_text(disposition_phrase(f))),
+        *(
+            [("MAST failure mode", f"{f.failure_mode} ({MAST_MODES[f.failure_mode]})")]
+            if f.failure_mode
+            else []
+        ),
         ("Severity", f.severity.value),
         ("Confidence", f"{f.confidence:.2f}"),
         ("Boundary edge", md_code(f.boundary_edge)),

@@ -89,6 +89,16 @@ def render_sarif(report: AuditReport, trace: Trace) -> str:
             "decision": report.decision.value,
             "summary": report.summary,
             "notes": report.notes,
+            "risk_score": report.risk_score,
+            "outcome": report.outcome.model_dump(mode="json") if report.outcome else None,
+            "attribution": (
+                {
+                    k: getattr(report.attribution, k)
+                    for k in ("agent", "step_id", "step_index", "confidence", "strategy")
+                }
+                if report.attribution
+                else None
+            ),
             "region_lines": "canonical JSONL export: header on line 1, step at position i on line i + 2",
         },
     }
@@ -122,6 +132,7 @@ def _result(f: Finding, report: AuditReport, uri: str, lines: dict[str, int]) ->
             "responsible_participant": f.responsible_participant,
             "intercepted_at": f.intercepted_at,
             "policy_rule": f.policy_rule,
+            "failure_mode": f.failure_mode,
             "propagation_path": [h.model_dump() for h in f.propagation_path],
             "criteria": {k: {"verdict": c.verdict.value, "rationale": c.rationale} for k, c in f.criteria},
             "repair_plan": [

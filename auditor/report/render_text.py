@@ -52,6 +52,17 @@ RISK_TEXT: dict[RiskClass, RiskText] = {
         "An upstream error, uncertainty, failed or blocked check, or unfinished step is relayed "
         "downstream as an established fact, an independent corroboration or a completed step.",
     ),
+    RiskClass.policy_violation: RiskText(
+        "Policy violation",
+        "An action the declared policy forbids or has not cleared: a write without the explicit "
+        "confirmation it demands, an action the records read show ineligible, a charge the policy "
+        "computes otherwise, an identifier the customer never gave.",
+    ),
+    RiskClass.task_failure: RiskText(
+        "Task failure",
+        "The run's own work went wrong: a loop, a premature or missed termination, success claimed "
+        "without a check, a correction ignored — or the decisive step of a run known to have failed.",
+    ),
     RiskClass.other: RiskText(
         "Other interaction risk",
         "An interaction failure outside the named classes; read the mechanism and the criteria.",
@@ -111,3 +122,21 @@ def headline(report: AuditReport) -> str:
     noun = "finding" if len(report.findings) == 1 else "findings"
     tail = f" ({parts})" if parts else ""
     return f"{words(report.decision.value)}: {len(report.findings)} {noun}{tail}"
+
+
+def incident_lines(report: AuditReport) -> list[tuple[str, str]]:
+    """The incident facts (outcome, attribution, risk score) as (label, text) pairs for every
+    renderer; empty for a report without them (contract v3)."""
+    out: list[tuple[str, str]] = []
+    if report.outcome is not None:
+        o = report.outcome
+        out.append(("Outcome", f"{o.value.value} ({o.source.value}: {o.reason})"))
+    a = report.attribution
+    if a is not None and a.agent is not None:
+        conf = f", confidence {a.confidence:.2f}" if a.confidence is not None else ""
+        out.append(
+            ("Attributed to", f"{a.agent} at step {a.step_id} (index {a.step_index}{conf}; {a.strategy})")
+        )
+    if report.outcome is not None or report.findings:
+        out.append(("Risk score", f"{report.risk_score:.2f}"))
+    return out

@@ -27,6 +27,8 @@ REGISTRY: dict[str, str] = {
     "failure_constraint": "auditor.detectors.failure_constraint:FailureConstraintDetector",
     "policy_actions": "auditor.detectors.policy_actions:PolicyActionDetector",
     "policy_confirmation": "auditor.detectors.policy_confirmation:PolicyConfirmationDetector",
+    "policy_allowances": "auditor.detectors.policy_allowances:PolicyAllowanceDetector",
+    "policy_identifiers": "auditor.detectors.policy_identifiers:PolicyIdentifierDetector",
 }
 
 

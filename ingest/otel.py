@@ -86,9 +86,15 @@ def messages(span: Span, direction: str) -> list[dict[str, Any]]:
     return legacy_messages(span, direction)
 
 
+def parts_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A message's parts that are objects (what else a malformed export puts there is skipped)."""
+    parts = message.get("parts")
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
 def to_messages(m: dict[str, Any]) -> list[Message]:
     """A ``role``/``parts`` message as span_history messages (one per tool response it holds)."""
-    parts = [p for p in m.get("parts") or [] if isinstance(p, dict)]
+    parts = parts_of(m)
     responses = [p for p in parts if p.get("type") == "tool_call_response"]
     if responses:
         return [
@@ -117,7 +123,7 @@ def failure_text(span: Span) -> str:
 
 
 def text_of(message: dict[str, Any]) -> str:
-    texts = [str(p.get("content", "")) for p in message.get("parts") or [] if p.get("type") == "text"]
+    texts = [str(p.get("content", "")) for p in parts_of(message) if p.get("type") == "text"]
     return "\n".join(texts) if texts else str(message.get("content") or "")
 
 
@@ -356,7 +362,7 @@ class OTelGenAIImporter:
             any(
                 str(p.get("id")) == key
                 for m in messages(span, "output")
-                for p in m.get("parts") or []
+                for p in parts_of(m)
                 if p.get("type") == "tool_call"
             )
             if span.attrs.get("gen_ai.operation.name") not in (None, "execute_tool", "invoke_agent")

@@ -484,8 +484,8 @@ KEYS = [
     "openinference.span.kind", "llm.output_messages.0.message.contents.0.message_content.text",
     "llm.input_messages.0.message.role", "tool.name", "tool.id", "input.value", "output.value",
     "gen_ai.prompt", "gen_ai.completion", "gen_ai.prompt.0.role", "gen_ai.completion.0.content",
-    "gen_ai.operation.name", "ai.operationId", "ai.prompt", "ai.prompt.messages", "ai.response.text",
-    "ai.response.toolCalls", "ai.toolCall.name", "ai.toolCall.id", "ai.toolCall.args", "ai.toolCall.result",
+    "gen_ai.operation.name", "gen_ai.output.messages", "parts", "ai.operationId", "ai.prompt",
+    "ai.prompt.messages", "ai.response.text", "ai.response.toolCalls", "ai.toolCall.name", "ai.toolCall.id", "ai.toolCall.args", "ai.toolCall.result",
 ]  # fmt: skip
 values = st.recursive(
     st.none()

@@ -1,0 +1,235 @@
+"""The failure-mode detectors (MAST codes): frozen paraphrase sets, the facts they decide from, and
+their behaviour on real runs (MAST, Who&When, τ-bench) from the shared data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from auditor.engine import run_rules_audit
+from auditor.report.disposition import ACTIONABLE
+from auditor.report.validator import validate_report
+from benchmarks.mast_eval import FAILURE_DETECTORS, ModeScore, load_mast_labels
+from benchmarks.mast_eval import main as mast_main
+from ingest import open_traces
+from schemas import ActorKind, AuditReport, Trace, TraceHeader, TraceStep
+from schemas.failure import MAST_MODES
+from tests.conftest import DATA
+from tests.detector_paraphrase import SETS, assert_injection_ignored, cases, finding_shapes, injected, load
+
+CASES = [(d, name, expect) for d in FAILURE_DETECTORS for name, expect in cases(d)]
+TAU = DATA / "taubench" / "airline"
+
+
+def mine(report: AuditReport, detector: str) -> list:
+    return [f for f in report.findings if f.detector == detector]
+
+
+def real(path: Path) -> Trace:
+    (imported,) = list(open_traces(path))
+    return Trace(header=imported.header, steps=list(imported.steps()))
+
+
+# -- frozen paraphrase sets ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("detector", "name", "expect"), CASES, ids=[f"{d}/{n}" for d, n, _ in CASES])
+def test_paraphrase_case(detector: str, name: str, expect: dict) -> None:
+    trace = load(SETS / detector / name)
+    report = run_rules_audit(trace, detectors=[detector])
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    got = mine(report, detector)
+    if expect["disposition"] is None:
+        assert got == [], [f.title for f in got]
+        return
+    hits = [f for f in got if f.disposition.value == expect["disposition"]]
+    assert hits, [(f.title, f.disposition.value) for f in got]
+    assert all(f.failure_mode == expect["failure_mode"] for f in hits)
+    assert all(f.risk_class.value == "task_failure" for f in got)
+    for f in got:
+        if f.disposition.value == "anomaly_with_interception":
+            assert f.intercepted_at is not None and trace.step(f.intercepted_at)
+
+
+@pytest.mark.parametrize("detector", FAILURE_DETECTORS)
+def test_each_set_has_four_positives_and_four_negatives(detector: str) -> None:
+    expected = json.loads((SETS / detector / "expected.json").read_text())
+    positives = sum(e["disposition"] is not None for e in expected.values())
+    assert positives >= 4 and len(expected) - positives >= 4
+    assert sorted(expected) == sorted(p.name for p in (SETS / detector).glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("detector", FAILURE_DETECTORS)
+def test_injected_instruction_changes_nothing(detector: str) -> None:
+    assert_injection_ignored(detector)
+
+
+# -- the facts: failures by structure, never from business text --------------------------------------
+def _trace(*steps: TraceStep) -> Trace:
+    return Trace(header=TraceHeader(trace_id="facts"), steps=list(steps))
+
+
+def _step(
+    i: int, actor: str, kind: str, content: str, actor_kind: str = "agent", **extra: object
+) -> TraceStep:
+    return TraceStep(
+        step_id=f"s{i}", index=i, actor=actor, actor_kind=actor_kind, kind=kind, content=content, **extra
+    )
+
+
+def _failures(trace: Trace) -> dict[int, str]:
+    from auditor.detectors.base import AuditContext
+    from auditor.detectors.failure_facts import RunFacts
+    from graph import build_graph
+    from schemas import GraphMode
+
+    graph = build_graph(trace, GraphMode.topology)
+    assert graph is not None
+    return RunFacts(AuditContext(trace=trace, graph=graph, mode=GraphMode.topology)).failures
+
+
+def test_failures_are_structural() -> None:
+    trace = _trace(
+        _step(0, "agent", "tool_call", "{}", tool={"name": "get_order", "arguments": {}}),
+        _step(1, "get_order", "tool_result", '{"address": "410 River Street", "note": "503 Gate B"}', "tool"),
+        _step(2, "get_order", "tool_result", "Error: order 77 not found", "tool"),
+        _step(
+            3, "Computer_terminal", "tool_result", "exitcode: 1 (execution failed)\nCode output: boom", "tool"
+        ),
+        _step(4, "python_execute", "tool_result", "{'observation': 'x', 'success': False}", "tool"),
+        _step(5, "agent", "message", "Error: I think the order is late."),
+        _step(
+            6,
+            "env",
+            "tool_result",
+            "Execution failed. Traceback:\n  File \"x\", line 1\nKeyError: 'a'",
+            "environment",
+        ),
+        _step(7, "svc", "tool_result", "slow", "tool", raw={"status": "error", "status_message": "slow"}),
+    )
+    got = _failures(trace)
+    assert set(got) == {2, 3, 4, 6, 7}  # a street number is no status; an agent's "Error:" prose is no result
+    assert got[6] == "KeyError: 'a'" and got[3].startswith("exitcode: 1")
+
+
+def test_an_execution_relay_counts_only_when_it_looks_like_output() -> None:
+    code = "```python\nprint(1/0)\n```"
+    relay = _trace(
+        _step(0, "assistant", "message", "Compute it.\n" + code),
+        _step(
+            1,
+            "proxy",
+            "message",
+            "Error: Traceback (most recent call last):\nZeroDivisionError: division by zero",
+        ),
+    )
+    review = _trace(
+        _step(0, "coder", "message", "Here it is.\n" + code),
+        _step(1, "reviewer", "message", "to do WriteReview for the submitted code"),
+    )
+    assert 1 in _failures(relay)
+    assert _failures(review) == {}
+
+
+# -- real runs -----------------------------------------------------------------------------------------
+def _tau_outcomes() -> dict[str, str]:
+    rows = (TAU / "outcomes.csv").read_text().splitlines()[1:]
+    return {r.split(",")[0]: r.split(",")[3] for r in rows if r}
+
+
+@pytest.mark.slow
+def test_succeeded_tau_runs_rarely_draw_an_actionable_failure_mode() -> None:
+    """The issue's bar for succeeded runs (≤ 15% with an actionable finding), on the development runs."""
+    outcomes = _tau_outcomes()
+    succeeded = [name for name, o in outcomes.items() if o == "succeeded"]
+    assert len(succeeded) >= 20
+    flagged = 0
+    for name in succeeded:
+        report = run_rules_audit(real(TAU / "runs" / name), detectors=list(FAILURE_DETECTORS))
+        flagged += any(
+            f.detector in FAILURE_DETECTORS and f.disposition in ACTIONABLE for f in report.findings
+        )
+    assert flagged / len(succeeded) <= 0.15
+
+
+@pytest.mark.slow
+def test_a_real_payment_retry_loop_is_found_at_its_first_repeat() -> None:
+    """τ-bench airline task 9, trial 2: book_reservation fails four times with one error and the
+    same arguments; the loop is realized (the booking never went through) and its agent answers."""
+    trace = real(TAU / "runs" / "airline-task009-trial2.json")
+    report = run_rules_audit(trace, detectors=["failure_repetition", "failure_ignored_input"])
+    loops = mine(report, "failure_repetition")
+    assert [f.disposition.value for f in loops] == ["realized"]
+    first = trace.step(loops[0].first_anomalous_step)
+    assert first.tool is not None and first.tool.name == "book_reservation"
+    assert loops[0].responsible_participant == "assistant"
+    assert [f.failure_mode for f in mine(report, "failure_ignored_input")] == ["2.5"]
+
+
+@pytest.mark.slow
+def test_a_recorded_round_limit_on_a_real_run() -> None:
+    """Who&When hand-crafted 11 ends with Magentic-One's 'Max rounds (30) reached.'"""
+    trace = real(DATA / "whowhen" / "hand-crafted" / "11.json")
+    report = run_rules_audit(trace, detectors=["failure_termination"])
+    (finding,) = mine(report, "failure_termination")
+    assert finding.failure_mode == "1.5" and finding.disposition.value == "realized"
+    assert any("Max rounds (30) reached." in u.quote for u in finding.evidence)
+    assert finding.responsible_participant == "Orchestrator"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "folder", ["whowhen/algorithm-generated", "whowhen/hand-crafted", "taubench/airline/runs"]
+)
+def test_no_human_is_ever_responsible_and_reports_validate(folder: str) -> None:
+    for path in sorted((DATA / folder).glob("*.json")):
+        trace = real(path)
+        report = run_rules_audit(trace, detectors=list(FAILURE_DETECTORS))
+        assert validate_report(report.model_dump(mode="json"), trace).ok, path.name
+        humans = {s.actor for s in trace.steps if s.actor_kind is ActorKind.human}
+        for f in report.findings:
+            if f.detector in FAILURE_DETECTORS:
+                assert f.responsible_participant not in humans, (path.name, f.title)
+                assert trace.step(f.first_anomalous_step).actor_kind is not ActorKind.human, path.name
+
+
+@pytest.mark.slow
+def test_injection_on_a_real_run_changes_nothing() -> None:
+    trace = real(TAU / "runs" / "airline-task008-trial1.json")
+    plain = run_rules_audit(trace, detectors=list(FAILURE_DETECTORS))
+    assert mine(plain, "failure_repetition")
+    poisoned = run_rules_audit(injected(trace), detectors=list(FAILURE_DETECTORS))
+    assert finding_shapes(plain) == finding_shapes(poisoned)
+
+
+# -- the MAST harness ------------------------------------------------------------------------------------
+def test_cohens_kappa_by_hand() -> None:
+    s = ModeScore(tp=3, fp=1, fn=2, tn=4)  # po = 0.7, pe = (4*5 + 6*5) / 100 = 0.5
+    assert s.kappa == pytest.approx(0.4)
+    assert s.precision == pytest.approx(0.75) and s.recall == pytest.approx(0.6)
+    assert ModeScore(tn=19).kappa is None  # one class only: chance agreement is total
+
+
+def test_labels_of_the_real_file() -> None:
+    labels = load_mast_labels(DATA / "mast" / "derived" / "human_labels_mast14.jsonl")
+    assert len(labels) == 19 and labels[0]["1.5"] and not labels[18]["1.1"]
+
+
+def test_a_bad_labels_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "mast"
+    (root / "traces").mkdir(parents=True)
+    (root / "human_labels_mast14.jsonl").write_text('{"trace_id": 0, "labels_mast14": {"1.1": {}}}\n')
+    assert mast_main(["--mast", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "human_labels_mast14.jsonl" in err and "line 1" in err and "labels_mast14" in err
+
+
+@pytest.mark.slow
+def test_mast_harness_on_the_real_traces(capsys: pytest.CaptureFixture[str]) -> None:
+    assert mast_main(["--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["mast"]
+    assert result["traces"] == 19
+    assert set(result["modes"]) == set(MAST_MODES)
+    pooled = result["pooled_covered"]
+    assert pooled["tp"] + pooled["fp"] + pooled["fn"] + pooled["tn"] == 19 * 8
+    assert {row["file"][:2] for row in result["per_trace"]} == {f"{i:02d}" for i in range(19)}

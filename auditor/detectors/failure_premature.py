@@ -8,7 +8,8 @@ visibly unfinished at that end when:
 - *a check failed and was never passed*: an observation failed (by structure) and no later
   observation of the same check succeeded before the end. The check is the tool the result
   names, else the tool of the act it answers (the call id, or the nearest earlier act when that
-  act is a tool call), else code execution by the agent whose code ran, else the result's actor;
+  act is a tool call), else code execution (whoever wrote the code: a later run of anyone's code
+  that passes is the check passing), else the result's actor;
 - *the coordinator's own ledger says unfinished*: the latest structured status ledger before the
   end records ``is_request_satisfied`` false;
 - *a question to another agent was never answered*: an agent addressed a named agent (explicit
@@ -47,7 +48,7 @@ def check_key(facts: RunFacts, pos: int) -> str:
         if steps[act].kind is StepKind.tool_call and steps[act].tool is not None:
             return f"tool:{facts.tool_of(act)}"
         if code_of(steps[act].content):
-            return f"code:{steps[act].actor}"
+            return "code:execution"
     return f"actor:{step.actor}"
 
 
@@ -76,9 +77,7 @@ class FailurePrematureDetector:
     @staticmethod
     def _describe(key: str) -> str:
         kind, _, name = key.partition(":")
-        return {"tool": f"the tool '{name}'", "code": f"the execution of {name}'s code"}.get(
-            kind, f"{name}'s result"
-        )
+        return {"tool": f"the tool '{name}'", "code": "code execution"}.get(kind, f"{name}'s result")
 
     def _unpassed_check(self, facts: RunFacts, end: int) -> tuple[int, str, str] | None:
         passed: set[str] = set()

@@ -210,7 +210,9 @@ def whowhen(root: Path) -> dict[str, Any]:
         for trace, labels in traces_of(path):
             report = run_rules_audit(trace, detectors=list(FAILURE_DETECTORS))
             n += 1
-            acts = [f for f in report.findings if f.detector in FAILURE_DETECTORS and f.disposition in ACTIONABLE]
+            acts = [
+                f for f in report.findings if f.detector in FAILURE_DETECTORS and f.disposition in ACTIONABLE
+            ]
             first = min(acts, key=lambda f: trace.step(f.first_anomalous_step).index, default=None)
             agent, step = str(labels.get("mistake_agent", "")), int(str(labels.get("mistake_step", "-1")))
             row: dict[str, Any] = {

@@ -7,7 +7,8 @@ a negated, conditional or planned claim is none, and neither is the opening (it 
 nor a coordinator's structured status ledger (its reasons are a record, not a claim). Phrases only nominate; the decision is what the
 trace's observations (``failure_facts``) show before the claim:
 
-- *no check at all* (3.2): no observation precedes the claim anywhere in the run;
+- *no check at all* (3.2): no observation precedes the claim anywhere in the run (a log that
+  records tool calls but never their results says nothing about checks, and is not judged);
 - *its own check failed* (3.3): the claimant's latest act that an observation answered before the
   claim (its tool call or its code) got a failed observation, and nothing passed after it;
 - *a check written, never run* (3.2): an agent wrote test code (a fenced or plain code act that
@@ -110,6 +111,8 @@ class FailureVerificationDetector:
         step = facts.steps[pos]
         before = [p for p in sorted(facts.observations) if p < pos]
         if not before:
+            if not facts.observations and any(st.kind is StepKind.tool_call for st in facts.steps):
+                return None  # the log records calls but no results: what came back is unknown
             return self._draft(facts, pos, words, "3.2", "no check of any kind ran before it", None, [])
         own = self._own_check(facts, pos)
         if (

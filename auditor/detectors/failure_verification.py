@@ -15,9 +15,10 @@ trace's observations (``failure_facts``) show before the claim:
   defines ``test_`` functions, a ``unittest.TestCase`` or imports pytest) and no observation
   follows it anywhere in the run: the tests were never executed. A lead: whether the untested
   work holds is not in the trace;
-- *the check tested something else* (3.3): the claim names a value (a quoted term in the claim's
-  sentence, or the answer the step delivers: ``FINAL ANSWER:``, ``\\boxed{}``) that stands in no
-  observation before the claim and not in the task text: whatever ran did not show it.
+- *the check tested something else* (3.3): the claim names a value (the answer the step
+  delivers: ``FINAL ANSWER:``, ``\\boxed{}``; or, for a claim of verification, a quoted term of
+  its sentence) that stands in no observation before the claim and not in the task text:
+  whatever ran did not show it.
 
 Failed checks relayed by *another* participant are the relay detector's; this one files the
 claimant's own. Disposition: a later observation that shows the claimed value or passes the
@@ -54,6 +55,7 @@ _GUARD = re.compile(
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,60})[\"”]|(?<!\w)'([^'\n]{2,60})'(?!\w)")
 _ANSWER = re.compile(r"FINAL ANSWER:\s*([^\n]+)|\\boxed\{([^{}\n]+)\}")
 _SENTENCE_END = ".!?\n"
+_VERIFYING = re.compile(r"(?i)verif|confirm|validat|checked")
 _TEST_CODE = re.compile(r"(?m)^\s*(?:async\s+)?def test_\w*\s*\(|\bunittest\.TestCase\b|^\s*import pytest\b")
 
 
@@ -75,9 +77,11 @@ def claim_of(text: str) -> tuple[str, str] | None:
     return words, body[start : min(ends, default=len(body))].strip()
 
 
-def claimed_values(step_text: str, sentence: str) -> list[str]:
-    """The values a claim names: quoted terms of its sentence and the answer its step delivers."""
-    found = [a or b for a, b in _QUOTED.findall(sentence)]
+def claimed_values(step_text: str, words: str, sentence: str) -> list[str]:
+    """The values a claim names: the answer its step delivers, and the quoted terms of its sentence
+    when the claim is one of verification ("verified that the word is "clichéd""); in a claim that
+    something works or was fixed, quotes name the artefact, not a checked value."""
+    found = [a or b for a, b in _QUOTED.findall(sentence)] if _VERIFYING.search(words) else []
     found += [(a or b).strip() for a, b in _ANSWER.findall(step_text)]
     return [v for v in dict.fromkeys(found) if len(normalise(v)) >= 2]
 
@@ -123,7 +127,7 @@ class FailureVerificationDetector:
             return self._draft(
                 facts, pos, words, "3.3", f"its own check failed at step {facts.steps[own].step_id}", own, []
             )
-        values = claimed_values(step.content, sentence)
+        values = claimed_values(step.content, words, sentence)
         shown = [v for v in values if self._shown(facts, normalise(v), before) or normalise(v) in task]
         unshown = [v for v in values if v not in shown]
         if values and not shown:

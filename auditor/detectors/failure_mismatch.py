@@ -41,14 +41,20 @@ _INTENT = re.compile(
     r"(?i)\b(?:I will|I'll|I am going to|I'm going to|let me|let's|I need to|I should|now I will)\s+"
     r"(?:\w+\s+){0,2}?(?:use|call|run|invoke|execute|try)\s+(?:the\s+)?`?(?P<name>[A-Za-z_][\w.]*)`?"
 )
-_GUARD = re.compile(
-    r"(?i)\b(?:not|never|no|cannot|unable|could not|couldn't|didn't|haven't|hasn't|wasn't|weren't|if|once|"
+_GUARD = re.compile(  # case-sensitive: "May" the month is no modal ("may"); see _guarded
+    r"\b(?:not|never|no|cannot|unable|could not|couldn't|didn't|haven't|hasn't|wasn't|weren't|if|once|"
     r"until|unless|whether|should|would|will|let's|let us|please|need to|needs to|must|going to|plan to|"
     r"can|could|may|might|want to|wish to|would you|do you)\b|\?"
 )
 _IRREGULAR = {"send": "sent", "run": "ran", "get": "got", "find": "found", "buy": "bought", "pay": "paid"}
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 MIN_VERB = 4
+
+
+def _guarded(sentence: str) -> bool:
+    """A negated, conditional, planned or asking sentence (its first word read in lower case)."""
+    text = sentence.strip()
+    return bool(_GUARD.search(text[:1].lower() + text[1:]))
 
 
 def vocabulary(facts: RunFacts) -> dict[str, set[str]]:
@@ -113,7 +119,7 @@ class FailureMismatchDetector:
         step = facts.steps[pos]
         for sm in _SENTENCE.finditer(text):
             sentence = sm.group()
-            if _GUARD.search(sentence):
+            if _guarded(sentence):
                 continue
             for word in re.findall(r"[A-Za-z]+", sentence):
                 verb = next((v for v in vocab if past_form(v, word)), None)

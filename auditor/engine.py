@@ -62,7 +62,8 @@ def run_rules_audit(
     attribution = None
     if run.value == "failed":
         attribution = attribute_failure(trace, findings)
-        if not any(f.first_anomalous_step == attribution.step_id for f in findings):
+        known = run.source.value in ("flag", "trace")  # an inferred failure is already a finding's
+        if known and not any(f.first_anomalous_step == attribution.step_id for f in findings):
             decisive = decisive_finding(ctx, attribution, run)
             findings += [decisive] if decisive is not None else []
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))

@@ -9,7 +9,8 @@
   its first anomalous step (weighted by disposition; a task-failure finding counts
   ``CORROBORATING`` of that), assembled into the ``auditor attribute``
   shape. A participant marked human (a customer, a simulated user) is a source of claims and is
-  never the responsible agent. When no finding sits at the decisive step, one is filed there.
+  never the responsible agent. When the failure is known (the flag, the source's record) and no
+  finding sits at the decisive step, one is filed there.
 - **risk_score** = 1 − Π(1 − w·c) over the findings, with w the disposition's weight
   (``RISK_WEIGHT``) and c the finding's confidence: 0 with no finding, near 1 with several
   realized ones; ranks runs for triage.

@@ -200,5 +200,7 @@ def test_phoenix_error_status_marks_the_tool_result_failed():
 def test_a_failed_tool_span_is_an_operational_failure_in_the_audit(name, tool):
     [imported] = open_traces(FIX / name)
     report = run_rules_audit(Trace(header=imported.header, steps=list(imported.steps())))
-    [finding] = report.findings
+    # the failure-mode detectors may add a task failure (the run ended unanswered); the span's
+    # failed status must reach the audit as exactly one operational failure of that tool
+    [finding] = [f for f in report.findings if f.detector == "unverified_relay"]
     assert finding.disposition.value == "operational_failure" and finding.responsible_participant == tool

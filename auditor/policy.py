@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from auditor.errors import InputError
-from auditor.policy_actions import ActionRule, Allowance, Claimant, Clock, Confirmation, RecordSpec
+from auditor.policy_actions import ActionRule, Allowance, Claimant, ClaimSpec, Clock, Confirmation, RecordSpec
 from schemas import ActorKind
 
 if TYPE_CHECKING:
@@ -192,6 +192,7 @@ class Policy(_Rule):
     required_approvals: list[RequiredApproval] = Field(default_factory=list)
     clock: Clock | None = None
     claimants: list[Claimant] = Field(default_factory=list)
+    claims: list[ClaimSpec] = Field(default_factory=list)
     confirmations: list[Confirmation] = Field(default_factory=list)
     records: list[RecordSpec] = Field(default_factory=list)
     action_rules: list[ActionRule] = Field(default_factory=list)
@@ -209,7 +210,13 @@ class Policy(_Rule):
             raise ValueError("a field is declared twice in 'fields'")
         records = {r.name for r in self.records}
         for rule in self.action_rules:
-            named = [rule.record, *(c.record for c in [*rule.allow_if_any, *rule.deny_if_any, *rule.deny_if_all])]
+            conditions = [*rule.allow_if_any, *rule.deny_if_any, *rule.deny_if_all]
+            conditions += [a for c in conditions for a in c.and_]
+            named = [rule.record, *(c.record for c in conditions)]
+            claims = {c.name for c in self.claims}
+            undeclared = sorted({c.claim for c in conditions if c.claim is not None and c.claim not in claims})
+            if undeclared:
+                raise ValueError(f"action rule '{rule.id}' names undeclared claims {undeclared} (declare them in 'claims')")
             unknown = sorted({n for n in named if n is not None and n not in records})
             if unknown:
                 raise ValueError(f"action rule '{rule.id}' names undeclared records {unknown} (declare them in 'records')")

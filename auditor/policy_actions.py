@@ -88,11 +88,23 @@ class RecordSpec(_Rule):
     key: str = Field(min_length=1, description="Field of the record (and argument of actions) naming it.")
 
 
+class ClaimSpec(_Rule):
+    """What a claimant's words state, by declared terms: the categories of a claim (a
+    cancellation's reason: health, weather, change of plan) and the words that state each. The
+    vocabulary is the policy author's, visible in the file and quoted in the evidence."""
+
+    name: str = Field(min_length=1)
+    values: dict[str, list[str]] = Field(min_length=1, description="Category -> words that state it.")
+
+
 class Condition(_Rule):
-    """One test: a record field (``field``, dotted, ``*`` over lists) or a call argument."""
+    """One test: a record field (``field``, dotted, ``*`` over lists), a call argument, or a claim
+    (the categories the claimants' words stated before the call); ``and`` adds conditions that
+    must hold too."""
 
     field: str | None = None
     argument: str | None = None
+    claim: str | None = Field(default=None, description="A claims entry: the categories stated.")
     record: str | None = Field(default=None, description="Another record than the rule's own.")
     equals: Any = None
     in_: list[Any] | None = Field(default=None, alias="in")
@@ -106,11 +118,18 @@ class Condition(_Rule):
     )
     count_over: int | None = Field(default=None, ge=0, description="Holds when more than N list items match.")
     where_prefix: str | None = Field(default=None, description="With count_over: count items starting so.")
+    and_: list[Condition] = Field(
+        default_factory=list, alias="and", description="Conditions that must hold too."
+    )
 
     @model_validator(mode="after")
     def _one_subject_one_test(self) -> Condition:
-        if (self.field is None) == (self.argument is None):
-            raise ValueError("a condition reads exactly one of 'field' (a record field) or 'argument'")
+        if sum(x is not None for x in (self.field, self.argument, self.claim)) != 1:
+            raise ValueError(
+                "a condition reads exactly one of 'field' (a record field), 'argument' or 'claim'"
+            )
+        if self.claim is not None and self.equals is None and self.in_ is None and self.not_in is None:
+            raise ValueError("a claim condition tests with equals, in or not_in")
         tests = [
             self.equals is not None,
             self.in_ is not None,
@@ -130,9 +149,16 @@ class Condition(_Rule):
         return self
 
     def describe(self) -> str:
-        subject = (
-            f"{self.record + '.' if self.record else ''}{self.field or 'argument ' + str(self.argument)}"
-        )
+        text = self._describe_one()
+        return " and ".join([text, *(c.describe() for c in self.and_)])
+
+    def _describe_one(self) -> str:
+        if self.claim is not None:
+            subject = f"the customer's stated {self.claim}"
+        else:
+            subject = (
+                f"{self.record + '.' if self.record else ''}{self.field or 'argument ' + str(self.argument)}"
+            )
         if self.equals is not None:
             return f"{subject} = {self.equals!r}"
         if self.in_ is not None:
@@ -199,6 +225,11 @@ class Allowance(_Rule):
     row_field: str = Field(min_length=1, description="Record field that picks the table row.")
     column_argument: str = Field(min_length=1, description="Call argument that picks the column.")
     table: dict[str, dict[str, float]] = Field(min_length=1)
-    count_argument: str | None = Field(default=None, description="A list argument the allowance is per item of.")
+    count_argument: str | None = Field(
+        default=None, description="A list argument the allowance is per item of."
+    )
     total_argument: str = Field(min_length=1)
     charged_argument: str = Field(min_length=1)
+
+
+Condition.model_rebuild()

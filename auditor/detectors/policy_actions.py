@@ -157,7 +157,8 @@ def _unread(facts: PolicyFacts, rule: ActionRule, call: Call) -> FindingDraft | 
             R1=criterion("holds", f"the eligibility check rule {rule.id} requires was not made"),
             R2=criterion("holds", f"{call.step.actor} acted without the check"),
             R3=criterion(
-                "unassessed", "whether the record would have allowed the action is not in the trace"
+                "holds",
+                f"{call.name} went through although the policy makes the agent check the rule before the call",
             ),
             R4=criterion("holds", "the unchecked call is quoted"),
         ),

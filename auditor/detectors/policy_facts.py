@@ -144,7 +144,43 @@ class PolicyFacts:
     # -- conditions ----------------------------------------------------------------------------
 
     def holds(self, cond: Condition, call: Call, record: Record | None) -> tuple[bool, Record | None] | None:
-        """(holds, the record it read) for one condition; None when it cannot be decided."""
+        """(holds, the record it read) for a condition and its ``and`` conditions; None when it
+        cannot be decided."""
+        verdict = self._holds_one(cond, call, record)
+        for extra in cond.and_:
+            if verdict is None or not verdict[0]:
+                return verdict
+            more = self._holds_one(extra, call, record)
+            if more is None:
+                return None
+            verdict = (more[0], verdict[1] or more[1])
+        return verdict
+
+    def stated(self, claim: str, before: int) -> list[tuple[str, TraceStep, str]]:
+        """(category, step, word) for each category of ``claim`` a claimant's words stated before
+        position ``before`` (whole words, case-insensitive)."""
+        spec = next((c for c in self.policy.claims if c.name == claim), None)
+        if spec is None:
+            return []
+        found = []
+        for s in self.steps[:before]:
+            if not self.is_claimant(s):
+                continue
+            low = s.content.lower()
+            for category, words in spec.values.items():
+                word = next(
+                    (w for w in words if re.search(rf"(?<!\w){re.escape(w.lower())}(?!\w)", low)), None
+                )
+                if word is not None:
+                    found.append((category, s, word))
+        return found
+
+    def _holds_one(
+        self, cond: Condition, call: Call, record: Record | None
+    ) -> tuple[bool, Record | None] | None:
+        if cond.claim is not None:
+            categories = [c for c, _, _ in self.stated(cond.claim, call.pos)]
+            return self._test(cond, categories) if categories else cond.not_in is not None, None
         if cond.argument is not None:
             values = values_at(call.arguments, cond.argument)
             if cond.differs_from is not None:

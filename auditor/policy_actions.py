@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -144,8 +144,6 @@ class Condition(_Rule):
                 "a condition needs exactly one test: equals, in, not_in, within_hours, "
                 "before_clock, count_over or differs_from"
             )
-        if self.differs_from is not None and self.argument is None:
-            raise ValueError("differs_from compares an argument with the record: give 'argument'")
         return self
 
     def describe(self) -> str:
@@ -183,6 +181,10 @@ class ActionRule(_Rule):
     description: str = ""
     tools: list[str] = Field(min_length=1)
     record: str | None = Field(default=None, description="The records entry the action names.")
+    judge: Literal["before", "result"] = Field(
+        default="before",
+        description="before: the record read before the call; result: the record the write returned.",
+    )
     allow_if_any: list[Condition] = Field(default_factory=list)
     deny_if_any: list[Condition] = Field(default_factory=list)
     deny_if_all: list[Condition] = Field(default_factory=list)

@@ -77,6 +77,8 @@ def _judge(facts: PolicyFacts, rule: ActionRule, call: Call) -> FindingDraft | N
 def _own_record(facts: PolicyFacts, rule: ActionRule, call: Call) -> Record | None:
     if rule.record is None:
         return None
+    if rule.judge == "result":
+        return facts.returned(rule.record, call)
     key = facts.policy.record(rule.record).key
     value = call.arguments.get(key)
     found = facts.records_before(rule.record, call.pos, None if value is None else str(value))
@@ -93,10 +95,14 @@ def _violation(
     ctx = facts.ctx
     units: list[EvidenceUnit] = [facts.quote_call(call)]
     for cond, rec in [*broken, *unmet]:
-        if rec is not None and cond.field:
-            unit = facts.quote_field(rec.step, cond.field, values_at(rec.value, cond.field))
-            if unit is not None:
-                units.append(unit)
+        if rec is None:
+            continue
+        for part in (cond, *cond.and_):
+            fields = [f for f in (part.field, part.differs_from if part.field else None) if f]
+            for name in fields:
+                unit = facts.quote_field(rec.step, name, values_at(rec.value, name))
+                if unit is not None and unit not in units:
+                    units.append(unit)
     if broken:
         why = "; ".join(c.describe() for c, _ in broken)
         mechanism = f"{call.step.actor} called {call.name} although the policy denies it when {why}."

@@ -112,6 +112,19 @@ class PolicyFacts:
                     )
         return out
 
+    def returned(self, name: str, call: Call) -> Record | None:
+        """The record a write returned (the state after it), when it went through as JSON."""
+        if call.result is None or call.failed:
+            return None
+        try:
+            body = json.loads(call.result.content)
+        except ValueError:
+            return None
+        if not isinstance(body, dict):
+            return None
+        key = self.policy.record(name).key
+        return Record(name, str(body.get(key, "")), body, call.result, self.ctx.position(call.result.step_id))
+
     def records_before(self, name: str, pos: int, key: str | None = None) -> list[Record]:
         """Records of ``name`` read before position ``pos`` (for ``key`` when given), latest first."""
         found = [r for r in self.records if r.name == name and r.pos < pos and (key is None or r.key == key)]
@@ -197,6 +210,11 @@ class PolicyFacts:
             values = values_at(rec.value, cond.field or "")
             if not values:
                 continue
+            if cond.differs_from is not None:
+                other = values_at(rec.value, cond.differs_from)
+                if not other:
+                    continue
+                return sorted(map(str, values)) != sorted(map(str, other)), rec
             if self._test(cond, values):
                 return True, rec
             decided = (False, rec)
@@ -243,8 +261,16 @@ class PolicyFacts:
         return self.ctx.unit(call.step.step_id, content[:200] if content else call.name)
 
 
+def _index(part: str) -> int | None:
+    try:
+        return int(part)
+    except ValueError:
+        return None
+
+
 def values_at(obj: Any, path: str) -> list[Any]:
-    """Values at a dotted path; ``*`` walks every item of a list (or every value of a mapping)."""
+    """Values at a dotted path; ``*`` walks every item of a list (or every value of a mapping), a
+    number picks one item (``-1``: the last)."""
     current = [obj]
     for part in path.split(".") if path else []:
         nxt: list[Any] = []
@@ -256,6 +282,10 @@ def values_at(obj: Any, path: str) -> list[Any]:
                     nxt.extend(item.values())
             elif isinstance(item, dict) and part in item:
                 nxt.append(item[part])
+            elif (
+                isinstance(item, list) and _index(part) is not None and -len(item) <= _index(part) < len(item)
+            ):  # type: ignore[operator]
+                nxt.append(item[_index(part)])  # type: ignore[index]
         current = nxt
     return [v for v in current if v is not None and not isinstance(v, dict | list)]
 

@@ -68,6 +68,11 @@ class ConcurrencyError(StoreError):
         )
 
 
+class TraceConflictError(AuditorError):
+    """A document names a stored trace but holds other content: one trace id has one history, so
+    it is refused, never merged (exit code 2, HTTP 409)."""
+
+
 class NotFoundError(AuditorError):
     """A trace, report or stream that the user named does not exist."""
 

@@ -14,7 +14,7 @@ from auditor.policy import Policy
 from auditor.report.validator import ValidationResult, validate_report
 from auditor.reports import store_report
 from auditor.store import EventStore
-from auditor.traces import append_trace
+from auditor.traces import load_trace
 from schemas import AuditReport, GraphMode, Trace
 
 
@@ -59,6 +59,7 @@ def audit_trace(
     policy: Policy | None = None,
     detectors: list[str] | None = None,
     agent: AgentOptions | None = None,
+    outcome: str | None = None,
 ) -> tuple[AuditReport, ValidationResult]:
     """Audit one trace, validate the report, and file it in the store when one is given.
 
@@ -68,7 +69,7 @@ def audit_trace(
     if engine == "rules":
         from auditor.engine import run_rules_audit
 
-        report = run_rules_audit(trace, mode, policy, detectors)
+        report = run_rules_audit(trace, mode, policy, detectors, outcome=outcome)
     elif engine == "agent":
         from auditor.agent import run_agent_audit
 
@@ -112,21 +113,25 @@ def review_file(
     agent: AgentOptions | None = None,
     redact: bool = False,
     patterns: dict[str, str] | None = None,
+    source: str | None = None,
+    trace_id: str | None = None,
+    outcome: str | None = None,
 ) -> list[ReviewOutcome]:
-    """Review every trace of a file. With ``redact``, each trace is redacted (secrets, e-mails,
-    phone numbers, ``patterns``) before it is stored and audited: neither the store nor the
-    report ever holds the values."""
-    from ingest.redact import Redactor
+    """Store every trace of a file (in one transaction), then audit each as the store holds it:
+    a report is computed from, and bound to, the stored trace's digest, never the file's copy
+    (a file whose content differs from the stored trace of its id is refused before any audit).
+    With ``redact``, traces are redacted (secrets, e-mails, phone numbers, ``patterns``) before
+    they are stored, so neither the store nor a report ever holds the values; ``trace_id`` stores
+    a one-trace file under a new id."""
+    from ingest import ingest_path
 
+    stored = ingest_path(store, path, fmt, redact=redact, patterns=patterns, source=source, trace_id=trace_id)
     outcomes = []
-    for trace, labels, importer in read_traces(path, fmt):
-        if redact:
-            redactor = Redactor(patterns)
-            trace = redactor.trace(trace)
-            labels = redactor.labels(labels) if labels is not None else None  # type: ignore[arg-type]
-        summary = append_trace(store, trace.header, trace.steps, labels)  # type: ignore[arg-type]
+    for summary in stored:
+        trace = load_trace(store, summary.trace_id)
         report, validation = audit_trace(
-            store, trace, mode=mode, engine=engine, policy=policy, detectors=detectors, agent=agent
+            store, trace, mode=mode, engine=engine, policy=policy, detectors=detectors, agent=agent,
+            outcome=outcome,
         )
-        outcomes.append(ReviewOutcome(trace, report, validation, importer, summary.appended))
+        outcomes.append(ReviewOutcome(trace, report, validation, summary.importer, summary.appended))
     return outcomes

@@ -1,27 +1,37 @@
-"""Traces in the event store: append one idempotently, load it back, list them through a projection.
+"""Traces in the event store: store whole traces, load one back, list them through a projection.
 
 A trace lives in stream ``trace-{id}``: one ``TraceStarted`` then one ``StepRecorded`` per step.
 Sidecar labels go to ``labels-{id}``, a stream no audit reads.
+
+One trace id has one history. A document for a stored trace is compared by its content digest
+(:class:`ContentHash`): the same content appends nothing; other content is refused
+(:class:`TraceConflictError`, naming both digests), never merged. The one exception is the
+stream's own rule for open traces: a trace the Kafka consumer started and has not closed is still
+arriving, so a document whose first steps are exactly the stored ones completes it. The documents
+of one input are written in one transaction: all their events or none.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
-from auditor.errors import NotFoundError
+from auditor.errors import InputError, NotFoundError, StoreError, TraceConflictError
 from auditor.store import EventStore, catch_up
 from auditor.store.hashing import canonical_json
 from schemas.events import (
     LabelsRecorded,
     NewEvent,
     RecordedEvent,
-    StepRecorded,
     TraceStarted,
     labels_stream,
     trace_stream,
@@ -39,69 +49,223 @@ class AppendSummary:
     already_present: int
 
 
-def _step_event(trace_id: str, step: TraceStep) -> NewEvent:
-    payload = StepRecorded(trace_id=trace_id, step=step).model_dump(mode="json", exclude_defaults=False)
-    return NewEvent(
-        type="StepRecorded", payload=payload, idempotency_key=f"trace:{trace_id}:step:{step.step_id}"
+class ContentHash:
+    """A trace's content digest: its header less ``source`` (where a copy was read from is not
+    content: the same file by another path, or uploaded, is the same trace), then every step in
+    order, each as canonical JSON. Hashing also proves each value storable: text the store cannot
+    write (a lone surrogate) is an InputError naming its field, raised before its event is
+    written, so that the transaction stores nothing."""
+
+    def __init__(self, header: dict[str, Any], where: str) -> None:
+        self.where = where
+        self._h = hashlib.sha256(_storable(_less_source(header), where, "the trace header"))
+        self.count = 0
+
+    def step(self, step: dict[str, Any]) -> None:
+        """Add one step (its JSON form, as stored)."""
+        self._h.update(b"\n")
+        self._h.update(_storable(step, self.where, _step_name(step)))
+        self.count += 1
+
+    def digest(self) -> str:
+        return "sha256:" + self._h.hexdigest()
+
+
+def _storable(value: Any, where: str, what: str) -> bytes:
+    try:
+        return canonical_json(value).encode("utf-8")
+    except (UnicodeEncodeError, ValueError) as exc:
+        raise _unstorable(value, exc, where, what) from None
+
+
+def _json_form(model: BaseModel, where: str, what: str) -> dict[str, Any]:
+    """A model's JSON form, or an InputError naming the field that has none (a dict key with a
+    lone surrogate fails here already)."""
+    try:
+        return model.model_dump(mode="json")
+    except (UnicodeEncodeError, PydanticSerializationError, ValueError) as exc:
+        raise _unstorable(model.model_dump(), exc, where, what) from None
+
+
+def _unstorable(value: Any, exc: Exception, where: str, what: str) -> InputError:
+    problem = (
+        "holds text that is not Unicode (a lone surrogate such as \\ud800)"
+        if "surrogate" in str(exc)
+        else f"holds a value JSON cannot carry ({exc})"
     )
+    return InputError(f"{what} {problem}; it cannot be stored", path=where, field=_unstorable_field(value))
+
+
+def _step_name(step: TraceStep | dict[str, Any]) -> str:
+    sid, index = (
+        (step.step_id, step.index)
+        if isinstance(step, TraceStep)
+        else (step.get("step_id"), step.get("index"))
+    )
+    return f"step '{str(sid).encode('utf-8', 'backslashreplace').decode()}' (index {index})"
+
+
+def _unstorable_field(value: Any, path: tuple[str, ...] = ()) -> str | None:
+    """The dotted path of the first key or value that cannot be written as UTF-8 JSON."""
+    if isinstance(value, dict | list):
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in pairs:
+            here = (*path, str(key).encode("utf-8", "backslashreplace").decode())
+            if not _writes(key) or not _writes(item):
+                return _unstorable_field(item, here) if _writes(key) else ".".join(here)
+        return None
+    return ".".join(path) or None
+
+
+def _writes(value: Any) -> bool:
+    try:
+        canonical_json(value).encode("utf-8")
+    except (UnicodeEncodeError, ValueError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class TraceDocument:
+    """One whole trace to store; ``steps`` is one pass over its steps, ``where`` names the input."""
+
+    header: TraceHeader
+    steps: Iterable[TraceStep]
+    labels: LabelsRecord | None
+    where: str
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What the store holds of a trace: its content digest and step count, and whether the Kafka
+    consumer is still streaming it (started by it, not closed)."""
+
+    digest: str
+    steps: int
+    streaming: bool
+
+
+def write_traces(
+    store: EventStore, documents: Iterable[TraceDocument], before_commit: Callable[[], None] | None = None
+) -> list[AppendSummary]:
+    """Store whole traces in ONE transaction under the store's append lock: every event of every
+    document, or none (text the store cannot hold, a conflict, a crash, or ``before_commit``
+    raising because the source changed while it was read)."""
+    summaries: list[AppendSummary] = []
+    written: dict[str, _Stored] = {}  # what this transaction holds: a trace twice in one input
+    dbapi = store.engine.dialect.loaded_dbapi
+    try:
+        with store.write_transaction() as conn:
+            cur = conn.connection.dbapi_connection.cursor()
+            store._lock_in(cur)
+            for doc in documents:
+                summaries.append(_write(store, cur, doc, written))
+            if before_commit is not None:
+                before_commit()
+    except (DBAPIError, dbapi.Error) as exc:
+        raise StoreError(f"storing traces failed: {exc}") from exc
+    return summaries
 
 
 def append_trace(
     store: EventStore, header: TraceHeader, steps: Iterable[TraceStep], labels: LabelsRecord | None = None
 ) -> AppendSummary:
-    """Append a trace in batches; re-appending the same trace appends nothing new.
+    """Store one trace (world episodes, benchmarks, tests) in one transaction; the same trace
+    again appends nothing."""
+    return write_traces(store, [TraceDocument(header, steps, labels, header.source or header.trace_id)])[0]
 
-    The caller validates the whole input before calling (nothing partial for bad input); batches
-    here only bound memory for huge traces.
-    """
-    tid = header.trace_id
+
+def _write(store: EventStore, cur: Any, doc: TraceDocument, written: dict[str, _Stored]) -> AppendSummary:
+    """Hash the document's steps as they are read, appending them when the trace is new (or the
+    rest of a streamed trace whose stored steps are its first); a stored trace must hash alike."""
+    tid = doc.header.trace_id
     stream = trace_stream(tid)
-    before = store.stream_version(stream)
-    started, held = _held(store, stream) if before else (False, set())
-    if not started:
-        start = NewEvent(
-            type="TraceStarted",
-            payload=TraceStarted(header=header).model_dump(mode="json"),
-            idempotency_key=f"trace:{tid}:header",
-        )
-        store.append(stream, [start])
-    total = 0
-    batch: list[NewEvent] = []
-    for step in steps:
-        total += 1
-        if step.step_id in held:
-            continue
-        batch.append(_step_event(tid, step))
-        if len(batch) >= _BATCH:
-            store.append(stream, batch)
-            batch = []
+    hasher = ContentHash(_json_form(doc.header, doc.where, "the trace header"), doc.where)  # the id too
+    stored = written.get(tid) or _stored(store, stream)
+    keep = stored.steps if stored is not None and stored.streaming else None  # a completion repeats these
+    batch: list[NewEvent] | None = None  # None: nothing may be appended, only compared
+    if stored is None:
+        start = TraceStarted(header=doc.header).model_dump(mode="json")
+        batch = [NewEvent(type="TraceStarted", payload=start, idempotency_key=f"trace:{tid}:header")]
+    elif keep is not None:
+        if keep == 0 and hasher.digest() != stored.digest:  # a streamed header, no steps yet
+            raise _conflict(doc, stored.digest, hasher.digest())
+        batch = []
+    appended = 0
+    for step in doc.steps:
+        payload = {
+            "type": "StepRecorded",
+            "trace_id": tid,
+            "step": _json_form(step, doc.where, _step_name(step)),
+        }
+        hasher.step(payload["step"])
+        if keep is not None and hasher.count <= keep:
+            if hasher.count == keep and hasher.digest() != stored.digest:  # type: ignore[union-attr]
+                raise _conflict(doc, stored.digest, hasher.digest())  # type: ignore[union-attr]
+        elif batch is not None:
+            key = f"trace:{tid}:step:{step.step_id}"
+            batch.append(NewEvent(type="StepRecorded", payload=payload, idempotency_key=key))
+            if len(batch) >= _BATCH:
+                appended += len(store._append_in(cur, stream, batch, None, False))
+                batch = []
     if batch:
-        store.append(stream, batch)
-    appended = store.stream_version(stream) - before
-    if labels is not None:
-        store.append(
-            labels_stream(tid),
-            [
-                NewEvent(
-                    type="LabelsRecorded",
-                    payload=LabelsRecorded(labels=labels).model_dump(mode="json"),
-                    idempotency_key=f"labels:{tid}:{_digest(labels.model_dump(mode='json'))}",
-                )
-            ],
-        )
-    return AppendSummary(tid, total, appended, total + 1 - appended)
+        appended += len(store._append_in(cur, stream, batch, None, False))
+    digest = hasher.digest()
+    if stored is not None and appended == 0 and digest != stored.digest:
+        raise _conflict(doc, stored.digest, digest)
+    if doc.labels is not None:
+        _append_labels(store, cur, doc)
+    written[tid] = _Stored(digest, hasher.count, streaming=False)
+    return AppendSummary(tid, hasher.count, appended, hasher.count + 1 - appended)
 
 
-def _held(store: EventStore, stream: str) -> tuple[bool, set[str]]:
-    """What a stored trace already holds, whoever appended it (a file import keys steps by id, the
-    Kafka consumer by offset): its header, and its step ids, so neither path stores a step twice."""
-    started, held = False, set()
+def _append_labels(store: EventStore, cur: Any, doc: TraceDocument) -> None:
+    """Append the sidecar labels unless the latest stored ones say the same (their ``source``
+    aside, as for the trace: the same file by another path adds nothing)."""
+    assert doc.labels is not None
+    tid = doc.header.trace_id
+    labels = _json_form(doc.labels, doc.where, "the labels")
+    _storable(labels, doc.where, "the labels")
+    held = load_labels(store, tid)
+    if held is not None and _less_source(held.model_dump(mode="json")) == _less_source(labels):
+        return
+    event = NewEvent(
+        type="LabelsRecorded",
+        payload=LabelsRecorded(labels=doc.labels).model_dump(mode="json"),
+        idempotency_key=f"labels:{tid}:{_digest(labels)}",
+    )
+    store._append_in(cur, labels_stream(tid), [event], None, True)
+
+
+def _less_source(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != "source"}
+
+
+def _stored(store: EventStore, stream: str) -> _Stored | None:
+    """The stored trace, read on another connection: the caller holds the append lock, so what is
+    committed is current."""
+    hasher: ContentHash | None = None
+    kafka = closed = False
     for ev in store.read_stream(stream):
         if ev.type == "TraceStarted":
-            started = True
+            hasher = ContentHash(ev.payload["header"], stream)
+            kafka = ev.metadata.get("source") == "kafka"
         elif ev.type == "StepRecorded":
-            held.add(ev.payload["step"]["step_id"])
-    return started, held
+            hasher = hasher or ContentHash({}, stream)
+            hasher.step(ev.payload["step"])
+        elif ev.type == "TraceClosed":
+            closed = True
+    if hasher is None:
+        return None
+    return _Stored(hasher.digest(), hasher.count, kafka and not closed)
+
+
+def _conflict(doc: TraceDocument, stored: str, incoming: str) -> TraceConflictError:
+    return TraceConflictError(
+        f"{doc.where}: trace '{doc.header.trace_id}' is already stored with other content "
+        f"(stored {stored}; this input {incoming}); a stored trace is never replaced or merged",
+        hint="audit the stored trace by its id, or store this input under a new id with --trace-id",
+    )
 
 
 def _digest(value: object) -> str:

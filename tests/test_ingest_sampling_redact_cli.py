@@ -110,7 +110,7 @@ def test_cli_dir_summary_auto_detection_export_and_corpus(tmp_path):
     (corpus / "notes.md").write_text("# not a trace\n")
     (corpus / "broken.jsonl").write_text('{"step_id": "s0", "index": 0}\n')
     proc = run(["ingest", str(corpus), "--recursive", "--json"], tmp_path)
-    assert proc.returncode == 1, proc.stderr  # one failure
+    assert proc.returncode == 2, proc.stderr  # one failure: the walk goes on, and exits 2
     out = json.loads(proc.stdout)
     assert out["totals"] | {} == {
         **out["totals"],

@@ -1,15 +1,13 @@
 """`auditor ingest FILE|DIR|-`: import traces into the store, idempotently, saying which importer read them.
 
-A file is checked in full before anything is appended. A directory (with --recursive) is walked
-with a progress bar; each file succeeds or fails on its own, and a summary table lists the files,
-traces, steps and every failure with its reason.
+A file is checked in full, then stored in one transaction: all of it or nothing. A pipe or FIFO
+is read once (stdin too). A directory (with --recursive) is walked with a progress bar; each file
+succeeds or fails on its own, and a summary table lists the files, traces, steps and every failure
+with its reason (file, line, field); any failure makes the exit code 2.
 """
 
 from __future__ import annotations
 
-import shutil
-import sys
-import tempfile
 from pathlib import Path
 
 import typer
@@ -23,22 +21,24 @@ from auditor.cli.common import (
     print_json,
     print_table,
     redaction,
+    spool_stdin,
 )
 
 
-def _spool_stdin() -> Path:
-    """Copy stdin to a temporary file: the input is validated in full before anything is appended."""
-    with tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=".jsonl", delete=False) as tmp:
-        shutil.copyfileobj(sys.stdin.buffer, tmp)
-    return Path(tmp.name)
-
-
 def _ingest_file(
-    path: Path, fmt: str, redact: bool, patterns: dict[str, str], as_json: bool, source: str | None
+    path: Path,
+    fmt: str,
+    redact: bool,
+    patterns: dict[str, str],
+    as_json: bool,
+    source: str | None,
+    trace_id: str | None,
 ) -> None:
     from ingest import ingest_path
 
-    summaries = ingest_path(open_cli_store(), path, fmt, redact=redact, patterns=patterns, source=source)
+    summaries = ingest_path(
+        open_cli_store(), path, fmt, redact=redact, patterns=patterns, source=source, trace_id=trace_id
+    )
     if as_json:
         print_json(summaries[0].as_dict() if len(summaries) == 1 else [s.as_dict() for s in summaries])
         return
@@ -74,6 +74,8 @@ def _ingest_dir(
             except AuditorError as exc:
                 entry = {"path": str(path), "reason": exc.one_line()}
                 (skipped if "no importer recognises" in str(exc) else failures).append(entry)
+            except Exception as exc:  # an importer's own failure: this file fails, the walk goes on
+                failures.append({"path": str(path), "reason": f"{type(exc).__name__}: {exc}"})
             else:
                 done.append(
                     {
@@ -110,7 +112,7 @@ def _ingest_dir(
             print_table("skipped (not a known trace format)", ["file"], [[s["path"]] for s in skipped])
         if failures:
             print_table("failures", ["file", "reason"], [[f["path"], f["reason"]] for f in failures])
-    return 1 if failures else 0
+    return 2 if failures else 0
 
 
 def register(app: typer.Typer) -> None:
@@ -124,8 +126,15 @@ def register(app: typer.Typer) -> None:
         redact: bool = REDACT,
         redact_pattern: list[str] = REDACT_PATTERN,
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        trace_id: str = typer.Option(
+            None,
+            "--trace-id",
+            help="Store the input's one trace under this new id (a trace id holds one history: "
+            "other content under a stored id is refused).",
+        ),
     ) -> None:
-        """Append traces to the store and print their ids; the same input twice appends nothing new."""
+        """Append traces to the store and print their ids; the same input twice appends nothing new,
+        other content under a stored trace id is refused (exit 2)."""
         from ingest import names
 
         if fmt != "auto" and fmt not in names():
@@ -135,13 +144,19 @@ def register(app: typer.Typer) -> None:
         redact, patterns = redaction(redact, redact_pattern)
         target = Path(path)
         if path != "-" and target.is_dir() and recursive:
+            if trace_id is not None:
+                from auditor.errors import InputError
+
+                raise InputError(
+                    "--trace-id names one trace; it cannot apply to a directory", field="--trace-id"
+                )
             code = _ingest_dir(target, fmt, recursive, redact, patterns, as_json)
             if code:
                 raise typer.Exit(code)
             return
-        file = _spool_stdin() if path == "-" else target
+        file = spool_stdin() if path == "-" else target
         try:
-            _ingest_file(file, fmt, redact, patterns, as_json, "stdin" if path == "-" else None)
+            _ingest_file(file, fmt, redact, patterns, as_json, "stdin" if path == "-" else None, trace_id)
         finally:
             if path == "-":
                 file.unlink(missing_ok=True)

@@ -59,6 +59,19 @@ def _print_summary(outcome) -> None:  # type: ignore[no-untyped-def]
         highlight=False,
     )
     console.print(f"decision: [{colour}]{r.decision.value}[/{colour}] — {e(r.summary)}", highlight=False)
+    if r.outcome is not None:
+        console.print(
+            f"outcome: {r.outcome.value.value} ({r.outcome.source.value}: {e(r.outcome.reason)}) · "
+            f"risk score {r.risk_score:.2f}",
+            highlight=False,
+        )
+    a = r.attribution
+    if a is not None and a.agent is not None:
+        console.print(
+            f"attributed to [bold]{e(a.agent)}[/bold] at step {e(a.step_id or '-')} (index {a.step_index}, "
+            f"confidence {a.confidence or 0:.2f}; strategy {a.strategy})",
+            highlight=False,
+        )
     if r.findings:
         print_table(
             None,
@@ -122,9 +135,22 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the report(s) as JSON."),
         redact: bool = REDACT,
         redact_pattern: list[str] = REDACT_PATTERN,
+        trace_id: str = typer.Option(
+            None,
+            "--trace-id",
+            help="Store the input's one trace under this new id (other content under a stored id is refused).",
+        ),
+        outcome: str = typer.Option(
+            None,
+            "--outcome",
+            help="failed | succeeded | unknown: how the run ended (default: as the source recorded it, "
+            "else decided from the trace). A failed run's report names who did it and when.",
+        ),
     ) -> None:
         """Audit a trace: store it, build its graph, run the detectors, validate and file a V3 report.
 
+        The report is computed from the trace as stored; a file with other content than the stored
+        trace of its id is refused (exit 2) unless --trace-id stores it under a new id.
         Exit 0 when nothing beyond leads and operational failures is filed, 1 when a realized finding,
         an anomaly with interception or an adjacent risk is filed, 2 on bad input."""
         from auditor.errors import InputError
@@ -143,6 +169,10 @@ def register(app: typer.Typer) -> None:
             raise InputError(
                 f"unknown graph mode '{graph}'", field="--graph", hint="annotated, topology or none"
             ) from None
+        if outcome is not None and outcome not in ("failed", "succeeded", "unknown"):
+            raise InputError(
+                f"unknown outcome '{outcome}'", field="--outcome", hint="failed, succeeded or unknown"
+            )
         redact, patterns = redaction(redact, redact_pattern)
         loaded_policy = None
         if policy is not None:
@@ -176,10 +206,15 @@ def register(app: typer.Typer) -> None:
                     agent=agent,
                     redact=redact,
                     patterns=patterns,
+                    source="stdin" if path == "-" else None,
+                    trace_id=trace_id,
+                    outcome=outcome,
                 )
         finally:
             if path == "-":
                 file.unlink(missing_ok=True)
+        if not outcomes:
+            raise InputError("the input holds no trace: nothing was audited, nothing written", path=str(path))
         if output is not None:
             out_fmt = fmt if fmt != "summary" else "json"
             texts = [_render(o, out_fmt) for o in outcomes]
@@ -213,6 +248,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Check a report: JSON Schema, then every evidence unit resolves (step, edge, verbatim quote)."""
+        from rich.markup import escape
+
         from auditor.errors import InputError
         from auditor.report.validator import validate_report
 
@@ -222,30 +259,51 @@ def register(app: typer.Typer) -> None:
             data = json.loads(report.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InputError(f"not a JSON report: {exc}", path=str(report)) from exc
+        reports = data if isinstance(data, list) else [data]
+        if not reports or not all(isinstance(r, dict) for r in reports):
+            raise InputError(
+                "a report file holds one JSON report object, or an array of them (review -o on a "
+                "multi-trace file)",
+                path=str(report),
+            )
         if Path(trace).is_file():
             from auditor.review import read_traces
 
             traces = {t.header.trace_id: t for t, _, _ in read_traces(Path(trace), input_format)}
-            the_trace = traces.get(data.get("trace_id")) if isinstance(data, dict) else None
-            the_trace = the_trace or next(iter(traces.values()))
+            only = next(iter(traces.values())) if len(traces) == 1 else None
+            pairs = [(r, traces.get(str(r.get("trace_id"))) or only) for r in reports]
         else:
             from auditor.traces import load_trace
 
-            the_trace = load_trace(open_cli_store(), trace)
-        if not isinstance(data, dict):
-            raise InputError("a report must be a JSON object", path=str(report))
-        result = validate_report(data, the_trace)
+            store = open_cli_store()
+            pairs = [(r, load_trace(store, trace)) for r in reports]
+        missing = [str(r.get("trace_id")) for r, t in pairs if t is None]
+        if missing:
+            raise InputError(
+                f"the trace file holds no trace {missing[0]!r} that the report audits",
+                path=trace,
+                field="trace_id",
+            )
+        results = [validate_report(r, t) for r, t in pairs]
         if as_json:
-            print_json(result.to_dict())
+            dicts = [r.to_dict() for r in results]
+            print_json(dicts if isinstance(data, list) else dicts[0])
         else:
-            for e in result.schema_errors:
-                console.print(f"[red]schema[/red] {e}")
-            for e in result.reference_errors:
-                console.print(f"[red]reference[/red] {e}")
-            for u in result.units:
-                mark = "[green]ok[/green]" if u.ok else f"[red]FAIL[/red] {u.problem}"
-                console.print(f"{u.finding_id} unit {u.index} ({u.step_id}, {u.edge_ref}): {mark}")
-            verdict = "[green]valid[/green]" if result.ok else "[red]invalid[/red]"
-            console.print(f"{verdict}: {result.resolved}/{len(result.units)} evidence units resolve")
-        if not result.ok:
+            for (rep, _), result in zip(pairs, results, strict=True):
+                if len(results) > 1:
+                    console.print(
+                        f"[bold]{escape(str(rep.get('report_id')))}[/bold] ({escape(str(rep.get('trace_id')))})"
+                    )
+                for e in result.schema_errors:
+                    console.print(f"[red]schema[/red] {escape(e)}")
+                for e in result.reference_errors:
+                    console.print(f"[red]reference[/red] {escape(e)}")
+                for u in result.units:
+                    mark = "[green]ok[/green]" if u.ok else f"[red]FAIL[/red] {escape(str(u.problem))}"
+                    console.print(
+                        f"{u.finding_id} unit {u.index} ({escape(u.step_id)}, {escape(u.edge_ref)}): {mark}"
+                    )
+                verdict = "[green]valid[/green]" if result.ok else "[red]invalid[/red]"
+                console.print(f"{verdict}: {result.resolved}/{len(result.units)} evidence units resolve")
+        if not all(r.ok for r in results):
             raise typer.Exit(1)

@@ -21,6 +21,7 @@ from auditor.errors import (
     InputError,
     NotFoundError,
     StoreError,
+    TraceConflictError,
     VerificationFailed,
 )
 
@@ -31,6 +32,7 @@ _STATUS: list[tuple[type[AuditorError], int, str]] = [
     (InputError, 400, "invalid-input"),
     (NotFoundError, 404, "not-found"),
     (ConcurrencyError, 409, "conflict"),
+    (TraceConflictError, 409, "trace-conflict"),
     (ContractError, 422, "contract-violation"),
     (VerificationFailed, 422, "verification-failed"),
     (StoreError, 503, "store-unavailable"),

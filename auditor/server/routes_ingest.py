@@ -50,9 +50,14 @@ async def submit_for_audit(
             "(always on when the server runs with --redact)."
         ),
     ] = False,
+    trace_id: Annotated[
+        str | None,
+        Query(description="Store the body's one trace under this new id."),
+    ] = None,
 ) -> AuditResponse:
-    """Store the trace(s) in the request body (any importer's format), audit each with the rules
-    engine, file the reports; returns the trace and report ids. Nothing is stored for bad input."""
+    """Store the trace(s) in the request body (any importer's format) in one transaction, audit
+    each as stored with the rules engine, file the reports; returns the trace and report ids.
+    Nothing is stored for bad input; other content under a stored trace id is a 409 conflict."""
     from auditor.review import review_file
 
     config = request.app.state.config
@@ -74,6 +79,8 @@ async def submit_for_audit(
                 mode=mode,
                 redact=redact or config.redact,
                 patterns=config.redact_patterns,
+                source=name,
+                trace_id=trace_id,
             )
             outcomes = await anyio.to_thread.run_sync(audit, limiter=request.app.state.audit_limiter)
         except AuditorError as exc:  # name the upload, not the temporary folder

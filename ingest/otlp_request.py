@@ -1,0 +1,331 @@
+"""OTLP trace export requests (``ExportTraceServiceRequest``) read into spans, one by one.
+
+Both encodings OTLP defines are read: protobuf (decoded by the official ``opentelemetry-proto``
+package) and OTLP JSON. Each span comes out in the OTLP JSON form (hex ids, ``AnyValue`` attributes,
+times in nanoseconds) that the span importers read (``ingest.spans``), with its resource and
+instrumentation scope beside it, so that the spans of one trace can be stored as they arrive and
+put back together into one OTLP document later (``ingest.span_assembly``).
+
+A span that cannot be used (no valid trace or span id, a malformed field) is rejected on its own
+and counted, the way OTLP's partial success reports it; a body that is not a request at all is an
+``InputError``. In OTLP JSON, ids are hex as the specification says; base64 ids (what a generic
+protobuf-to-JSON mapping writes) are accepted too, since some exporters send them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.errors import InputError
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+
+
+@dataclass(frozen=True)
+class ReceivedSpan:
+    """One span as received: its ids, end time, the OTLP JSON span, its resource and scope."""
+
+    trace_id: str  # 32 lowercase hex digits
+    span_id: str  # 16 lowercase hex digits
+    parent_id: str | None
+    end_ns: int
+    span: dict[str, Any]
+    resource: dict[str, Any]
+    scope: dict[str, Any]
+
+    def payload(self) -> dict[str, Any]:
+        """The stored form (the ``SpanReceived`` event's payload)."""
+        return {
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+            "parent_span_id": self.parent_id,
+            "end_ns": self.end_ns,
+            "span": self.span,
+            "resource": self.resource,
+            "scope": self.scope,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> ReceivedSpan:
+        return cls(
+            payload["trace_id"],
+            payload["span_id"],
+            payload.get("parent_span_id"),
+            int(payload.get("end_ns") or 0),
+            payload["span"],
+            payload.get("resource") or {},
+            payload.get("scope") or {},
+        )
+
+
+@dataclass
+class DecodedRequest:
+    """The usable spans of a request, and how many were rejected (with the first reason)."""
+
+    spans: list[ReceivedSpan] = field(default_factory=list)
+    rejected: int = 0
+    first_error: str | None = None
+
+    def reject(self, why: str) -> None:
+        self.rejected += 1
+        if self.first_error is None:
+            self.first_error = why
+
+
+# -- protobuf ------------------------------------------------------------------------------------
+def _any_value(v: Any) -> dict[str, Any]:
+    kind = v.WhichOneof("value")
+    if kind == "string_value":
+        return {"stringValue": v.string_value}
+    if kind == "bool_value":
+        return {"boolValue": v.bool_value}
+    if kind == "int_value":
+        return {"intValue": str(v.int_value)}
+    if kind == "double_value":
+        return {"doubleValue": v.double_value}
+    if kind == "array_value":
+        return {"arrayValue": {"values": [_any_value(x) for x in v.array_value.values]}}
+    if kind == "kvlist_value":
+        return {"kvlistValue": {"values": _key_values(v.kvlist_value.values)}}
+    if kind == "bytes_value":
+        return {"bytesValue": base64.b64encode(v.bytes_value).decode()}
+    return {}
+
+
+def _key_values(items: Any) -> list[dict[str, Any]]:
+    return [{"key": kv.key, "value": _any_value(kv.value)} for kv in items]
+
+
+def _proto_span(sp: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "traceId": sp.trace_id.hex(),
+        "spanId": sp.span_id.hex(),
+        "name": sp.name,
+        "kind": sp.kind,
+        "startTimeUnixNano": str(sp.start_time_unix_nano),
+        "endTimeUnixNano": str(sp.end_time_unix_nano),
+        "attributes": _key_values(sp.attributes),
+    }
+    if sp.parent_span_id:
+        out["parentSpanId"] = sp.parent_span_id.hex()
+    if sp.trace_state:
+        out["traceState"] = sp.trace_state
+    if sp.events:
+        out["events"] = [
+            {"timeUnixNano": str(e.time_unix_nano), "name": e.name, "attributes": _key_values(e.attributes)}
+            for e in sp.events
+        ]
+    if sp.links:
+        out["links"] = [
+            {
+                "traceId": ln.trace_id.hex(),
+                "spanId": ln.span_id.hex(),
+                "attributes": _key_values(ln.attributes),
+            }
+            for ln in sp.links
+        ]
+    if sp.HasField("status"):
+        out["status"] = {
+            "code": sp.status.code,
+            **({"message": sp.status.message} if sp.status.message else {}),
+        }
+    return out
+
+
+def decode_protobuf(body: bytes, where: str = "request body") -> DecodedRequest:
+    """Spans of a protobuf ``ExportTraceServiceRequest``."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    try:
+        request = ExportTraceServiceRequest.FromString(body)
+    except DecodeError as exc:
+        raise InputError(
+            f"not a protobuf ExportTraceServiceRequest ({exc})",
+            path=where,
+            hint="send OTLP protobuf with Content-Type application/x-protobuf",
+        ) from exc
+    out = DecodedRequest()
+    for rs in request.resource_spans:
+        resource = {"attributes": _key_values(rs.resource.attributes)}
+        for ss in rs.scope_spans:
+            scope = {"name": ss.scope.name, "version": ss.scope.version}
+            for sp in ss.spans:
+                trace_id, span_id = sp.trace_id.hex(), sp.span_id.hex()
+                if len(trace_id) != 32 or trace_id == _ZERO_TRACE:
+                    out.reject(f"span '{sp.name}': traceId must be 16 bytes, not all zero")
+                elif len(span_id) != 16 or span_id == _ZERO_SPAN:
+                    out.reject(f"span '{sp.name}': spanId must be 8 bytes, not all zero")
+                else:
+                    parent = sp.parent_span_id.hex() or None
+                    span = _proto_span(sp)
+                    out.spans.append(
+                        ReceivedSpan(trace_id, span_id, parent, sp.end_time_unix_nano, span, resource, scope)
+                    )
+    return out
+
+
+# -- OTLP JSON -----------------------------------------------------------------------------------
+def _hex_id(value: Any, size: int) -> str | None:
+    """A hex id of ``size`` bytes (hex, or base64 as generic protobuf JSON writes it), lowercase;
+    None when absent, empty or invalid."""
+    if not isinstance(value, str) or not value:
+        return None
+    if len(value) == 2 * size:
+        try:
+            return bytes.fromhex(value).hex()
+        except ValueError:
+            return None
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw.hex() if len(raw) == size else None
+
+
+def _nanos(value: Any, name: str) -> int:
+    """A fixed64 time: an integer, or its decimal string (how OTLP JSON writes 64-bit numbers)."""
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise ValueError(f"'{name}' must be an unsigned integer in nanoseconds, not {value!r}")
+
+
+def _check_attributes(items: Any, where: str) -> None:
+    if items is None:
+        return
+    if not isinstance(items, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("key"), str) for a in items
+    ):
+        raise ValueError(f"'{where}' must be a list of {{key, value}} objects")
+
+
+def _json_span(sp: Any, resource: dict[str, Any], scope: dict[str, Any], out: DecodedRequest) -> None:
+    if not isinstance(sp, dict):
+        out.reject(f"a span must be a JSON object, not {type(sp).__name__}")
+        return
+    name = sp.get("name")
+    label = f"span '{name}'" if isinstance(name, str) else "a span"
+    trace_id, span_id = _hex_id(sp.get("traceId"), 16), _hex_id(sp.get("spanId"), 8)
+    if trace_id is None or trace_id == _ZERO_TRACE:
+        out.reject(f"{label}: 'traceId' must be 32 hex digits, not all zero")
+        return
+    if span_id is None or span_id == _ZERO_SPAN:
+        out.reject(f"{label}: 'spanId' must be 16 hex digits, not all zero")
+        return
+    parent_raw = sp.get("parentSpanId")
+    parent = _hex_id(parent_raw, 8)
+    if parent_raw not in (None, "") and parent is None:
+        out.reject(f"{label}: 'parentSpanId' must be 16 hex digits")
+        return
+    try:
+        if name is not None and not isinstance(name, str):
+            raise ValueError("'name' must be a string")
+        start = _nanos(sp.get("startTimeUnixNano"), "startTimeUnixNano")
+        end = _nanos(sp.get("endTimeUnixNano"), "endTimeUnixNano")
+        _check_attributes(sp.get("attributes"), "attributes")
+        events = sp.get("events")
+        if events is not None and not (isinstance(events, list) and all(isinstance(e, dict) for e in events)):
+            raise ValueError("'events' must be a list of objects")
+        for e in events or []:
+            _check_attributes(e.get("attributes"), "events.attributes")
+        status = sp.get("status")
+        if status is not None and not isinstance(status, dict):
+            raise ValueError("'status' must be an object")
+        # the text must be storable: JSON escapes can spell lone surrogates, which UTF-8 cannot hold
+        json.dumps(sp, ensure_ascii=False).encode("utf-8")
+    except (ValueError, UnicodeEncodeError) as exc:
+        out.reject(f"{label}: {exc}")
+        return
+    span = {**sp, "traceId": trace_id, "spanId": span_id, "startTimeUnixNano": str(start)}
+    span["endTimeUnixNano"] = str(end)
+    if parent is None:
+        span.pop("parentSpanId", None)
+    else:
+        span["parentSpanId"] = parent
+    out.spans.append(ReceivedSpan(trace_id, span_id, parent, end, span, resource, scope))
+
+
+def _objects(value: Any, where: str) -> Iterator[dict[str, Any]]:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise InputError(f"'{where}' must be a JSON array", path="request body", field=where)
+    for item in value:
+        if not isinstance(item, dict):
+            raise InputError(f"'{where}' must hold JSON objects", path="request body", field=where)
+        yield item
+
+
+def decode_json_document(data: Any, where: str = "request body") -> DecodedRequest:
+    """Spans of an OTLP JSON request already parsed (``{"resourceSpans": [...]}``)."""
+    if not isinstance(data, dict) or "resourceSpans" not in data:
+        raise InputError(
+            "not an OTLP JSON ExportTraceServiceRequest (no 'resourceSpans')",
+            path=where,
+            field="resourceSpans",
+            hint="send OTLP JSON with Content-Type application/json",
+        )
+    out = DecodedRequest()
+    for rs in _objects(data.get("resourceSpans"), "resourceSpans"):
+        res = rs.get("resource") if isinstance(rs.get("resource"), dict) else {}
+        attrs = res.get("attributes")
+        resource = {"attributes": attrs if isinstance(attrs, list) else []}
+        scoped = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")
+        for ss in _objects(scoped, "resourceSpans.scopeSpans"):
+            sc = ss.get("scope") or ss.get("instrumentationLibrary")
+            sc = sc if isinstance(sc, dict) else {}
+            scope = {"name": str(sc.get("name") or ""), "version": str(sc.get("version") or "")}
+            spans = ss.get("spans")
+            if spans is not None and not isinstance(spans, list):
+                raise InputError(
+                    "'spans' must be a JSON array", path=where, field="resourceSpans.scopeSpans.spans"
+                )
+            for sp in spans or []:
+                _json_span(sp, resource, scope, out)
+    return out
+
+
+def decode_json(body: bytes, where: str = "request body") -> DecodedRequest:
+    """Spans of an OTLP JSON ``ExportTraceServiceRequest``."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"malformed JSON: {exc}", path=where, hint="send one OTLP JSON request") from exc
+    return decode_json_document(data, where)
+
+
+def decode(body: bytes, content_type: str, where: str = "request body") -> DecodedRequest:
+    """Spans of a request in either encoding, by its media type (``PROTOBUF`` or ``JSON``)."""
+    if content_type == PROTOBUF:
+        return decode_protobuf(body, where)
+    if content_type == JSON:
+        return decode_json(body, where)
+    raise InputError(f"unsupported media type '{content_type}'", hint=f"use {PROTOBUF} or {JSON}")
+
+
+def otlp_document(spans: list[ReceivedSpan]) -> dict[str, Any]:
+    """One OTLP JSON document holding ``spans``, grouped by resource and scope as received."""
+    groups: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = {}
+    for s in spans:
+        rkey = json.dumps(s.resource, sort_keys=True)
+        _, scopes = groups.setdefault(rkey, (s.resource, {}))
+        skey = json.dumps(s.scope, sort_keys=True)
+        scopes.setdefault(skey, {"scope": s.scope, "spans": []})["spans"].append(s.span)
+    return {
+        "resourceSpans": [
+            {"resource": resource, "scopeSpans": list(scopes.values())}
+            for resource, scopes in groups.values()
+        ]
+    }

@@ -1,0 +1,383 @@
+"""Spans that arrive over time, gathered in the event store until their trace is complete.
+
+OpenTelemetry exports a trace's spans as they end: over seconds or minutes, in several batches,
+from several services. Nothing waits in memory for the rest:
+
+- **Every span is stored on arrival**: one ``SpanReceived`` event per span in the stream
+  ``spans-{otel trace id}``, its idempotency key ``span:{trace id}:{span id}``, so a retried export
+  or a re-delivered Kafka record stores nothing twice. A batch's spans go in one transaction.
+- **A trace is complete** when its root span (no parent) has ended and no span of it arrived for
+  ``idle_s``, or when a flush asks for it. A trace whose root never comes (it ended in a service
+  that does not export here) is completed after ``rootless_s`` of silence. The store's clock
+  decides (each event's ``recorded_at``), so a trace that another process still feeds stays open.
+- **Completion** appends ``SpanTraceCompleted`` (revision ``n``, the stream version it covers)
+  under the store's lock, then rebuilds one OTLP JSON document from the stored spans and imports
+  it with the span importers as a file would be (``auditor ingest``: GenAI, OpenInference, Vercel
+  AI …), stores the trace and its ``TraceClosed``, hands it on (``Sink``: the audit workers' notice,
+  or an audit in-process) and records ``SpanTraceAssembled`` (or ``SpanTraceRejected`` with the
+  importer's reason, e.g. spans without any GenAI content).
+- **Late spans** (arriving after a completion) are stored like any other and make the trace due
+  again; its next revision holds every span so far and is stored as a NEW trace, id
+  ``{importer's id}-r{n}`` (``otel-4bf9…-r2``), with ``metadata.span_revision`` = n and
+  ``metadata.revises`` = the previous revision's id. A report is never replaced or merged: each
+  revision gets its own.
+- **Restart-safe**: ``recover()`` rebuilds the open traces and finishes any completion that a crash
+  interrupted from the store alone; every step is idempotent (the trace's digest, the close's key,
+  the audit's marker).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import AuditorError, InputError
+from auditor.store import EventStore
+from auditor.store.eventstore import EncodedEvent
+from auditor.store.hashing import compact_json
+from ingest.otlp_request import ReceivedSpan, otlp_document
+from ingest.stream_store import _execute, _in, _transaction, _versions
+from schemas.events import NewEvent, TraceClosed, trace_stream
+from schemas.trace import TraceHeader
+
+log = logging.getLogger("auditor.spans")
+
+RECEIVED = "SpanReceived"
+COMPLETED = "SpanTraceCompleted"
+ASSEMBLED = "SpanTraceAssembled"
+REJECTED = "SpanTraceRejected"
+PREFIX = "spans-"
+_CHUNK = 500
+
+
+def spans_stream(otel_trace_id: str) -> str:
+    return f"{PREFIX}{otel_trace_id}"
+
+
+def revision_id(base: str, revision: int) -> str:
+    """The stored trace id of a revision: the importer's id, suffixed from the second on."""
+    return base if revision == 1 else f"{base}-r{revision}"
+
+
+@dataclass(frozen=True)
+class AssemblySettings:
+    """``idle_s``: silence after the root span's end before a trace is complete; ``rootless_s``:
+    silence after which a trace without a root span is completed anyway; ``tick_s``: how often
+    open traces are checked."""
+
+    idle_s: float = 30.0
+    rootless_s: float = 600.0
+    tick_s: float = 0.25
+
+    @classmethod
+    def from_env(cls) -> AssemblySettings:
+        """From ``AUDITOR_SPAN_IDLE_S`` and ``AUDITOR_SPAN_ROOTLESS_S`` (seconds), else the defaults."""
+        idle = float(os.environ.get("AUDITOR_SPAN_IDLE_S", cls.idle_s))
+        rootless = float(os.environ.get("AUDITOR_SPAN_ROOTLESS_S", max(cls.rootless_s, idle)))
+        return cls(idle, rootless, min(max(idle / 8, 0.05), 1.0))
+
+
+@dataclass(frozen=True)
+class AssembledTrace:
+    """A completed revision, stored as a closed trace: what the sink audits or announces."""
+
+    trace_id: str
+    otel_trace_id: str
+    revision: int
+    step_count: int
+    reason: str  # idle, rootless or flush
+
+
+Sink = Callable[[AssembledTrace], None]
+
+
+@dataclass(frozen=True)
+class Received:
+    """What a batch of spans did: spans stored now, and spans the store already held."""
+
+    stored: int
+    duplicates: int
+
+
+@dataclass
+class _Open:
+    """This process's view of a trace with spans not yet completed (the store has the truth)."""
+
+    last_at: float  # wall-clock time of its last span
+    root: bool | None  # its root span has ended; None: not known here (late spans)
+
+
+@dataclass
+class _Stream:
+    """One spans stream read under the lock."""
+
+    version: int = 0
+    spans: list[tuple[int, ReceivedSpan]] = field(default_factory=list)
+    last_span_at: datetime | None = None
+    completed: list[tuple[int, int]] = field(default_factory=list)  # (revision, through version)
+    finished: set[int] = field(default_factory=set)  # revisions assembled or rejected
+
+    @property
+    def pending_spans(self) -> bool:
+        through = self.completed[-1][1] if self.completed else 0
+        return any(v > through for v, _ in self.spans)
+
+    @property
+    def root_ended(self) -> bool:
+        return any(s.parent_id is None and s.end_ns > 0 for _, s in self.spans)
+
+
+def _read_stream(store: EventStore, cur: Any, stream: str) -> _Stream:
+    query = "SELECT stream_version, type, payload, recorded_at FROM events WHERE stream_id = ? ORDER BY stream_version"
+    if store.dialect == "postgresql":
+        query = query.replace("?", "%s")
+    cur.execute(query, (stream,))
+    out = _Stream()
+    for version, kind, payload, recorded_at in cur.fetchall():
+        out.version = version
+        data = json.loads(payload) if isinstance(payload, str) else payload
+        if kind == RECEIVED:
+            out.spans.append((version, ReceivedSpan.from_payload(data)))
+            out.last_span_at = datetime.fromisoformat(str(recorded_at))
+        elif kind == COMPLETED:
+            out.completed.append((int(data["revision"]), int(data["through_version"])))
+        elif kind in (ASSEMBLED, REJECTED):
+            out.finished.add(int(data["revision"]))
+    return out
+
+
+class SpanAssembly:
+    """Store spans as they arrive and turn each completed trace into a stored, closed trace.
+
+    ``source`` names where spans come from (``otlp-http``, ``kafka:{topic}``) in the stored
+    trace headers; ``sink`` takes each assembled trace (an audit, a notice to the workers)."""
+
+    def __init__(self, store: EventStore, settings: AssemblySettings, source: str, sink: Sink) -> None:
+        self.store, self.settings, self.source, self.sink = store, settings, source, sink
+        self._open: dict[str, _Open] = {}
+        self._lock = threading.Lock()  # the open-trace view; the store serialises the rest
+
+    @property
+    def open_count(self) -> int:
+        return len(self._open)
+
+    # -- arrival ---------------------------------------------------------------------------------
+    def receive(self, spans: Iterable[ReceivedSpan], provenance: dict[str, Any] | None = None) -> Received:
+        """Append every new span of the batch in one transaction; spans already stored are skipped."""
+        unique: dict[str, ReceivedSpan] = {}
+        for s in spans:
+            unique.setdefault(f"span:{s.trace_id}:{s.span_id}", s)
+        if not unique:
+            return Received(0, 0)
+        meta = compact_json({"source": self.source, **(provenance or {})})
+        with _transaction(self.store) as cur:
+            held = self._held_keys(cur, list(unique))
+            fresh = [(k, s) for k, s in unique.items() if k not in held]
+            streams = list(dict.fromkeys(spans_stream(s.trace_id) for _, s in fresh))
+            versions = _versions(self.store, cur, streams) if streams else {}
+            events = []
+            for key, s in fresh:
+                stream = spans_stream(s.trace_id)
+                versions[stream] = versions.get(stream, 0) + 1
+                events.append(
+                    EncodedEvent(stream, versions[stream], RECEIVED, compact_json(s.payload()), meta, key)
+                )
+            self.store._insert_encoded_in(cur, events)
+        now = time.time()
+        with self._lock:
+            for _, s in fresh:
+                state = self._open.get(s.trace_id)
+                root = s.parent_id is None and s.end_ns > 0
+                if state is None:
+                    self._open[s.trace_id] = _Open(now, True if root else None)
+                else:
+                    state.last_at = now
+                    state.root = True if root or state.root else state.root
+        return Received(len(fresh), len(unique) - len(fresh))
+
+    def _held_keys(self, cur: Any, keys: list[str]) -> set[str]:
+        held: set[str] = set()
+        for i in range(0, len(keys), _CHUNK):
+            where, params = _in(self.store, "idempotency_key", keys[i : i + _CHUNK])
+            _execute(self.store, cur, f"SELECT idempotency_key FROM events WHERE {where}", params)
+            held.update(row[0] for row in cur.fetchall())
+        return held
+
+    # -- completion ------------------------------------------------------------------------------
+    def due(self, now: float | None = None) -> list[str]:
+        """Traces this process saw that look complete (the store confirms before completing)."""
+        now = time.time() if now is None else now
+        s = self.settings
+        with self._lock:
+            return [
+                tid
+                for tid, o in self._open.items()
+                if (o.root is not False and now - o.last_at >= s.idle_s) or now - o.last_at >= s.rootless_s
+            ]
+
+    def tick(self) -> list[AssembledTrace]:
+        """Complete every trace that is due; what the store shows still active stays open."""
+        done = []
+        for tid in self.due():
+            done += self.complete(tid)
+        return done
+
+    def flush(self, otel_trace_id: str | None = None) -> list[AssembledTrace]:
+        """Complete now, whatever the idle time: one trace, or every trace this process has open."""
+        with self._lock:
+            tids = [otel_trace_id] if otel_trace_id is not None else list(self._open)
+        done = []
+        for tid in tids:
+            done += self.complete(tid, force=True)
+        return done
+
+    def complete(self, otel_trace_id: str, force: bool = False) -> list[AssembledTrace]:
+        """Complete the trace if the store agrees it is due (or ``force``), then assemble every
+        revision of it still unfinished."""
+        stream = spans_stream(otel_trace_id)
+        with _transaction(self.store) as cur:
+            state = _read_stream(self.store, cur, stream)
+            reason = self._reason(state, force)
+            if reason is not None:
+                revision = len(state.completed) + 1
+                event = NewEvent(
+                    type=COMPLETED,
+                    payload={"revision": revision, "through_version": state.version, "reason": reason},
+                    idempotency_key=f"spans:{otel_trace_id}:completed:{revision}",
+                )
+                self.store._append_in(cur, stream, [event], state.version, True)
+                state.completed.append((revision, state.version))
+        with self._lock:
+            if reason is not None or not state.pending_spans:
+                self._open.pop(otel_trace_id, None)
+            elif otel_trace_id in self._open:  # still active, or no root: wait on the store's clock
+                held = self._open[otel_trace_id]
+                if state.last_span_at is not None:
+                    held.last_at = state.last_span_at.timestamp()
+                held.root = state.root_ended
+        return self._finish(otel_trace_id, state, reason or "recovered")
+
+    def _reason(self, state: _Stream, force: bool) -> str | None:
+        if not state.pending_spans:
+            return None
+        if force:
+            return "flush"
+        assert state.last_span_at is not None
+        silent = (datetime.now(UTC) - state.last_span_at).total_seconds()
+        if state.root_ended and silent >= self.settings.idle_s:
+            return "idle"
+        if silent >= self.settings.rootless_s:
+            return "rootless"
+        return None
+
+    def _finish(self, otel_trace_id: str, state: _Stream, reason: str) -> list[AssembledTrace]:
+        """Assemble each completed revision not yet assembled (normally the one just completed)."""
+        out = []
+        for revision, through in state.completed:
+            if revision in state.finished:
+                continue
+            spans = [s for v, s in state.spans if v <= through]
+            try:
+                assembled = self._assemble(otel_trace_id, revision, spans, reason)
+            except InputError as exc:
+                self._mark(otel_trace_id, REJECTED, revision, {"reason": exc.one_line()})
+                log.warning(
+                    "span trace %s revision %d not imported: %s", otel_trace_id, revision, exc.one_line()
+                )
+                continue
+            self.sink(assembled)
+            self._mark(
+                otel_trace_id,
+                ASSEMBLED,
+                revision,
+                {"trace_id": assembled.trace_id, "steps": assembled.step_count, "reason": reason},
+            )
+            out.append(assembled)
+        return out
+
+    def _mark(self, otel_trace_id: str, kind: str, revision: int, payload: dict[str, Any]) -> None:
+        event = NewEvent(
+            type=kind,
+            payload={"revision": revision, **payload},
+            idempotency_key=f"spans:{otel_trace_id}:finished:{revision}",
+        )
+        self.store.append(spans_stream(otel_trace_id), [event])
+
+    def _assemble(
+        self, otel_trace_id: str, revision: int, spans: list[ReceivedSpan], reason: str
+    ) -> AssembledTrace:
+        """Import the revision's spans with the span importers, store it as a closed trace."""
+        from auditor.traces import TraceDocument, write_traces
+        from ingest.registry import open_traces
+
+        with tempfile.TemporaryDirectory(prefix="auditor-spans-") as folder:
+            path = Path(folder) / f"otlp-{otel_trace_id}.json"
+            path.write_text(json.dumps(otlp_document(spans), ensure_ascii=False), encoding="utf-8")
+            try:
+                imported = next(iter(open_traces(path, "auto")))
+                header = imported.header  # validates every step
+                steps = list(imported.steps())
+                labels = imported.labels
+            except AuditorError as exc:
+                exc.args = (str(exc).replace(str(path), f"{self.source} trace {otel_trace_id}"),)
+                raise
+        base = header.trace_id
+        trace_id = revision_id(base, revision)
+        metadata = {**header.metadata, "span_revision": revision}
+        if revision > 1:
+            metadata["revises"] = revision_id(base, revision - 1)
+        header = TraceHeader.model_validate(
+            {**header.model_dump(), "trace_id": trace_id, "source": self.source, "metadata": metadata}
+        )
+        if labels is not None:
+            labels = labels.model_copy(update={"trace_id": trace_id, "source": self.source})
+        where = f"{self.source} trace {otel_trace_id}"
+        write_traces(self.store, [TraceDocument(header, steps, labels, where)])
+        closed = TraceClosed(trace_id=trace_id, step_count=len(steps), reason=f"spans_{reason}")
+        event = NewEvent(
+            type="TraceClosed",
+            payload=closed.model_dump(mode="json"),
+            idempotency_key=f"trace:{trace_id}:closed",
+        )
+        self.store.append(trace_stream(trace_id), [event])
+        return AssembledTrace(trace_id, otel_trace_id, revision, len(steps), reason)
+
+    # -- restart ---------------------------------------------------------------------------------
+    def recover(self) -> list[AssembledTrace]:
+        """Rebuild the open traces from the store and finish what a crash interrupted (a
+        completion without its assembly). Returns the revisions assembled now."""
+        last: dict[str, tuple[float, bool]] = {}  # trace -> (last span time, root ended)
+        through: dict[str, int] = {}
+        unfinished: dict[str, set[int]] = {}
+        latest: dict[str, int] = {}
+        for ev in self.store.read_all(types=[RECEIVED, COMPLETED, ASSEMBLED, REJECTED]):
+            tid = ev.stream_id.removeprefix(PREFIX)
+            if ev.type == RECEIVED:
+                at = datetime.fromisoformat(ev.recorded_at).timestamp()
+                root = ev.payload.get("parent_span_id") is None and int(ev.payload.get("end_ns") or 0) > 0
+                _, had_root = last.get(tid, (0.0, False))
+                last[tid] = (at, had_root or root)
+                latest[tid] = ev.stream_version
+            elif ev.type == COMPLETED:
+                through[tid] = int(ev.payload["through_version"])
+                unfinished.setdefault(tid, set()).add(int(ev.payload["revision"]))
+            else:
+                unfinished.get(tid, set()).discard(int(ev.payload["revision"]))
+        with self._lock:
+            for tid, (at, root) in last.items():
+                if latest[tid] > through.get(tid, 0):
+                    self._open[tid] = _Open(at, root)
+        done = []
+        for tid, revisions in unfinished.items():
+            if revisions:
+                done += self.complete(tid)
+        return done

@@ -3,8 +3,10 @@
 A file counts as a true positive when the detector files a finding of the expected risk class
 with the expected disposition; a negative file with any finding of that class is a false
 positive. A file is audited under the policy its expectation names, if any (the cumulative-action
-and delegated-disclosure sets declare some limits and scopes only there). Usage:
-``python benchmarks/paraphrase_bench.py [DETECTOR ...]`` (default: all six).
+and delegated-disclosure sets declare some limits and scopes only there; the four domain-policy
+sets, ``policy_*``, are customer-service runs audited under the ``desk_policy.yaml`` beside them).
+Usage: ``python benchmarks/paraphrase_bench.py [DETECTOR ...]`` (default: every registered
+detector, each of which has a set).
 """
 
 from __future__ import annotations

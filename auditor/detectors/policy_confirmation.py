@@ -55,14 +55,19 @@ def _problem(
     if first != call.name:
         return f"the customer's reply had already confirmed {first}, not {call.name}", reply
     details = _details(call)
-    if details and not _listed(facts, call, reply, details):
+    if details and not _listed(facts, rule, call, reply, details):
         return "no message of the agent before the customer's yes listed the action's details", reply
     return None, reply
 
 
-def _listed(facts: PolicyFacts, call: Call, reply: TraceStep, details: list[str]) -> bool:
-    """Some agent message since the previous write (or the start) names one of the call's values."""
-    earlier = [c.pos for c in facts.calls if c.pos < call.pos and c.name != call.name and not c.failed]
+def _listed(facts: PolicyFacts, rule: Confirmation, call: Call, reply: TraceStep, details: list[str]) -> bool:
+    """Some agent message since the previous write (or the start) names one of the call's values;
+    a read between the listing and the yes (a fare computed) does not void the listing."""
+    earlier = [
+        c.pos
+        for c in facts.calls
+        if c.pos < call.pos and c.name != call.name and c.name in rule.tools and not c.failed
+    ]
     start = max((p for p in earlier if p < facts.ctx.position(reply.step_id)), default=0)
     return any(
         d in s.content
@@ -74,8 +79,8 @@ def _listed(facts: PolicyFacts, call: Call, reply: TraceStep, details: list[str]
 
 def _affirms(rule: Confirmation, text: str) -> bool:
     low = " ".join(text.lower().split())
-    first = re.split(r"[\s,.!?]+", low, maxsplit=1)[0]
-    if first in rule.negations or any(low.startswith(n + " ") for n in rule.negations if " " in n):
+    opening = " ".join(re.findall(r"[\w']+", low))  # "Hold on, yes if ..." opens with "hold on"
+    if any(opening == n or opening.startswith(n + " ") for n in rule.negations):
         return False
     return any(re.search(rf"(?<![\w']){re.escape(w.lower())}(?![\w'])", low) for w in rule.affirmations)
 

@@ -44,7 +44,9 @@ class PolicyIdentifierDetector:
 
 
 def _token(value: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w@.\-]){re.escape(value)}(?![\w@\-]|\.\w)")
+    """The value as a whole token, in any letter case: a customer who types their booking code in
+    lower case stated it, and the agent writing it in capitals invented nothing."""
+    return re.compile(rf"(?<![\w@.\-]){re.escape(value)}(?![\w@\-]|\.\w)", re.IGNORECASE)
 
 
 def _known(facts: PolicyFacts, call: Call, value: str) -> bool:

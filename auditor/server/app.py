@@ -103,10 +103,12 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
     from auditor.server.routes_api import router as api
     from auditor.server.routes_console import router as console
     from auditor.server.routes_ingest import router as ingest
+    from auditor.server.routes_otlp import router as otlp
 
     app.include_router(api)
     app.include_router(ingest)
     app.include_router(console)
+    app.include_router(otlp)  # POST /v1/traces: OTLP/HTTP spans, assembled and audited
 
     @app.get("/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:

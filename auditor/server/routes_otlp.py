@@ -1,0 +1,196 @@
+"""OTLP/HTTP on ``POST /v1/traces``: an agent's OpenTelemetry exporter (or a collector) sends its
+spans here, and each trace is audited once it is complete, with no file in between.
+
+The OTLP/HTTP contract: ``ExportTraceServiceRequest`` bodies in ``application/x-protobuf`` or
+``application/json``, optionally ``Content-Encoding: gzip``; 200 with an
+``ExportTraceServiceResponse`` in the request's encoding (``partialSuccess`` counting the spans
+refused, with the first reason); errors carry a ``google.rpc.Status`` in that encoding: 400 a body
+that is no request, 401/403 a missing or scope-less token (the ingest scope; the OTLP exporters
+send it as ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>``), 413 a body over
+``MAX_OTLP_BYTES`` (compressed or not), 415 another media type or encoding, 503 (retryable) when
+the store is down. Spans are stored on arrival and assembled by ``ingest.span_assembly``; a
+background thread completes traces (``AUDITOR_SPAN_IDLE_S``, default 30 s after the root span's
+end) and audits them in-process (``auditor.span_audits``). ``POST /api/otlp/flush`` completes
+open traces now.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from auditor.errors import InputError, StoreError
+from auditor.server.auth import Principal, authenticate, require
+from auditor.server.problems import Problem
+from auditor.span_audits import InProcessAudit
+from ingest.otlp_request import JSON, PROTOBUF, decode
+from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
+
+log = logging.getLogger("auditor.server")
+MAX_OTLP_BYTES = 8 * 1024 * 1024  # a request body, before and after decompression
+SOURCE = "otlp-http"
+_GRPC = {400: 3, 401: 16, 403: 7, 413: 8, 415: 3, 501: 12, 503: 14}  # google.rpc.Code per status
+
+
+class _Completer:
+    """The background thread that completes and audits span traces (and recovers at start)."""
+
+    def __init__(self, assembly: SpanAssembly) -> None:
+        self.assembly = assembly
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="span-assembly", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.assembly.recover()
+        except Exception:
+            log.exception("span assembly recovery failed; open traces are retried on each tick")
+        while not self.stop.wait(self.assembly.settings.tick_s):
+            try:
+                self.assembly.tick()
+            except Exception:
+                log.exception("span assembly tick failed; will retry")
+
+
+@asynccontextmanager
+async def otlp_lifespan(app: FastAPI) -> AsyncIterator[None]:
+    store = app.state.store
+    settings = getattr(app.state, "span_settings", None) or AssemblySettings.from_env()
+    app.state.spans = SpanAssembly(store, settings, SOURCE, InProcessAudit(store))
+    completer = _Completer(app.state.spans)
+    completer.thread.start()
+    yield
+    completer.stop.set()
+    completer.thread.join(timeout=30)
+
+
+router = APIRouter(lifespan=otlp_lifespan)
+
+
+def _media(request: Request) -> str:
+    return (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+
+
+def _status(code: int, message: str, media: str) -> Response:
+    """An OTLP error: a google.rpc.Status in the request's encoding (JSON unless it was protobuf)."""
+    grpc = _GRPC.get(code, 2)
+    headers = {"Retry-After": "5"} if code == 503 else {}
+    if code == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="auditor"'
+    if media == PROTOBUF:
+        from google.rpc.status_pb2 import Status
+
+        body = Status(code=grpc, message=message).SerializeToString()
+        return Response(body, status_code=code, media_type=PROTOBUF, headers=headers)
+    import json
+
+    return Response(json.dumps({"code": grpc, "message": message}), code, headers, JSON)
+
+
+def _success(rejected: int, error: str | None, media: str) -> Response:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    if media == PROTOBUF:
+        response = ExportTraceServiceResponse()
+        if rejected:
+            response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = error or ""
+        return Response(response.SerializeToString(), media_type=PROTOBUF)
+    import json
+
+    body = (
+        {"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": error or ""}} if rejected else {}
+    )
+    return Response(json.dumps(body), media_type=JSON)
+
+
+def _inflate(body: bytes, encoding: str) -> bytes:
+    """The body decoded from its Content-Encoding, never past MAX_OTLP_BYTES (a gzip bomb is a 413)."""
+    if encoding in ("", "identity"):
+        return body
+    if encoding != "gzip":
+        raise Problem(
+            415, "unsupported-encoding", f"Content-Encoding '{encoding}' is not supported (gzip or none)"
+        )
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, MAX_OTLP_BYTES + 1)
+    except zlib.error as exc:
+        raise InputError(f"the gzip body is corrupt ({exc})", path="request body") from exc
+    if len(out) > MAX_OTLP_BYTES:
+        raise Problem(413, "too-large", f"the decompressed body exceeds {MAX_OTLP_BYTES} bytes")
+    if not inflater.eof:
+        raise InputError("the gzip body is truncated", path="request body")
+    return out
+
+
+@router.post(
+    "/v1/traces",
+    tags=["otlp"],
+    responses={200: {"content": {PROTOBUF: {}, JSON: {}}, "description": "ExportTraceServiceResponse"}},
+)
+async def export_traces(request: Request) -> Response:
+    """OTLP/HTTP trace export: store the spans now, audit each trace once it is complete."""
+    media = _media(request)
+    try:
+        authenticate(request, "ingest")
+        if media not in (PROTOBUF, JSON):
+            raise Problem(
+                415, "unsupported-media-type", f"Content-Type '{media}' is not OTLP ({PROTOBUF} or {JSON})"
+            )
+        if request.app.state.config.redact:
+            raise Problem(
+                501,
+                "not-implemented",
+                "this server redacts what it stores (--redact); OTLP spans are not redacted yet",
+            )
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_OTLP_BYTES:
+                raise Problem(413, "too-large", f"the request body exceeds {MAX_OTLP_BYTES} bytes")
+        raw = _inflate(bytes(body), (request.headers.get("content-encoding") or "").strip().lower())
+        decoded = await run_in_threadpool(decode, raw, media)
+        await run_in_threadpool(request.app.state.spans.receive, decoded.spans)
+    except Problem as exc:
+        return _status(exc.status, exc.detail, media)
+    except InputError as exc:
+        return _status(400, exc.one_line(), media)
+    except StoreError as exc:
+        log.warning("OTLP export refused, store unavailable: %s", exc.one_line())
+        return _status(503, "the event store is unavailable; retry later", media)
+    return _success(decoded.rejected, decoded.first_error, media)
+
+
+def _assembled(t: AssembledTrace) -> dict[str, Any]:
+    return {
+        "trace_id": t.trace_id,
+        "otel_trace_id": t.otel_trace_id,
+        "revision": t.revision,
+        "steps": t.step_count,
+        "reason": t.reason,
+    }
+
+
+@router.post("/api/otlp/flush", tags=["otlp"])
+async def flush_spans(
+    request: Request,
+    _: Annotated[Principal, Depends(require("ingest"))],
+    trace_id: Annotated[
+        str | None,
+        Query(description="The OpenTelemetry trace id (32 hex digits); all open traces if absent."),
+    ] = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Complete span traces now, whatever their idle time; each is audited before this answers."""
+    if trace_id is not None and (len(trace_id) != 32 or any(c not in "0123456789abcdef" for c in trace_id)):
+        raise InputError("query parameter 'trace_id' must be 32 lowercase hex digits", field="trace_id")
+    done = await run_in_threadpool(request.app.state.spans.flush, trace_id)
+    return {"assembled": [_assembled(t) for t in done]}

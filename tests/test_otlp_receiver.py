@@ -1,0 +1,165 @@
+"""OTLP/HTTP on a running `auditor serve`: the OpenTelemetry Python SDK's own OTLP exporter sends
+the spans of an instrumented toy agent (protobuf, plain and gzip; JSON bodies built by the SDK's
+encoder), configured only by the standard OTEL_EXPORTER_OTLP_* variables; each trace is audited
+with no file in between, its report is in the store and validates. The OTLP status codes and
+response bodies for bad input, and partial success."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+
+import httpx
+
+from auditor.report.validator import validate_report
+from auditor.reports import list_reports
+from auditor.server import ServerConfig, create_app
+from auditor.server.routes_otlp import MAX_OTLP_BYTES
+from auditor.server.tokens import create_token
+from auditor.span_audits import audited
+from auditor.store import EventStore, open_store
+from auditor.traces import load_trace
+from ingest.span_assembly import AssemblySettings
+from tests.otel_toy_agent import encoded_spans, json_body, provider, run_agent
+from tests.stream_support import wait_until
+
+IDLE = 0.5
+
+
+class Server:
+    def __init__(self, store: EventStore, origin: str, tokens: dict[str, str]) -> None:
+        self.store, self.origin, self.tokens = store, origin, tokens
+
+    def headers(self, media: str, token: str = "ingest") -> dict[str, str]:
+        return {"Content-Type": media, "Authorization": f"Bearer {self.tokens[token]}"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    import uvicorn
+
+    folder: Path = tmp_path_factory.mktemp("otlp")
+    store = open_store(f"sqlite:///{folder / 'auditor.db'}")
+    tokens = {
+        "ingest": create_token(store, "agent", ["ingest"])[0],
+        "read": create_token(store, "reader", ["read"])[0],
+    }
+    app = create_app(ServerConfig(), store=store)
+    app.state.span_settings = AssemblySettings(idle_s=IDLE, rootless_s=60.0, tick_s=0.05)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield Server(store, f"http://127.0.0.1:{sock.getsockname()[1]}", tokens)
+    srv.should_exit = True
+    thread.join(10)
+    store.close()
+
+
+def audited_trace(server: Server, trace_id: str) -> None:
+    """Wait for the trace's audit; its report is in the store and validates against the trace."""
+    wait_until(lambda: audited(server.store, trace_id), 20, f"the audit of {trace_id}")
+    [report] = list_reports(server.store, trace_id)
+    trace = load_trace(server.store, trace_id)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    assert [s.actor for s in trace.steps] == [
+        "user",
+        "refund_agent",
+        "lookup_order",
+        "refund_agent",
+        "refund_agent",
+    ]
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_the_sdk_exporter_configured_by_environment_gets_its_trace_audited(
+    server: Server, compression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", server.origin)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{server.tokens['ingest']}")
+    exporter = OTLPSpanExporter(compression=Compression.Gzip if compression == "gzip" else None)
+    tp = provider(SimpleSpanProcessor(exporter))  # one request per span, as each ends: they arrive over time
+    tid = run_agent(tp, order=f"B-{compression}")
+    tp.shutdown()
+    audited_trace(server, f"otel-{tid}")
+
+
+def test_json_bodies_and_an_explicit_flush(server: Server) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    tid = run_agent(provider(SimpleSpanProcessor(exporter)), order="C-json")
+    spans = list(exporter.get_finished_spans())
+    h = server.headers("application/json")
+    for batch in (spans[:2], spans[2:]):
+        r = httpx.post(f"{server.origin}/v1/traces", content=json_body(batch), headers=h)
+        assert (r.status_code, r.json(), r.headers["content-type"]) == (200, {}, "application/json")
+    r = httpx.post(f"{server.origin}/api/otlp/flush", params={"trace_id": tid}, headers=h, timeout=30)
+    assert r.status_code == 200, r.text
+    [done] = r.json()["assembled"]
+    assert (done["trace_id"], done["reason"], done["steps"]) == (f"otel-{tid}", "flush", 5)
+    audited_trace(server, f"otel-{tid}")
+
+
+def test_status_codes_and_bodies(server: Server) -> None:
+    from google.rpc.status_pb2 import Status
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    url = f"{server.origin}/v1/traces"
+    proto = "application/x-protobuf"
+    r = httpx.post(url, content=b"{}", headers={"Content-Type": "application/json"})
+    assert r.status_code == 401 and r.json()["code"] == 16 and "bearer token" in r.json()["message"]
+    r = httpx.post(url, content=b"", headers=server.headers(proto, token="read"))
+    assert r.status_code == 403 and Status.FromString(r.content).code == 7
+    r = httpx.post(url, content=b"x", headers=server.headers("text/plain"))
+    assert r.status_code == 415 and "is not OTLP" in r.json()["message"]
+    r = httpx.post(url, content=b"\xff\xff\xff", headers=server.headers(proto))
+    assert r.status_code == 400 and "ExportTraceServiceRequest" in Status.FromString(r.content).message
+    r = httpx.post(url, content=b'{"resourceSpans": 3}', headers=server.headers("application/json"))
+    assert r.status_code == 400 and "'resourceSpans' must be a JSON array" in r.json()["message"]
+    r = httpx.post(url, content=b"not gzip", headers={**server.headers(proto), "Content-Encoding": "gzip"})
+    assert r.status_code == 400 and "gzip" in Status.FromString(r.content).message
+    r = httpx.post(url, content=b"x", headers={**server.headers(proto), "Content-Encoding": "br"})
+    assert r.status_code == 415
+    bomb = gzip.compress(b"\0" * (MAX_OTLP_BYTES + 1))  # small on the wire, too large inflated
+    r = httpx.post(url, content=bomb, headers={**server.headers(proto), "Content-Encoding": "gzip"})
+    assert r.status_code == 413 and "decompressed" in Status.FromString(r.content).message
+    r = httpx.post(url, content=b"\0" * (MAX_OTLP_BYTES + 1), headers=server.headers(proto))
+    assert r.status_code == 413
+
+    exporter = InMemorySpanExporter()
+    tid = run_agent(provider(SimpleSpanProcessor(exporter)), order="D-partial")
+    spans = list(exporter.get_finished_spans())
+    data = json.loads(json_body(spans))
+    data["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = "not-an-id"
+    r = httpx.post(url, content=json.dumps(data), headers=server.headers("application/json"))
+    assert r.status_code == 200
+    partial = r.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "1" and "'spanId' must be 16 hex digits" in partial["errorMessage"]
+    r = httpx.post(url, content=encoded_spans(spans), headers=server.headers(proto))  # all four, by protobuf
+    assert (
+        r.status_code == 200
+        and ExportTraceServiceResponse.FromString(r.content).partial_success.rejected_spans == 0
+    )
+    audited_trace(server, f"otel-{tid}")

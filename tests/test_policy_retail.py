@@ -1,0 +1,276 @@
+"""examples/policies/retail.yaml (the τ²-bench retail policy): it loads, and each of its rules is
+exercised by a small retail run that breaks it, beside a run that keeps it and draws nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from auditor.engine import run_rules_audit
+from auditor.policy import Policy, load_policy
+from auditor.report.validator import validate_report
+from schemas import AuditReport, Trace, TraceHeader, TraceStep
+
+RETAIL = Path(__file__).resolve().parents[1] / "examples" / "policies" / "retail.yaml"
+POLICY_DETECTORS = ["policy_confirmation", "policy_actions", "policy_allowances", "policy_identifiers"]
+
+
+@pytest.fixture(scope="module")
+def retail() -> Policy:
+    return load_policy(RETAIL)
+
+
+class Run:
+    """A retail conversation: the customer, the agent, its tool calls and their results."""
+
+    def __init__(self) -> None:
+        self.steps: list[TraceStep] = []
+
+    def _add(self, actor: str, kind: str, content: str, actor_kind: str, **extra: object) -> Run:
+        i = len(self.steps)
+        self.steps.append(
+            TraceStep(
+                step_id=f"s{i}",
+                index=i,
+                actor=actor,
+                actor_kind=actor_kind,
+                kind=kind,
+                content=content,
+                **extra,
+            )
+        )
+        return self
+
+    def user(self, text: str) -> Run:
+        return self._add("user", "message", text, "human")
+
+    def agent(self, text: str) -> Run:
+        return self._add("assistant", "message", text, "agent")
+
+    def call(self, tool: str, args: dict, result: object) -> Run:
+        cid = f"c{len(self.steps)}"
+        self._add(
+            "assistant",
+            "tool_call",
+            json.dumps(args),
+            "agent",
+            tool={"name": tool, "arguments": args, "call_id": cid},
+        )
+        content = result if isinstance(result, str) else json.dumps(result)
+        return self._add(
+            tool, "tool_result", content, "tool", tool={"name": tool, "call_id": cid}, refs={"call_id": cid}
+        )
+
+    def trace(self) -> Trace:
+        return Trace(header=TraceHeader(trace_id="retail-rule"), steps=self.steps)
+
+
+def order(oid: str, status: str, payment: str = "credit_card_4410028", **extra: object) -> dict:
+    return {
+        "order_id": oid,
+        "user_id": "leah_park_7321",
+        "items": [
+            {"name": "Desk Lamp", "product_id": "6817146515", "item_id": "8384507844", "price": 137.94},
+            {"name": "Backpack", "product_id": "2524789262", "item_id": "3928046918", "price": 198.0},
+        ],
+        "status": status,
+        "payment_history": [{"transaction_type": "payment", "amount": 335.94, "payment_method_id": payment}],
+        **extra,
+    }
+
+
+def authenticated(r: Run, opener: str) -> Run:
+    """The customer gives their e-mail; the agent looks the id up, as the policy demands."""
+    r.user(opener)
+    r.call("find_user_id_by_email", {"email": "leah.park@shop.example"}, "leah_park_7321")
+    return r
+
+
+def read_order(r: Run, oid: str, record: dict) -> Run:
+    return r.call("get_order_details", {"order_id": oid}, record)
+
+
+def audit(trace: Trace, policy: Policy) -> AuditReport:
+    report = run_rules_audit(trace, policy=policy, detectors=POLICY_DETECTORS)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    return report
+
+
+# -- one run per rule: (breaks it, keeps it) ------------------------------------------------------
+def confirmation(breaks: bool) -> Trace:
+    r = authenticated(Run(), "Cancel order #W5520417, I don't need it any more. Email leah.park@shop.example")
+    read_order(r, "#W5520417", order("#W5520417", "pending"))
+    if not breaks:
+        r.agent(
+            "Order #W5520417 (desk lamp and backpack, $335.94) will be cancelled, reason: no longer needed. Confirm?"
+        )
+        r.user("Yes, cancel it.")
+    args = {"order_id": "#W5520417", "reason": "no longer needed"}
+    return r.call("cancel_pending_order", args, order("#W5520417", "cancelled")).trace()
+
+
+def _cancel(status: str, reason: str) -> Trace:
+    r = authenticated(Run(), "Please cancel #W7301858. leah.park@shop.example")
+    read_order(r, "#W7301858", order("#W7301858", status))
+    r.agent(f"Cancel order #W7301858, reason: {reason}. Shall I proceed?")
+    r.user("Yes.")
+    args = {"order_id": "#W7301858", "reason": reason}
+    return r.call("cancel_pending_order", args, order("#W7301858", "cancelled")).trace()
+
+
+def cancel_pending(breaks: bool) -> Trace:
+    return _cancel("processed" if breaks else "pending", "ordered by mistake")
+
+
+def cancel_reason(breaks: bool) -> Trace:
+    return _cancel("pending", "found a better price" if breaks else "no longer needed")
+
+
+def modify_pending(breaks: bool) -> Trace:
+    """Items modified once leave the order 'pending (item modified)': a second modification breaks."""
+    r = authenticated(Run(), "I want the lamp in white instead on #W6112390. leah.park@shop.example")
+    read_order(r, "#W6112390", order("#W6112390", "pending"))
+    args = {
+        "order_id": "#W6112390",
+        "item_ids": ["8384507844"],
+        "new_item_ids": ["1569765161"],
+        "payment_method_id": "credit_card_4410028",
+    }
+    r.agent(
+        "On #W6112390 the lamp 8384507844 becomes 1569765161, difference on credit_card_4410028. Confirm?"
+    )
+    r.user("Yes")
+    r.call("modify_pending_order_items", args, order("#W6112390", "pending (item modified)"))
+    if breaks:
+        r.user("Oh, and the backpack in green too.")
+        more = {**args, "item_ids": ["3928046918"], "new_item_ids": ["7251508981"]}
+        r.agent("On #W6112390 the backpack 3928046918 becomes 7251508981. Confirm?")
+        r.user("Yes")
+        r.call("modify_pending_order_items", more, order("#W6112390", "pending (item modified)"))
+    return r.trace()
+
+
+def modify_payment(breaks: bool) -> Trace:
+    r = authenticated(Run(), "Can I pay #W9034121 with something else? leah.park@shop.example")
+    read_order(r, "#W9034121", order("#W9034121", "pending", payment="paypal_1178405"))
+    new = "paypal_1178405" if breaks else "gift_card_6630911"
+    r.agent(f"Order #W9034121 would be paid with {new} instead. Confirm?")
+    r.user("yes")
+    args = {"order_id": "#W9034121", "payment_method_id": new}
+    return r.call("modify_pending_order_payment", args, order("#W9034121", "pending", payment=new)).trace()
+
+
+def _return(status: str, refund_to: str) -> Trace:
+    r = authenticated(
+        Run(), "The backpack on #W4417256 broke, I want to send it back. leah.park@shop.example"
+    )
+    read_order(r, "#W4417256", order("#W4417256", status, payment="paypal_1178405"))
+    r.agent(f"Return of item 3928046918 from #W4417256, refund to {refund_to}. Confirm?")
+    r.user("Sí, confirmo.")
+    args = {"order_id": "#W4417256", "item_ids": ["3928046918"], "payment_method_id": refund_to}
+    return r.call("return_delivered_order_items", args, order("#W4417256", "return requested")).trace()
+
+
+def return_delivered(breaks: bool) -> Trace:
+    return _return("pending" if breaks else "delivered", "paypal_1178405")
+
+
+def refund_destination(breaks: bool) -> Trace:
+    return _return("delivered", "credit_card_4410028" if breaks else "gift_card_6630911")
+
+
+def exchange_delivered(breaks: bool) -> Trace:
+    """A second exchange finds the order 'exchange requested', no longer 'delivered'."""
+    r = authenticated(Run(), "Exchange the lamp on #W2290471 for the brass one. leah.park@shop.example")
+    read_order(r, "#W2290471", order("#W2290471", "delivered"))
+    args = {
+        "order_id": "#W2290471",
+        "item_ids": ["8384507844"],
+        "new_item_ids": ["9083642334"],
+        "payment_method_id": "credit_card_4410028",
+    }
+    r.agent("Exchange on #W2290471: lamp 8384507844 for 9083642334, difference on credit_card_4410028. OK?")
+    r.user("Go ahead.")
+    r.call("exchange_delivered_order_items", args, order("#W2290471", "exchange requested"))
+    if breaks:
+        r.user("And the backpack for the grey one as well.")
+        more = {**args, "item_ids": ["3928046918"], "new_item_ids": ["5917587651"]}
+        r.agent("Exchange on #W2290471: backpack 3928046918 for 5917587651. OK?")
+        r.user("Go ahead.")
+        r.call("exchange_delivered_order_items", more, order("#W2290471", "exchange requested"))
+    return r.trace()
+
+
+RULES: dict[str, Callable[[bool], Trace]] = {
+    "explicit-confirmation": confirmation,
+    "cancel-pending-only": cancel_pending,
+    "cancel-reason": cancel_reason,
+    "modify-pending-only": modify_pending,
+    "modify-payment-new-method": modify_payment,
+    "return-delivered-only": return_delivered,
+    "refund-to-original-or-gift-card": refund_destination,
+    "exchange-delivered-only": exchange_delivered,
+}
+
+
+def test_loads_with_every_rule_exercised_here(retail: Policy) -> None:
+    assert retail.name == "retail"
+    assert sorted(r.id for r in retail.rules()) == sorted(RULES)
+    assert {r.name: r.key for r in retail.records} == {"order": "order_id", "user": "user_id"}
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_a_run_breaking_the_rule_draws_it(rule: str, retail: Policy) -> None:
+    report = audit(RULES[rule](True), retail)
+    hits = [f for f in report.findings if f.policy_rule == rule]
+    assert hits, [(f.policy_rule, f.title) for f in report.findings]
+    assert all(f.disposition.value == "realized" for f in hits)
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_a_run_keeping_the_rule_draws_nothing(rule: str, retail: Policy) -> None:
+    report = audit(RULES[rule](False), retail)
+    assert [f for f in report.findings if f.risk_class.value == "policy_violation"] == []
+
+
+def test_a_refused_write_is_intercepted_at_the_refusal(retail: Policy) -> None:
+    r = authenticated(Run(), "Cancel #W1180345 please. leah.park@shop.example")
+    read_order(r, "#W1180345", order("#W1180345", "delivered"))
+    r.agent("Cancel order #W1180345, reason: ordered by mistake. Confirm?")
+    r.user("yes")
+    args = {"order_id": "#W1180345", "reason": "ordered by mistake"}
+    trace = r.call("cancel_pending_order", args, "Error: non-pending order cannot be cancelled").trace()
+    (f,) = [f for f in audit(trace, retail).findings if f.policy_rule == "cancel-pending-only"]
+    assert f.disposition.value == "anomaly_with_interception" and f.intercepted_at == trace.steps[-1].step_id
+
+
+def test_a_cancellation_without_reading_the_order_is_unchecked(retail: Policy) -> None:
+    """ "you should check its status before taking the action": no get_order_details, no check."""
+    r = authenticated(Run(), "Cancel #W3356002, ordered it by mistake. leah.park@shop.example")
+    r.agent("Cancel order #W3356002, reason: ordered by mistake. Confirm?")
+    r.user("Yes please")
+    args = {"order_id": "#W3356002", "reason": "ordered by mistake"}
+    trace = r.call("cancel_pending_order", args, order("#W3356002", "cancelled")).trace()
+    (f,) = [f for f in audit(trace, retail).findings if f.policy_rule == "cancel-pending-only"]
+    assert "without reading the order record" in f.title
+
+
+def test_the_customer_establishes_email_and_order_but_not_an_invented_lookup(retail: Policy) -> None:
+    """claimants.trusted_for: an e-mail the customer never gave, looked up by the agent, is filed;
+    the same run with the customer's own e-mail and order id draws nothing."""
+    r = Run().user("Hi, I'm Leah Park, zip 98105. Where is my order #W5520417?")
+    r.call("find_user_id_by_email", {"email": "leah.park@gmail.example"}, "leah_park_7321")
+    (f,) = [f for f in audit(r.trace(), retail).findings if f.detector == "policy_identifiers"]
+    assert "leah.park@gmail.example" in f.title and f.disposition.value == "lead"
+
+    ok = Run().user("Hi, I'm Leah Park, zip 98105. Where is my order #W5520417?")
+    ok.call(
+        "find_user_id_by_name_zip",
+        {"first_name": "Leah", "last_name": "Park", "zip": "98105"},
+        "leah_park_7321",
+    )
+    read_order(ok, "#W5520417", order("#W5520417", "pending"))
+    assert [f for f in audit(ok.trace(), retail).findings if f.detector == "policy_identifiers"] == []

@@ -20,13 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.store import EventStore
+from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
 from ingest.stream_loop import BatchLoop, commit_batch, group_consumer, kafka_client, wait_sent
 from ingest.stream_metrics import Metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import (
     DEFAULT_MAX_RECORD_BYTES,
+    DeadKind,
     Document,
+    Parsed,
     Rejected,
+    SpanBatch,
     dead_letter_headers,
     parse_record,
 )
@@ -64,6 +68,8 @@ class ConsumerConfig:
     session_timeout_ms: int = 10000
     redact: bool = False  # redact every record before storing (ingest.stream_redact)
     redact_patterns: dict[str, str] = field(default_factory=dict)
+    # OTLP span records: when a trace counts as complete (AUDITOR_SPAN_IDLE_S, ingest.span_assembly)
+    spans: AssemblySettings = field(default_factory=AssemblySettings.from_env)
 
 
 def consumer_metrics() -> Metrics:
@@ -80,6 +86,10 @@ def consumer_metrics() -> Metrics:
         "Offset commits refused (the batch is stored; re-delivery is a no-op).",
     )
     m.describe("open_traces", "gauge", "Traces seen and not yet closed.")
+    m.describe("spans_total", "counter", "OTLP spans stored (re-deliveries not counted).")
+    m.describe(
+        "spans_rejected_total", "counter", "OTLP spans refused inside accepted records (no usable ids)."
+    )
     return m
 
 
@@ -111,10 +121,11 @@ class StreamConsumer:
         self.states: dict[str, TraceState] = {}  # the batch writer's view of open traces
         self._unsent: list[ClosedTrace] = []  # idle closes stored but not yet announced
         self.redaction = StreamRedaction(store, config.redact_patterns) if config.redact else None
-        scan_every = min(max(config.idle_close_s / 4, 0.2), 5.0)
+        self.spans = SpanAssembly(store, config.spans, f"kafka:{config.topic}", self._announce)
+        scan_every = min(max(config.idle_close_s / 4, 0.2), 5.0, config.spans.tick_s)
         self.loop = BatchLoop(
             self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s,
-            every=(scan_every, self.close_idle_traces), stages=(self.store_batch, self.finish_batch),
+            every=(scan_every, self.periodic), stages=(self.store_batch, self.finish_batch),
         )  # fmt: skip
 
     @property
@@ -135,11 +146,19 @@ class StreamConsumer:
         parsed: list[tuple[str | None, object, Coords]] = []
         documents: dict[Coords, Any] = {}  # the records behind documents, should one be refused
         sends = []
+        spans = []
         steps = 0
         for records in polled.values():
             for r in records:
                 result = parse_record(r.key, r.value, r.headers, cfg.max_record_bytes)
                 coords = Coords(r.topic, r.partition, r.offset)
+                if isinstance(result, Parsed) and isinstance(result.item, SpanBatch):
+                    if self.redaction is not None:  # span assembly stores spans as they come
+                        result = Rejected(DeadKind.wrong_schema, "OTLP span records are not redacted yet")
+                    else:
+                        spans += result.item.spans
+                        self.metrics.inc("spans_rejected_total", result.item.rejected)
+                        continue
                 if isinstance(result, Rejected):
                     sends.append(self._dead_letter(r, result))
                     continue
@@ -151,6 +170,8 @@ class StreamConsumer:
                 elif isinstance(result.item, Document):
                     documents[coords] = r
                     steps += sum(len(s) for _, s in result.item.traces)
+        if spans:  # stored first, in their own transaction: a retried batch finds them stored
+            self.metrics.inc("spans_total", self.spans.receive(spans, {"topic": cfg.topic}).stored)
         traces = group_by_trace(parsed)
         written = write_batch(self.store, traces.values(), source=f"kafka:{cfg.topic}", cache=self.states)
         sends += [self._dead_letter(documents[coords], why) for coords, why in written.rejected]
@@ -195,6 +216,16 @@ class StreamConsumer:
         self.metrics.set("open_traces", len(self.open))
 
     # -- idle traces -----------------------------------------------------------------------------
+    def periodic(self) -> None:
+        """Between batches: close silent canonical traces, complete silent span traces."""
+        self.close_idle_traces()
+        self.spans.tick()
+
+    def _announce(self, trace: AssembledTrace) -> None:
+        """Span assembly's sink: tell the audit workers, as for any closed trace."""
+        closed = ClosedTrace(trace.trace_id, trace.step_count, f"spans_{trace.reason}")
+        wait_sent(self.producer, [self._notify(closed)])
+
     def close_idle_traces(self) -> list[ClosedTrace]:
         """Close traces silent for ``idle_close_s`` (checked against the store) and notify the workers."""
         idle_s = self.config.idle_close_s
@@ -227,6 +258,7 @@ class StreamConsumer:
         # What is loaded by now lives as long as the process: out of the collector's sight, the
         # collections that a batch's allocations trigger scan only the batch (half the GC time).
         gc.freeze()
+        self.spans.recover()  # span traces open before a restart, and completions it interrupted
         self.loop.run(stop or threading.Event())
 
     def close(self) -> None:

@@ -18,6 +18,14 @@ A record's ``format`` header says how to read its value.
   header is the source's file name, which some importers use for ids and ``source`` (default: the
   key). Sidecar labels stay behind, as with ``auditor stream produce``.
 
+- **OpenTelemetry spans, as the collector's Kafka exporter writes them** (no header, or the header
+  ``otlp_proto`` / ``otlp_json``): an ``ExportTraceServiceRequest`` in the exporter's default
+  ``otlp_proto`` encoding or in ``otlp_json``, detected from the value. Its spans may belong to
+  traces that are still running and continue in later records (no ``groupbytrace`` needed): they
+  go to span assembly (``ingest.span_assembly``), which stores each span at once and completes
+  the trace when its root has ended and it has gone silent. The key (the exporter's trace id when
+  it partitions by trace) only places the record.
+
 Anything else is a dead letter with a reason.
 """
 
@@ -34,11 +42,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import from_json
 
 from auditor.errors import InputError
+from ingest.otlp_request import DecodedRequest, ReceivedSpan, decode_json_document, decode_protobuf
 from schemas.trace import TraceHeader, TraceStep
 
 FORMAT_HEADER = "format"
 NAME_HEADER = "name"
 CANONICAL = "canonical"
+OTLP_PROTO = "otlp_proto"
+OTLP_JSON = "otlp_json"
 DEFAULT_MAX_RECORD_BYTES = 512 * 1024
 
 _validate_step = TraceStep.__pydantic_validator__.validate_json
@@ -72,11 +83,21 @@ class Document:
 
 
 @dataclass(frozen=True)
+class SpanBatch:
+    """The spans of one OTLP record, for span assembly; ``rejected`` spans had no usable ids."""
+
+    encoding: str  # otlp_proto or otlp_json
+    spans: tuple[ReceivedSpan, ...]
+    rejected: int = 0
+    first_error: str | None = None
+
+
+@dataclass(frozen=True)
 class Parsed:
     """A record that passed: its trace (the key; None for a keyless document) and its content."""
 
     trace_id: str | None
-    item: TraceHeader | TraceStep | EndRecord | Document
+    item: TraceHeader | TraceStep | EndRecord | Document | SpanBatch
 
 
 @dataclass(frozen=True)
@@ -135,8 +156,14 @@ def parse_record(
     if len(value) > max_bytes:
         return Rejected(DeadKind.oversized, f"record is {len(value)} bytes, the limit is {max_bytes}")
     fmt = _header(headers, FORMAT_HEADER) or CANONICAL
+    if fmt in (OTLP_PROTO, OTLP_JSON):
+        return _parse_spans(value, fmt)
     if fmt != CANONICAL:
         return _parse_document(key, value, fmt, _header(headers, NAME_HEADER))
+    if _header(headers, FORMAT_HEADER) is None:
+        spans = _detect_spans(value)
+        if spans is not None:
+            return spans
     if not key:
         return Rejected(DeadKind.malformed, "record has no key: the key must be the trace id")
     try:
@@ -166,6 +193,54 @@ def parse_record(
         return _schema_error(exc)
     except _SchemaMismatch as exc:
         return Rejected(DeadKind.wrong_schema, str(exc))
+
+
+def _span_batch(decoded: DecodedRequest, encoding: str) -> Parsed | Rejected:
+    if not decoded.spans:
+        why = decoded.first_error or "the request holds no span"
+        return Rejected(DeadKind.wrong_schema, f"{encoding}: {why}")
+    return Parsed(None, SpanBatch(encoding, tuple(decoded.spans), decoded.rejected, decoded.first_error))
+
+
+def _parse_spans(value: bytes, encoding: str) -> Parsed | Rejected:
+    """A record the header says is an OTLP trace export in ``encoding``."""
+    try:
+        if encoding == OTLP_PROTO:
+            return _span_batch(decode_protobuf(value, "record"), encoding)
+        return _span_batch(decode_json_document(from_json(value, allow_inf_nan=False), "record"), encoding)
+    except InputError as exc:
+        return Rejected(DeadKind.wrong_schema, f"{encoding}: {exc.one_line()}")
+    except ValueError as exc:
+        return Rejected(DeadKind.malformed, f"{encoding}: malformed JSON: {exc}")
+
+
+def _detect_spans(value: bytes) -> Parsed | Rejected | None:
+    """An OTLP trace export without a header, as the collector's Kafka exporter sends it: JSON
+    whose top level holds ``resourceSpans`` (otlp_json), or bytes that are not JSON and parse as a
+    protobuf request with at least one span (otlp_proto); None for anything else."""
+    start = value.lstrip()[:1]
+    if start == b"{":
+        if b'"resourceSpans"' not in value:
+            return None
+        try:
+            data = from_json(value, allow_inf_nan=False)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or "resourceSpans" not in data:
+            return None
+        try:
+            return _span_batch(decode_json_document(data, "record"), OTLP_JSON)
+        except InputError as exc:
+            return Rejected(DeadKind.wrong_schema, f"{OTLP_JSON}: {exc.one_line()}")
+    if not value or start == b"[":
+        return None
+    try:
+        decoded = decode_protobuf(value, "record")
+    except InputError:
+        return None
+    if not decoded.spans:
+        return None  # bytes that parse as protobuf by chance hold no valid span: not this format
+    return _span_batch(decoded, OTLP_PROTO)
 
 
 def _file_name(name: str | None, key: bytes | None) -> str:

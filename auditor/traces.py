@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_json
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
@@ -52,9 +52,9 @@ class AppendSummary:
 class ContentHash:
     """A trace's content digest: its header less ``source`` (where a copy was read from is not
     content: the same file by another path, or uploaded, is the same trace), then every step in
-    order, each as canonical JSON. Hashing also proves each value storable: text the store cannot
-    write (a lone surrogate) is an InputError naming its field, raised before its event is
-    written, so that the transaction stores nothing."""
+    order, each as the JSON text the store writes. Hashing also proves each value storable:
+    text the store cannot write (a lone surrogate) is an InputError naming its field, raised
+    before its event is written, so that the transaction stores nothing."""
 
     def __init__(self, header: dict[str, Any], where: str) -> None:
         self.where = where
@@ -72,9 +72,11 @@ class ContentHash:
 
 
 def _storable(value: Any, where: str, what: str) -> bytes:
+    """The JSON text the store writes for a value (its encoder, keys in the models' order on both
+    sides of a comparison), or an InputError naming the field it cannot write."""
     try:
-        return canonical_json(value).encode("utf-8")
-    except (UnicodeEncodeError, ValueError) as exc:
+        return to_json(value)
+    except (PydanticSerializationError, UnicodeEncodeError, ValueError) as exc:
         raise _unstorable(value, exc, where, what) from None
 
 
@@ -119,8 +121,8 @@ def _unstorable_field(value: Any, path: tuple[str, ...] = ()) -> str | None:
 
 def _writes(value: Any) -> bool:
     try:
-        canonical_json(value).encode("utf-8")
-    except (UnicodeEncodeError, ValueError):
+        to_json(value)
+    except (PydanticSerializationError, UnicodeEncodeError, ValueError):
         return False
     return True
 

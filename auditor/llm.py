@@ -2,9 +2,11 @@
 (``openai/…``, ``anthropic/…``, ``hosted_vllm/…``, ``ollama/…``), plus ``local/<model>`` (in-process
 transformers, default SmolLM2) and ``replay/<cassette>`` (recorded responses, for tests).
 
-Retries and timeouts are litellm's; each call is accounted (tokens, cost, latency) and handed to an
-optional recorder, which the agent turns into events. API keys come from the environment and are
-never logged or stored.
+Each attempt is bounded by ``timeout`` (litellm's, or the local model's generation time limit),
+and a failed attempt is retried on the errors litellm retries; ``budget_s`` bounds the whole call,
+retries included, so a caller with a wall-time budget never waits past it. Each call is accounted
+(tokens, cost, latency) and handed to an optional recorder, which the agent turns into events. API
+keys come from the environment and are never logged or stored.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ _configured = False
 
 class ModelCallError(AuditorError):
     """A model call failed after its retries (network, auth, provider)."""
+
+
+class ModelCallTimeout(ModelCallError):
+    """A model call ran out of its time (``timeout`` per attempt, or the caller's ``budget_s``)."""
+
+    def __init__(self, message: str, *, limit_s: float) -> None:
+        super().__init__(message)
+        self.limit_s = limit_s
 
 
 def configure() -> Any:
@@ -64,6 +74,7 @@ class LLMResult:
     output_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    cut_short: bool = False  # the time limit stopped generation: content is what came before it
 
     def record(self) -> dict[str, Any]:
         """What an event stores: never the key, never headers."""
@@ -79,22 +90,13 @@ def complete(
     temperature: float = 0.0,
     timeout: float = 120.0,
     retries: int = 2,
+    budget_s: float | None = None,
     recorder: Callable[[dict[str, Any]], None] | None = None,
 ) -> LLMResult:
+    """One model call: ``timeout`` bounds each attempt, ``budget_s`` (if given) the call as a whole."""
     litellm = configure()
     started = time.perf_counter()
-    try:
-        response = litellm.completion(
-            model=model,
-            messages=messages,
-            tools=tools or None,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            timeout=timeout,
-            num_retries=retries,
-        )
-    except Exception as exc:  # litellm raises provider-specific classes; one clear line for the user
-        raise ModelCallError(f"model call to {model} failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    response = _attempts(litellm, model, messages, tools, max_tokens, temperature, timeout, retries, budget_s)
     message = response.choices[0].message
     calls = []
     for c in message.tool_calls or []:
@@ -120,9 +122,57 @@ def complete(
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost_usd=cost,
         latency_s=round(time.perf_counter() - started, 4),
+        cut_short=bool(getattr(response, "_hidden_params", {}).get("time_limit_s")),
     )
     if recorder is not None:
         recorder(
             {"type": "ModelCalled", **result.record(), "messages": len(messages), "tools": len(tools or [])}
         )
     return result
+
+
+def _attempts(
+    litellm: Any,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    max_tokens: int,
+    temperature: float,
+    timeout: float,
+    retries: int,
+    budget_s: float | None,
+) -> Any:
+    """The call and its retries (on the errors litellm's own retry covers), each attempt given at
+    most what is left of ``budget_s``: litellm's retries would give every attempt the full timeout."""
+    import openai
+
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
+    attempt = 0
+    while True:
+        limit = timeout if deadline is None else min(timeout, deadline - time.perf_counter())
+        if limit <= 0:
+            raise ModelCallTimeout(
+                f"model call to {model}: the time budget ({budget_s:.1f} s) ran out before attempt {attempt + 1}",
+                limit_s=float(budget_s or 0.0),
+            )
+        try:
+            return litellm.completion(
+                model=model,
+                messages=messages,
+                tools=tools or None,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                timeout=limit,
+                num_retries=0,
+            )
+        except Exception as exc:  # litellm raises provider-specific classes; one clear line for the user
+            last = attempt == retries or (deadline is not None and time.perf_counter() >= deadline)
+            if isinstance(exc, openai.APITimeoutError) and last:
+                raise ModelCallTimeout(
+                    f"model call to {model} timed out after {limit:.1f} s", limit_s=limit
+                ) from exc
+            if last or not isinstance(exc, openai.APIError):
+                raise ModelCallError(
+                    f"model call to {model} failed: {type(exc).__name__}: {str(exc)[:300]}"
+                ) from exc
+        attempt += 1

@@ -2,7 +2,9 @@
 plays back recorded responses (the only test double allowed, for remote APIs we cannot reach).
 
 Both go through litellm's real path, so the gateway, its accounting and langchain-litellm see them
-like any remote model.
+like any remote model, and both honour litellm's ``timeout`` as a remote model does: the local
+model stops generating at the limit (``_hidden_params["time_limit_s"]`` on the response says the
+reply was cut short there), a replayed response slower than the limit raises litellm's Timeout.
 """
 
 from __future__ import annotations
@@ -48,9 +50,18 @@ def _fill(
     return model_response
 
 
+def _seconds(timeout: Any) -> float | None:
+    """litellm's ``timeout`` (seconds, an httpx.Timeout, or None) as seconds to read the reply."""
+    if timeout is None or isinstance(timeout, int | float):
+        return None if timeout is None else float(timeout)
+    read = getattr(timeout, "read", None)
+    return None if read is None else float(read)
+
+
 class LocalTransformers(CustomLLM):
     """Greedy generation with a local causal LM. Tools are offered in the prompt as a JSON protocol;
-    a reply that parses as ``{"tool": name, "arguments": {...}}`` becomes a real tool call."""
+    a reply that parses as ``{"tool": name, "arguments": {...}}`` becomes a real tool call.
+    Generation stops at the call's timeout, counted from the call's start (loading included)."""
 
     def completion(
         self, model: str, messages: list, model_response: ModelResponse, optional_params: dict, **kw: Any
@@ -59,6 +70,8 @@ class LocalTransformers(CustomLLM):
 
         from auditor.local_model import shared_model
 
+        started = time.perf_counter()
+        limit_s = _seconds(kw.get("timeout"))
         loaded = shared_model(_strip_provider(model, "local"))
         tools = optional_params.get("tools") or []
         chat = _flatten(messages, tools)
@@ -66,6 +79,11 @@ class LocalTransformers(CustomLLM):
         if not isinstance(ids, torch.Tensor):
             ids = ids["input_ids"]
         limit = int(optional_params.get("max_tokens") or 256)
+        left = None if limit_s is None else limit_s - (time.perf_counter() - started)
+        if left is not None and left <= 0:  # loading and the prompt took the whole time
+            response = _fill(model_response, "", [], int(ids.shape[1]), 0)
+            response._hidden_params["time_limit_s"] = limit_s
+            return response
         with torch.no_grad():
             out = loaded.model.generate(
                 ids,
@@ -73,11 +91,18 @@ class LocalTransformers(CustomLLM):
                 max_new_tokens=limit,
                 do_sample=False,
                 pad_token_id=loaded.tokenizer.eos_token_id,
+                **({"max_time": left} if left is not None else {}),
             )
         new = out[0, ids.shape[1] :]
         text = loaded.tokenizer.decode(new, skip_special_tokens=True).strip()
         calls = _parse_tool_call(text, {t["function"]["name"] for t in tools}) if tools else []
-        return _fill(model_response, None if calls else text, calls, int(ids.shape[1]), int(new.shape[0]))
+        response = _fill(model_response, None if calls else text, calls, int(ids.shape[1]), int(new.shape[0]))
+        finished = new.shape[0] >= limit or (
+            new.shape[0] > 0 and int(new[-1]) == loaded.tokenizer.eos_token_id
+        )
+        if limit_s is not None and not finished and time.perf_counter() - started >= limit_s:
+            response._hidden_params["time_limit_s"] = limit_s
+        return response
 
 
 def _flatten(messages: list, tools: list) -> list[dict[str, str]]:
@@ -161,7 +186,13 @@ class ReplayModel(CustomLLM):
                 raise litellm.exceptions.BadRequestError(f"no cassette named {name!r}", model, "replay")
             rec = self._pick(name, model, messages)
             self.requests[name].append([dict(m) for m in messages])
-        time.sleep(float(rec.get("latency_s", 0)))
+        latency, limit_s = float(rec.get("latency_s", 0)), _seconds(kw.get("timeout"))
+        if limit_s is not None and latency > limit_s:  # as a remote model slower than the timeout
+            time.sleep(limit_s)
+            raise litellm.exceptions.Timeout(
+                f"replayed response takes {latency:.1f} s, over the {limit_s:.1f} s timeout", model, "replay"
+            )
+        time.sleep(latency)
         calls = [_tool_call(c["name"], c.get("arguments")) for c in rec.get("tool_calls") or []]
         usage = rec.get("usage") or {}
         response = _fill(

@@ -1,8 +1,9 @@
 """The Auditor Agent as a LangGraph state graph: investigate (tool calls) → draft and submit →
 validate → revise (bounded rounds, errors fed back verbatim) → finish.
 
-Budgets (tool calls, tokens, wall seconds) are checked before every model call; when one runs
-out the agent stops and the report says so. Every model call and tool call is an event in the
+Budgets (tool calls, tokens, wall seconds) are checked before every model call, and each model
+call is bounded by the wall seconds left; when one runs out, or cuts a call short, the agent stops
+and the report says so. Every model call and tool call is an event in the
 audit's stream; the graph's checkpoints live in the event store, so a killed audit resumes.
 """
 
@@ -17,7 +18,7 @@ from auditor.agent.prompts import SYSTEM, data_block, task_message
 from auditor.agent.submission import check_submission
 from auditor.agent.tools import ToolBox
 from auditor.detectors import AuditContext
-from auditor.llm import complete
+from auditor.llm import ModelCallTimeout, complete
 from auditor.store import EventStore
 from schemas import NewEvent
 
@@ -125,13 +126,23 @@ class AgentRun:
             }
         started = time.perf_counter()
         n = len(state["messages"])
-        result = complete(
-            self.model,
-            state["messages"],
-            tools=self.toolbox.specs(),
-            max_tokens=b.max_output_tokens,
-            recorder=lambda rec: self.emit("ModelCalled", n, rec),
-        )
+        left = b.max_seconds - state["elapsed"]
+        try:
+            result = complete(
+                self.model,
+                state["messages"],
+                tools=self.toolbox.specs(),
+                max_tokens=b.max_output_tokens,
+                budget_s=left,
+                recorder=lambda rec: self.emit("ModelCalled", n, rec),
+            )
+        except ModelCallTimeout:
+            spent = time.perf_counter() - started
+            return {
+                "done": True,
+                "elapsed": state["elapsed"] + spent,
+                "notes": [*state["notes"], _cut_note(n, spent, left, b.max_seconds, "without a reply")],
+            }
         message: dict[str, Any] = {"role": "assistant", "content": result.content}
         if result.tool_calls:
             message["tool_calls"] = [
@@ -142,10 +153,19 @@ class AgentRun:
                 }
                 for c in result.tool_calls
             ]
+        spent = time.perf_counter() - started
+        if result.cut_short:  # a half-written reply is not acted on
+            return {
+                "messages": [*state["messages"], message],
+                "tokens": state["tokens"] + result.input_tokens + result.output_tokens,
+                "elapsed": state["elapsed"] + spent,
+                "done": True,
+                "notes": [*state["notes"], _cut_note(n, spent, left, b.max_seconds, "mid-reply")],
+            }
         return {
             "messages": [*state["messages"], message],
             "tokens": state["tokens"] + result.input_tokens + result.output_tokens,
-            "elapsed": state["elapsed"] + time.perf_counter() - started,
+            "elapsed": state["elapsed"] + spent,
         }
 
     def tools_node(self, state: AgentState) -> AgentState:
@@ -264,6 +284,14 @@ class AgentRun:
         g.add_conditional_edges("tools", self.after_tools, {"agent": "agent", "end": END})
         g.add_conditional_edges("nudge", self.after_nudge, {"agent": "agent", "end": END})
         return g.compile(checkpointer=checkpointer)
+
+
+def _cut_note(n: int, spent: float, left: float, budget: float, how: str) -> str:
+    """What the report says when the wall-time budget stopped a model call."""
+    return (
+        f"budget exhausted (wall time): {left:.1f} s of the {budget:g} s budget were left and the model "
+        f"call at message {n} was stopped after {spent:.1f} s {how}; submitted what was validated"
+    )
 
 
 def _fatal(errors: list[str]) -> bool:

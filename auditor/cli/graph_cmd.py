@@ -8,6 +8,7 @@ it used; rebuilding the same graph appends nothing (the idempotency key holds th
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -54,6 +55,30 @@ def _steps_window(text: str | None) -> tuple[int, int] | None:
         raise InputError(
             f"bad step range '{text}'", field="--steps", hint="use START:STOP, e.g. 0:200"
         ) from exc
+
+
+EXPORT_FORMATS = {".graphml": "graphml", ".json": "json"}
+
+
+def _export_format(target: Path, fmt: str | None) -> str:
+    """The format a file is written in: --format, else its extension, else JSON. A --format that
+    contradicts the extension is refused: a ``.graphml`` file holding JSON fools every reader."""
+    from auditor.errors import InputError
+
+    valid = sorted(set(EXPORT_FORMATS.values()))
+    if fmt is not None and fmt not in valid:
+        raise InputError(
+            f"unknown export format '{fmt}'", field="--format", hint=f"valid formats: {', '.join(valid)}"
+        )
+    implied = EXPORT_FORMATS.get(target.suffix.lower())
+    if fmt is not None and implied is not None and fmt != implied:
+        raise InputError(
+            f"--format {fmt} does not match the file's extension {target.suffix}",
+            path=str(target),
+            field="--format",
+            hint=f"name the file *.{fmt} or drop --format",
+        )
+    return fmt or implied or "json"
 
 
 def register(app: typer.Typer) -> None:
@@ -148,23 +173,21 @@ def register(app: typer.Typer) -> None:
     @group.command("export")
     def export(
         trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
-        fmt: str = typer.Option("json", "--format", help="graphml or json (node-link)."),
+        fmt: str = typer.Option(
+            None, "--format", help="graphml or json (node-link); default: from the extension, else json."
+        ),
         out: str = typer.Option(..., "--out", "-o", help="Output file."),
         mode: str = mode_opt,
     ) -> None:
         """Write the graph as GraphML or node-link JSON."""
         import json
-        from pathlib import Path
 
         from auditor.errors import InputError
         from graph import graph_to_node_link, write_graphml
 
-        if fmt not in ("graphml", "json"):
-            raise InputError(
-                f"unknown export format '{fmt}'", field="--format", hint="valid formats: graphml, json"
-            )
-        ig = _build(trace_id, mode)
         target = Path(out)
+        fmt = _export_format(target, fmt)
+        ig = _build(trace_id, mode)
         if not target.parent.is_dir():
             raise InputError("the output folder does not exist", path=str(target.parent), field="--out")
         if fmt == "graphml":

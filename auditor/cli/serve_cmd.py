@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
         but /health needs a token from 'auditor tokens create'. With --redact, every trace
         submitted to /api/audit is redacted before it is stored."""
         redact, patterns = redaction(redact, redact_pattern)
+        _check_port(host, port)
         try:
             import uvicorn
 
@@ -74,3 +75,25 @@ def register(app: typer.Typer) -> None:
         application.state.store.close()
         os.environ[CONFIG_ENV] = json.dumps(dataclasses.asdict(config))
         uvicorn.run("auditor.server.app:app_from_env", factory=True, workers=workers, **options)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port that cannot be bound before anything is printed or opened: uvicorn binds only
+    after its banner and "startup complete", so a port in use read as a started server. The probe
+    binds as uvicorn does (address family from the host, SO_REUSEADDR: TIME_WAIT is no conflict)."""
+    import socket
+
+    from auditor.errors import InputError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except (OSError, UnicodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise InputError(
+                f"cannot listen on {host} port {port}: {reason}",
+                field="--port",
+                hint="stop the process that holds the port, or choose another --port",
+            ) from exc

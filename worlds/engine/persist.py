@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,11 @@ from worlds.engine.episode import EpisodeResult, EpisodeSpec, Outcome
 EPISODE_EVENT = "WorldEpisodeRecorded"
 COHORT_EVENT = "WorldCohortRecorded"
 SANITISER = {
-    "version": 1,
+    "version": 2,
     "rules": [
         "trace headers carry only world, source digest and workflow digest in metadata",
         "labels (ground truth, judgments, key steps, canaries, condition, policy) are written to labels.jsonl only",
-        "a trace whose header carries a canary token or its condition name is refused",
+        "a trace whose header carries a canary token, or its condition name as a whole word, is refused",
     ],
 }
 
@@ -168,7 +169,18 @@ def _check_sanitised(trace: Trace, labels: LabelsRecord) -> None:
                 f"trace {trace.header.trace_id} carries a canary token in its header; refusing to export"
             )
     condition = labels.labels.get("condition")
-    if condition and condition in json.dumps(trace.header.metadata):
+    if condition and _names(trace.header.metadata, str(condition)):
         raise InputError(
             f"trace {trace.header.trace_id} names its condition in the header; refusing to export"
         )
+
+
+def _names(value: Any, word: str) -> bool:
+    """Whether a header's keys or values hold ``word`` as a whole word. A substring test refuses
+    every B1 export: its conditions are the letters A–D, and "B" stands in the world's name "B1"."""
+    if isinstance(value, dict):
+        return any(_names(k, word) or _names(v, word) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_names(v, word) for v in value)
+    pattern = rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])"
+    return re.search(pattern, str(value)) is not None

@@ -1,0 +1,61 @@
+"""The terminal summary of a review, laid out for the console's width (80 columns and up).
+
+A seven-column table does not fit 80 columns: rich cut the risk class to ``informati…`` and
+wrapped the title a word per line. Each finding is a block instead: its identifiers on one line,
+never cut (they are what a reader searches for), then the title, the boundary and the mechanism
+wrapped at full width under a hanging indent, then the evidence. Everything from the trace is
+printed as rich ``Text``, never parsed as console markup: trace content is data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.padding import Padding
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from auditor.report.validator import ValidationResult
+    from schemas import AuditReport, Finding, Trace
+
+INDENT = 3
+
+
+def print_summary(
+    console: Console, report: AuditReport, trace: Trace, validation: ValidationResult, importer: str
+) -> None:
+    """Print the decision, one block per finding, the notes and the validation line."""
+    head = Text(report.trace_id, style="bold")
+    head.append(f" ({importer}, {len(trace.steps)} steps, graph {report.graph_mode.value})")
+    console.print(head)
+    console.print(f"report {report.report_id}", highlight=False)
+    colour = "red" if report.decision.value == "risk_identified" else "green"
+    console.print(Text.assemble("decision: ", (report.decision.value, colour)))
+    _indented(console, Text(report.summary), 1)
+    for i, finding in enumerate(report.findings):
+        _print_finding(console, i + 1, finding)
+    for note in report.notes:
+        console.print(Text.assemble(("note:", "yellow"), f" {note}"))
+    console.print(
+        f"validated: schema ok, {validation.resolved}/{len(validation.units)} evidence units resolve"
+    )
+
+
+def _print_finding(console: Console, number: int, f: Finding) -> None:
+    ids = Text.assemble((f"{number}. ", "bold"), (f.risk_class.value, "bold"))
+    ids.append(f" · {f.disposition.value} · severity {f.severity.value}")
+    console.print(ids)
+    where = f"first step {f.first_anomalous_step} · boundary {f.boundary_edge}"
+    if f.intercepted_at:
+        where += f" · intercepted at {f.intercepted_at}"
+    for line in (Text(f.title, style="bold"), Text(where, style="dim"), Text(f.mechanism)):
+        _indented(console, line, 1)
+    for unit in f.evidence:
+        _indented(console, Text.assemble((f"{unit.step_id} {unit.edge_ref}", "dim"), f" “{unit.quote}”"), 2)
+
+
+def _indented(console: Console, text: Text, level: int) -> None:
+    """Text wrapped at the console's width under a hanging indent."""
+    console.print(Padding(text, (0, 0, 0, level * INDENT), expand=False))

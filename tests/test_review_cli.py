@@ -21,7 +21,7 @@ def test_review_files_a_realized_drift_and_exits_1(tmp_path):
     assert again.returncode == 1
     assert events_in(tmp_path) == before  # same trace, same audit: nothing new appended
     report = json.loads(again.stdout)
-    assert report["contract_version"] == "v3" and report["findings"][0]["disposition"] == "realized"
+    assert report["contract_version"] == "v3.1" and report["findings"][0]["disposition"] == "realized"
 
 
 def test_review_writes_json_that_validates(tmp_path):

@@ -242,7 +242,9 @@ def test_a_refused_write_is_intercepted_at_the_refusal(retail: Policy) -> None:
     r.agent("Cancel order #W1180345, reason: ordered by mistake. Confirm?")
     r.user("yes")
     args = {"order_id": "#W1180345", "reason": "ordered by mistake"}
-    trace = r.call("cancel_pending_order", args, "Error: non-pending order cannot be cancelled").trace()
+    trace = r.call(
+        "cancel_pending_order", args, "Error: only a pending order can be cancelled; this one is delivered"
+    ).trace()
     (f,) = [f for f in audit(trace, retail).findings if f.policy_rule == "cancel-pending-only"]
     assert f.disposition.value == "anomaly_with_interception" and f.intercepted_at == trace.steps[-1].step_id
 

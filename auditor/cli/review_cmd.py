@@ -16,7 +16,6 @@ from auditor.cli.common import (
     console,
     open_cli_store,
     print_json,
-    print_table,
     redaction,
     spool_stdin,
     write_atomic,
@@ -47,56 +46,10 @@ def _render(outcome, fmt: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def _print_summary(outcome) -> None:  # type: ignore[no-untyped-def]
-    """The terminal summary. Everything that comes from the trace (ids, titles, mechanisms,
-    quotes, notes) is escaped: trace content is data, never console markup."""
-    from rich.markup import escape as e
+    """The terminal summary, laid out for 80 columns and up; trace content is never markup."""
+    from auditor.report.render_summary import print_summary
 
-    r = outcome.report
-    colour = "red" if r.decision.value == "risk_identified" else "green"
-    console.print(
-        f"[bold]{e(r.trace_id)}[/bold]  report {r.report_id}  ({outcome.importer}, {len(outcome.trace.steps)} steps, "
-        f"graph {r.graph_mode.value})",
-        highlight=False,
-    )
-    console.print(f"decision: [{colour}]{r.decision.value}[/{colour}] — {e(r.summary)}", highlight=False)
-    if r.outcome is not None:
-        console.print(
-            f"outcome: {r.outcome.value.value} ({r.outcome.source.value}: {e(r.outcome.reason)}) · "
-            f"risk score {r.risk_score:.2f}",
-            highlight=False,
-        )
-    a = r.attribution
-    if a is not None and a.agent is not None:
-        console.print(
-            f"attributed to [bold]{e(a.agent)}[/bold] at step {e(a.step_id or '-')} (index {a.step_index}, "
-            f"confidence {a.confidence or 0:.2f}; strategy {a.strategy})",
-            highlight=False,
-        )
-    if r.findings:
-        print_table(
-            None,
-            ["#", "risk class", "disposition", "severity", "first step", "boundary", "title"],
-            [
-                [
-                    i + 1,
-                    f.risk_class.value,
-                    f.disposition.value,
-                    f.severity.value,
-                    e(f.first_anomalous_step),
-                    e(f.boundary_edge),
-                    e(f.title),
-                ]
-                for i, f in enumerate(r.findings)
-            ],
-        )
-        for i, f in enumerate(r.findings):
-            console.print(f"[bold]{i + 1}.[/bold] {e(f.mechanism)}", highlight=False)
-            for u in f.evidence:
-                console.print(f"   [dim]{e(u.step_id)} {e(u.edge_ref)}[/dim] “{e(u.quote)}”", highlight=False)
-    for note in r.notes:
-        console.print(f"[yellow]note:[/yellow] {e(note)}", highlight=False)
-    v = outcome.validation
-    console.print(f"validated: schema ok, {v.resolved}/{len(v.units)} evidence units resolve")
+    print_summary(console, outcome.report, outcome.trace, outcome.validation, outcome.importer)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from rich.padding import Padding
 from rich.text import Text
 
+from auditor.report.render_text import incident_lines
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -34,6 +36,8 @@ def print_summary(
     colour = "red" if report.decision.value == "risk_identified" else "green"
     console.print(Text.assemble("decision: ", (report.decision.value, colour)))
     _indented(console, Text(report.summary), 1)
+    for label, text in incident_lines(report):
+        console.print(Text.assemble((f"{label.lower()}: ", "bold"), text))
     for i, finding in enumerate(report.findings):
         _print_finding(console, i + 1, finding)
     for note in report.notes:
@@ -46,10 +50,15 @@ def print_summary(
 def _print_finding(console: Console, number: int, f: Finding) -> None:
     ids = Text.assemble((f"{number}. ", "bold"), (f.risk_class.value, "bold"))
     ids.append(f" · {f.disposition.value} · severity {f.severity.value}")
+
     console.print(ids)
     where = f"first step {f.first_anomalous_step} · boundary {f.boundary_edge}"
     if f.intercepted_at:
         where += f" · intercepted at {f.intercepted_at}"
+    if f.policy_rule:
+        where += f" · rule {f.policy_rule}"
+    if f.failure_mode:
+        where += f" · MAST {f.failure_mode}"
     for line in (Text(f.title, style="bold"), Text(where, style="dim"), Text(f.mechanism)):
         _indented(console, line, 1)
     for unit in f.evidence:

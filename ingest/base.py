@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from auditor.errors import InputError
+from ingest.strictjson import head_problem
 from schemas.trace import LabelsRecord, TraceHeader, TraceStep, WithheldItem
 
 HEAD_BYTES = 64 * 1024
@@ -67,7 +68,8 @@ class StepBuilder:
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])
-            raise InputError(f"step {self.n}: {first['msg']}", path=self.where, field=loc or None) from exc
+            message = first["msg"].removeprefix("Value error, ")
+            raise InputError(f"step {self.n}: {message}", path=self.where, field=loc or None) from exc
         self.n += 1
         return step
 
@@ -155,8 +157,16 @@ def text_digest(text: str) -> str:
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
+    """The head every importer's detection reads; one that would break a JSON decoder (a hostile
+    nesting or number, see ``strictjson.head_problem``) is refused here, before any of them."""
     with path.open("rb") as f:
-        return f.read(size)
+        head = f.read(size)
+    problem = head_problem(head)
+    if problem:
+        raise InputError(
+            f"{problem} in the first {len(head):,} bytes", path=str(path), hint="see docs/input.md"
+        )
+    return head
 
 
 def head_text(head: bytes) -> str:

@@ -9,20 +9,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from auditor.errors import InputError
+from ingest import strictjson
 from ingest.base import ImportedTrace, head_text
 from ingest.textlines import bounded_lines
 from schemas.trace import CANONICAL_FORMAT_VERSION, TraceHeader, TraceStep
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 _FIX = 'each line must be one JSON object: a header ({"record": "header", …}) first, then steps'
+
+# The first key of a canonical record, for a first line that does not parse: it is then refused
+# with its line and field, instead of being offered to formats that would not say why.
+_LOOKS_CANONICAL = re.compile(r'\{\s*"(?:record"\s*:\s*"(?:header|step)"|step_id"\s*:)')
 
 # Upgraders turn a record of version N into version N+1; applied one step at a time on read.
 UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
@@ -48,7 +55,7 @@ def _parse(raw: bytes, path: str, lineno: int, offset: int) -> dict[str, Any]:
             f"not UTF-8 text at byte {exc.start} of the line", path=path, line=lineno, offset=offset
         ) from exc
     try:
-        value = json.loads(text)
+        value = strictjson.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"malformed JSON: {exc.msg} (column {exc.colno})",
@@ -56,6 +63,10 @@ def _parse(raw: bytes, path: str, lineno: int, offset: int) -> dict[str, Any]:
             line=lineno,
             offset=offset,
             hint=_FIX,
+        ) from exc
+    except strictjson.StrictJsonError as exc:
+        raise InputError(
+            str(exc), path=path, line=lineno, field=exc.field or None, hint="see docs/input.md"
         ) from exc
     if not isinstance(value, dict):
         raise InputError(
@@ -68,7 +79,63 @@ def _validation_error(exc: ValidationError, path: str, lineno: int) -> InputErro
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or None
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return InputError(f"{first['msg']}{more}", path=path, line=lineno, field=field)
+    message = first["msg"].removeprefix("Value error, ")
+    return InputError(f"{message}{more}", path=path, line=lineno, field=field)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}… ({len(text):,} characters)"
+
+
+def _version(record: dict[str, Any], path: str, lineno: int) -> int:
+    """The header's format version: a whole number from 1 up (a bool, text or fraction is none)."""
+    version = record.get("format_version", CANONICAL_FORMAT_VERSION)
+    if type(version) is not int or version < 1:
+        raise InputError(
+            f"format_version {_shown(version)} is not a format version",
+            path=path,
+            line=lineno,
+            field="format_version",
+            hint=f"versions are whole numbers from 1; this tool writes {CANONICAL_FORMAT_VERSION}",
+        )
+    return version
+
+
+def _check_time(step: TraceStep, path: str, lineno: int) -> None:
+    """A step's timestamp must be an ISO 8601 time that has a UTC equivalent (search orders by it)."""
+    stamp = step.timestamp
+    if stamp is None:
+        return
+    try:
+        moment = datetime.fromisoformat(stamp)
+        if moment.tzinfo is not None:
+            moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise InputError(
+            f"timestamp {_shown(stamp)} is not an ISO 8601 time within years 1 to 9999 in UTC",
+            path=path,
+            line=lineno,
+            field="timestamp",
+            hint="write e.g. 2024-05-01T12:30:00Z, or leave the timestamp out",
+        ) from None
+
+
+def _kept_whole(step: TraceStep, raw: bytes) -> bool:
+    """Whether the fast parse kept every key of the line: pydantic's parser keeps the last of
+    repeated keys (its other liberties, NaN and ``1e400``, fail the step's own validation, and its
+    depth limit is within ``strictjson.MAX_DEPTH``).
+
+    Each key-value pair writes one colon and the rest stand in strings, literally or escaped as
+    \\u003a, so the step's JSON form (the fields the line set) holds as many colons as the line
+    unless a repeated key's pair was lost. Any doubt (also an escaped backslash before 'u003a',
+    harmlessly) sends the line to the strict parser."""
+    try:
+        kept = step.model_dump_json(exclude_unset=True).encode()
+    except ValueError:  # a lone surrogate has no UTF-8 form: the strict path names the field
+        return False
+    escaped = raw.count(b"\\u003a") + raw.count(b"\\u003A")
+    return kept.count(b":") == raw.count(b":") + escaped
 
 
 def _upgrade(record: dict[str, Any], version: int, path: str, lineno: int) -> dict[str, Any]:
@@ -94,20 +161,26 @@ def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
             if not raw.strip():
                 continue
             if version == CANONICAL_FORMAT_VERSION and b'"header"' not in raw:
-                try:  # fast path: pydantic parses the JSON itself; any problem takes the careful path
-                    yield lineno, TraceStep.model_validate_json(raw)
-                    continue
+                try:  # fast path: pydantic parses the JSON itself; any doubt takes the strict path
+                    step = TraceStep.model_validate_json(raw)
                 except ValidationError:
                     pass
+                else:
+                    if _kept_whole(step, raw):
+                        _check_time(step, name, lineno)
+                        yield lineno, step
+                        continue
             record = _parse(raw, name, lineno, offset)
             try:
                 if record.get("record") == "header":
                     if lineno != 1:
                         raise InputError("a header may only be the first line", path=name, line=lineno)
-                    version = int(record.get("format_version", CANONICAL_FORMAT_VERSION))
+                    version = _version(record, name, lineno)
                     yield lineno, TraceHeader.model_validate(_upgrade(record, version, name, lineno))
                 else:
-                    yield lineno, TraceStep.model_validate(_upgrade(record, version, name, lineno))
+                    step = TraceStep.model_validate(_upgrade(record, version, name, lineno))
+                    _check_time(step, name, lineno)
+                    yield lineno, step
             except ValidationError as exc:
                 raise _validation_error(exc, name, lineno) from exc
 
@@ -131,7 +204,10 @@ def scan_canonical(path: Path) -> CanonicalScan:
             raise InputError(f"duplicate step_id '{rec.step_id}'", path=name, line=lineno, field="step_id")
         if rec.index != count:
             raise InputError(
-                f"index {rec.index} out of order (expected {count})", path=name, line=lineno, field="index"
+                f"index {_shown(rec.index)} out of order (expected {count})",
+                path=name,
+                line=lineno,
+                field="index",
             )
         seen.add(rec.step_id)
         if header is None:  # the derived trace id hashes the normalised steps; a header names it
@@ -177,8 +253,10 @@ class CanonicalImporter:
         first = head_text(head).lstrip().split("\n", 1)[0]
         try:
             record = json.loads(first)
-        except json.JSONDecodeError:
-            record = None
+        except (ValueError, RecursionError):  # cut at the head's end, or a hostile number or nesting
+            if _LOOKS_CANONICAL.match(first):
+                return "the first line opens as a canonical header or step record"
+            return None
         if isinstance(record, dict) and (record.get("record") in ("header", "step") or "step_id" in record):
             return "the first line is a canonical header or step record"
         return None

@@ -2,7 +2,8 @@
 
 The standard library's decoder does the parsing (so ``NaN`` is accepted, as in the MAD file);
 this module only feeds it a window of the file that grows as a value needs it. Every error names
-the file, line and byte offset where the input broke.
+the file, line and byte offset where the input broke, also for what the decoder cannot take at
+all: a nesting deep enough to exhaust its recursion, an integer of more than 4,300 digits.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from auditor.errors import InputError
 CHUNK = 1 << 20
 MAX_VALUE_CHARS = 256 * (1 << 20)
 _WS = " \t\r\n"
+_SEE = "see docs/input.md"
 _decoder = json.JSONDecoder()
 
 
@@ -107,6 +109,10 @@ class JsonReader:
                 raise self.error(
                     f"malformed JSON: {exc.msg}", exc.pos, hint="the file is truncated or not valid JSON"
                 ) from exc
+            except RecursionError:  # the decoder recurses per level: a hostile nesting ends it
+                raise self.error("objects and arrays nested too deeply to read", hint=_SEE) from None
+            except ValueError:  # an integer beyond the interpreter's digit limit
+                raise self.error("an integer of more than 4,300 digits", hint=_SEE) from None
             if end == len(self.buf) and not self.eof and self._fill():
                 continue  # a number or literal may continue past the window
             self.value_start, self.pos = self.pos, end

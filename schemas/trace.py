@@ -6,12 +6,78 @@ participant. Importers export without invention: unknown recipients stay ``None`
 
 from __future__ import annotations
 
+import math
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import to_json
 
 CANONICAL_FORMAT_VERSION = 1
+
+# A trace id names a stream, a URL path segment (/api/traces/{id}, the console) and a line of
+# terminal output, so it is short and holds nothing that a path, a query or a terminal reads
+# specially: no whitespace, control or invisible characters (bidi overrides, zero-width), none of
+# / \ ? # %, and it is not '.' or '..' (which a client resolves as a path step).
+TRACE_ID_MAX = 200
+STEP_ID_MAX = 200  # a step id is part of its event's idempotency key (512 characters at most)
+_ID_FORBIDDEN = r"\s/\\?#%\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
+TRACE_ID_PATTERN = rf"^(?!\.{{1,2}}$)[^{_ID_FORBIDDEN}]{{1,{TRACE_ID_MAX}}}$"
+_ID_BAD_CHAR = re.compile(f"[{_ID_FORBIDDEN}]")
+TRACE_ID_RULE_DOC = (
+    f"1 to {TRACE_ID_MAX} characters, none of them whitespace, control or invisible characters or "
+    "/ \\ ? # %, and not '.' or '..'"
+)
+TRACE_ID_RULE = f"a trace id is {TRACE_ID_RULE_DOC}"
+
+
+def _trace_id_field() -> Any:
+    """The trace id field, its rule stated in the JSON Schema (checked by ``check_trace_id``)."""
+    return Field(
+        description=f"The trace's id: {TRACE_ID_RULE_DOC}.",
+        json_schema_extra={"minLength": 1, "maxLength": TRACE_ID_MAX, "pattern": TRACE_ID_PATTERN},
+    )
+
+
+def finite(value: Any, name: str) -> Any:
+    """``value`` (the field ``name``) when it holds no NaN or infinite number. Those are not JSON
+    (RFC 8259): written out they would become null, a silent change, so a trace holding one is
+    refused, naming where. pydantic-core writes the value first (fast); only a text that shows
+    one of them is walked."""
+    if not isinstance(value, dict | list) or not value:
+        return value
+    try:
+        text = to_json(value)
+    except ValueError:  # not JSON at all (a lone surrogate, an object): the store says where
+        return value
+    if b"NaN" not in text and b"Infinity" not in text:
+        return value
+    stack: list[tuple[Any, str]] = [(value, name)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            spelled = "NaN" if math.isnan(item) else ("Infinity" if item > 0 else "-Infinity")
+            raise ValueError(f"{where} is {spelled}, which is not a JSON number")
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}.{i}") for i, v in reversed(list(enumerate(item))))
+    return value
+
+
+def check_trace_id(value: str) -> str:
+    """``value`` when it is a usable trace id (see ``TRACE_ID_RULE``); else a ValueError that
+    says which character or which limit it breaks, quoting at most 40 characters of it."""
+    shown = repr(value[:40]) + ("…" if len(value) > 40 else "")
+    if not value or len(value) > TRACE_ID_MAX:
+        raise ValueError(f"trace id {shown} has {len(value):,} characters; {TRACE_ID_RULE}")
+    if value in (".", ".."):
+        raise ValueError(f"trace id {shown} is a path step; {TRACE_ID_RULE}")
+    bad = _ID_BAD_CHAR.search(value)
+    if bad:
+        raise ValueError(f"trace id {shown} holds {bad.group()!r} at position {bad.start()}; {TRACE_ID_RULE}")
+    return value
 
 
 class ActorKind(StrEnum):
@@ -43,6 +109,11 @@ class ToolInfo(BaseModel):
     )
     call_id: str | None = Field(default=None, description="Id linking a call to its result.")
 
+    @field_validator("arguments")
+    @classmethod
+    def _finite(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+        return finite(value, "arguments")
+
 
 class StepRefs(BaseModel):
     """Links from a step to earlier steps, as the log states them."""
@@ -59,7 +130,9 @@ class TraceStep(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     record: Literal["step"] = "step"
-    step_id: str = Field(min_length=1, description="Stable id, unique within the trace.")
+    step_id: str = Field(
+        min_length=1, max_length=STEP_ID_MAX, description="Stable id, unique within the trace."
+    )
     index: int = Field(ge=0, description="Position in the trace, 0-based, gap-free.")
     timestamp: str | None = Field(default=None, description="ISO 8601 time where the log has one.")
     actor: str = Field(min_length=1, description="Who acted, as the log names them.")
@@ -72,6 +145,11 @@ class TraceStep(BaseModel):
     tool: ToolInfo | None = None
     refs: StepRefs | None = None
     raw: dict[str, Any] = Field(default_factory=dict, description="Source fields not mapped above.")
+
+    @field_validator("raw")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return finite(value, "raw")
 
     @field_validator("recipients")
     @classmethod
@@ -98,12 +176,22 @@ class TraceHeader(BaseModel):
 
     record: Literal["header"] = "header"
     format_version: int = CANONICAL_FORMAT_VERSION
-    trace_id: str = Field(min_length=1)
+    trace_id: str = _trace_id_field()
     source: str | None = Field(default=None, description="Where the trace came from (file, corpus).")
     framework: str | None = Field(default=None, description="The MAS framework that produced it.")
     task: str | None = Field(default=None, description="The task text, where the log has it.")
     metadata: dict[str, Any] = Field(default_factory=dict)
     withheld: list[WithheldItem] = Field(default_factory=list)
+
+    @field_validator("trace_id")
+    @classmethod
+    def _usable_id(cls, value: str) -> str:
+        return check_trace_id(value)
+
+    @field_validator("metadata")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return finite(value, "metadata")
 
 
 class LabelsRecord(BaseModel):
@@ -112,9 +200,19 @@ class LabelsRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     record: Literal["labels"] = "labels"
-    trace_id: str
+    trace_id: str = _trace_id_field()
     source: str | None = None
     labels: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("trace_id")
+    @classmethod
+    def _usable_id(cls, value: str) -> str:
+        return check_trace_id(value)
+
+    @field_validator("labels")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return finite(value, "labels")
 
 
 class Trace(BaseModel):

@@ -33,7 +33,7 @@ def run_rules_audit(
 ) -> AuditReport:
     """``outcome`` (failed | succeeded | unknown | None: the source's record, else inferred) decides
     whether the report attributes the failure (auditor/incident.py)."""
-    from auditor.incident import attribute_failure, decide_outcome, decisive_finding, risk_score
+    from auditor.incident import assess
     from graph import build_graph, graph_digest
 
     mode = GraphMode(mode)
@@ -57,15 +57,7 @@ def run_rules_audit(
             ctx.notes.append(f"detector {name} failed: {exc}")
             continue
         findings.extend(file_finding(name, d, trace.header.trace_id) for d in drafts)
-    score = risk_score(findings)
-    run = decide_outcome(ctx, findings, outcome)
-    attribution = None
-    if run.value == "failed":
-        attribution = attribute_failure(trace, findings)
-        known = run.source.value in ("flag", "trace")  # an inferred failure is already a finding's
-        if known and not any(f.first_anomalous_step == attribution.step_id for f in findings):
-            decisive = decisive_finding(ctx, attribution, run)
-            findings += [decisive] if decisive is not None else []
+    run, attribution, findings, score = assess(ctx, findings, outcome)
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))
     digest = trace_digest(trace)
     key = "|".join(

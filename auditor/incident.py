@@ -143,3 +143,21 @@ def decisive_finding(ctx: AuditContext, attribution: Attribution, outcome: RunOu
         confidence=round(min(max(top.confidence, 0.05), 1.0), 6),
     )
     return file_finding("failure_attribution", draft, ctx.trace.header.trace_id)
+
+
+def assess(
+    ctx: AuditContext, findings: list[Finding], flag: str | None
+) -> tuple[RunOutcome, Attribution | None, list[Finding], float]:
+    """The incident fields of a report from its findings, for either engine: (outcome,
+    attribution, findings with the decisive-step finding added where a known failure needs it,
+    risk_score of the detectors' own findings)."""
+    score = risk_score(findings)
+    run = decide_outcome(ctx, findings, flag)
+    if run.value is not OutcomeValue.failed:
+        return run, None, findings, score
+    attribution = attribute_failure(ctx.trace, findings)
+    known = run.source in (OutcomeSource.flag, OutcomeSource.trace)  # an inferred failure is a finding's
+    if known and not any(f.first_anomalous_step == attribution.step_id for f in findings):
+        decisive = decisive_finding(ctx, attribution, run)
+        findings = [*findings, decisive] if decisive is not None else findings
+    return run, attribution, findings, score

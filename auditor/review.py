@@ -50,6 +50,21 @@ def read_traces(path: Path, fmt: str = "auto") -> list[tuple[Trace, object, str]
     return out
 
 
+def with_incident(report: AuditReport, trace: Trace, outcome: str | None) -> AuditReport:
+    """The agent engine's report with the incident fields the rules engine files (outcome,
+    attribution, risk_score, a finding at a known failure's decisive step)."""
+    from auditor.detectors import AuditContext
+    from auditor.incident import assess
+    from graph import build_graph
+
+    graph = build_graph(trace, GraphMode.topology)
+    ctx = AuditContext(trace=trace, graph=graph, mode=GraphMode.topology)
+    run, attribution, findings, score = assess(ctx, list(report.findings), outcome)
+    return report.model_copy(
+        update={"outcome": run, "attribution": attribution, "findings": findings, "risk_score": score}
+    )
+
+
 def audit_trace(
     store: EventStore | None,
     trace: Trace,
@@ -83,6 +98,7 @@ def audit_trace(
             contract=opts.contract,
             seed_findings=opts.seed_findings,
         )
+        report = with_incident(report, trace, outcome)
     else:
         raise ContractError(
             f"engine '{engine}' is not available", hint="use --engine rules or --engine agent"
@@ -130,7 +146,13 @@ def review_file(
     for summary in stored:
         trace = load_trace(store, summary.trace_id)
         report, validation = audit_trace(
-            store, trace, mode=mode, engine=engine, policy=policy, detectors=detectors, agent=agent,
+            store,
+            trace,
+            mode=mode,
+            engine=engine,
+            policy=policy,
+            detectors=detectors,
+            agent=agent,
             outcome=outcome,
         )
         outcomes.append(ReviewOutcome(trace, report, validation, summary.importer, summary.appended))

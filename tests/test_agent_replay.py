@@ -135,3 +135,17 @@ def test_killed_audit_resumes_from_the_store(tmp_path):
     assert done.returncode == 1, done.stderr  # a realized finding
     assert "resumed from the event-store checkpoint" in done.stdout
     assert store.stats()["by_type"]["ModelCalled"] == 7  # nothing was called twice
+
+
+def test_the_agent_engine_files_the_incident_fields_too(trace):
+    """`review --engine agent --outcome failed`: the agent's findings carry the same outcome,
+    attribution and risk score as the rules engine's."""
+    from auditor.review import AgentOptions, audit_trace
+
+    opts = AgentOptions(model=replay("renewal_drift_v3.jsonl"))
+    report, validation = audit_trace(None, trace, engine="agent", agent=opts, outcome="failed")
+    assert validation.ok
+    assert report.outcome is not None and report.outcome.source.value == "flag"
+    assert report.attribution is not None and report.attribution.agent is not None
+    assert any(f.first_anomalous_step == report.attribution.step_id for f in report.findings)
+    assert 0 < report.risk_score <= 1

@@ -78,7 +78,25 @@ def spool_stdin(suffix: str = ".jsonl") -> Path:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a whole file or nothing: a crash or error never leaves a half-written result."""
+    """Write a whole file or nothing: a crash or error never leaves a half-written result.
+
+    ``-`` is standard output. A symlink is followed (its target is replaced, the link stays); an
+    existing path that is not a regular file (a device, a FIFO, a directory) is refused: replacing
+    ``/dev/null`` with a report is never what was meant."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        from auditor.errors import InputError
+
+        raise InputError(
+            "is not a regular file: output is written to regular files only",
+            path=str(path),
+            hint="name a file, or '-o -' for standard output",
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

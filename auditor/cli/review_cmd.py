@@ -82,7 +82,10 @@ def register(app: typer.Typer) -> None:
             None, "--detectors", help="Comma-separated detector names (default: all)."
         ),
         output: Path = typer.Option(
-            None, "--output", "-o", help="Write the report here (written whole or not at all)."
+            None,
+            "--output",
+            "-o",
+            help="Write the report here (written whole or not at all; a symlink is followed, a device refused; - is stdout).",
         ),
         fmt: str = typer.Option(None, "--format", "-f", help="summary | json | md | html | sarif"),
         as_json: bool = typer.Option(False, "--json", help="Print the report(s) as JSON."),
@@ -177,8 +180,9 @@ def register(app: typer.Typer) -> None:
                 )
             else:
                 write_atomic(output, "\n".join(texts))
-            console.print(f"wrote {output} ({out_fmt}, {len(outcomes)} report(s))")
-        if output is None or fmt == "summary":
+            if str(output) != "-":
+                console.print(f"wrote {output} ({out_fmt}, {len(outcomes)} report(s))")
+        if (output is None or fmt == "summary") and str(output) != "-":
             for o in outcomes:
                 if fmt == "summary":
                     _print_summary(o)

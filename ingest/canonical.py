@@ -12,7 +12,6 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -102,25 +101,6 @@ def _version(record: dict[str, Any], path: str, lineno: int) -> int:
     return version
 
 
-def _check_time(step: TraceStep, path: str, lineno: int) -> None:
-    """A step's timestamp must be an ISO 8601 time that has a UTC equivalent (search orders by it)."""
-    stamp = step.timestamp
-    if stamp is None:
-        return
-    try:
-        moment = datetime.fromisoformat(stamp)
-        if moment.tzinfo is not None:
-            moment.astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise InputError(
-            f"timestamp {_shown(stamp)} is not an ISO 8601 time within years 1 to 9999 in UTC",
-            path=path,
-            line=lineno,
-            field="timestamp",
-            hint="write e.g. 2024-05-01T12:30:00Z, or leave the timestamp out",
-        ) from None
-
-
 def _kept_whole(step: TraceStep, raw: bytes) -> bool:
     """Whether the fast parse kept every key of the line: pydantic's parser keeps the last of
     repeated keys (its other liberties, NaN and ``1e400``, fail the step's own validation, and its
@@ -167,7 +147,6 @@ def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
                     pass
                 else:
                     if _kept_whole(step, raw):
-                        _check_time(step, name, lineno)
                         yield lineno, step
                         continue
             record = _parse(raw, name, lineno, offset)
@@ -178,9 +157,7 @@ def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
                     version = _version(record, name, lineno)
                     yield lineno, TraceHeader.model_validate(_upgrade(record, version, name, lineno))
                 else:
-                    step = TraceStep.model_validate(_upgrade(record, version, name, lineno))
-                    _check_time(step, name, lineno)
-                    yield lineno, step
+                    yield lineno, TraceStep.model_validate(_upgrade(record, version, name, lineno))
             except ValidationError as exc:
                 raise _validation_error(exc, name, lineno) from exc
 

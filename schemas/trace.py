@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import to_json
 
 CANONICAL_FORMAT_VERSION = 1
@@ -63,6 +64,34 @@ def finite(value: Any, name: str) -> Any:
             stack.extend((v, f"{where}.{k}") for k, v in reversed(item.items()))
         elif isinstance(item, list):
             stack.extend((v, f"{where}.{i}") for i, v in reversed(list(enumerate(item))))
+    return value
+
+
+def no_nul(value: str | list[str] | None, name: str) -> Any:
+    """``value`` (the field ``name``) unless it holds U+0000. Ids, names, the source and the task
+    become database text that a search filters on, and PostgreSQL text cannot hold a NUL; content,
+    tool arguments and ``raw`` keep one faithfully (stored as JSON, where it is escaped)."""
+    texts = [value] if isinstance(value, str) else value or []
+    if any("\x00" in t for t in texts):
+        raise ValueError(f"{name} holds a NUL character (U+0000), which is refused in ids and names")
+    return value
+
+
+def iso_time(value: str | None) -> str | None:
+    """``value`` when it is an ISO 8601 time (as ``datetime.fromisoformat`` reads it) that has a
+    UTC equivalent: search orders and filters traces by it in UTC."""
+    if value is None:
+        return value
+    try:
+        moment = datetime.fromisoformat(value)
+        if moment.tzinfo is not None:
+            moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        shown = repr(value[:40]) + ("…" if len(value) > 40 else "")
+        raise ValueError(
+            f"timestamp {shown} is not an ISO 8601 time with a UTC equivalent within years 1 to 9999 "
+            "(write e.g. 2024-05-01T12:30:00Z, or leave it out)"
+        ) from None
     return value
 
 
@@ -134,7 +163,9 @@ class TraceStep(BaseModel):
         min_length=1, max_length=STEP_ID_MAX, description="Stable id, unique within the trace."
     )
     index: int = Field(ge=0, description="Position in the trace, 0-based, gap-free.")
-    timestamp: str | None = Field(default=None, description="ISO 8601 time where the log has one.")
+    timestamp: str | None = Field(
+        default=None, description="ISO 8601 time where the log has one (with a UTC equivalent)."
+    )
     actor: str = Field(min_length=1, description="Who acted, as the log names them.")
     actor_kind: ActorKind = ActorKind.agent
     recipients: list[str] | None = Field(
@@ -151,12 +182,22 @@ class TraceStep(BaseModel):
     def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
         return finite(value, "raw")
 
+    @field_validator("timestamp")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        return iso_time(value)
+
+    @field_validator("step_id", "actor")
+    @classmethod
+    def _no_nul(cls, value: str, info: ValidationInfo) -> str:
+        return no_nul(value, str(info.field_name))
+
     @field_validator("recipients")
     @classmethod
     def _no_blank_recipients(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and any(not r.strip() for r in value):
             raise ValueError("recipient names must be non-empty; use null when unknown")
-        return value
+        return no_nul(value, "recipients")
 
 
 class WithheldItem(BaseModel):
@@ -193,6 +234,11 @@ class TraceHeader(BaseModel):
     def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
         return finite(value, "metadata")
 
+    @field_validator("source", "framework", "task")
+    @classmethod
+    def _no_nul(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return no_nul(value, str(info.field_name))
+
 
 class LabelsRecord(BaseModel):
     """Sidecar labels (annotations, gold answers) kept apart from the steps an auditor reads."""
@@ -213,6 +259,11 @@ class LabelsRecord(BaseModel):
     @classmethod
     def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
         return finite(value, "labels")
+
+    @field_validator("source")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        return no_nul(value, "source")
 
 
 class Trace(BaseModel):

@@ -20,15 +20,16 @@ CANONICAL_FORMAT_VERSION = 1
 # A trace id names a stream, a URL path segment (/api/traces/{id}, the console) and a line of
 # terminal output, so it is short and holds nothing that a path, a query or a terminal reads
 # specially: no whitespace, control or invisible characters (bidi overrides, zero-width), none of
-# / \ ? # %, and it is not '.' or '..' (which a client resolves as a path step).
+# / \ ? # % (paths and queries) or [ ] (the terminal's markup), and it is not '.' or '..' (which a
+# client resolves as a path step).
 TRACE_ID_MAX = 200
 STEP_ID_MAX = 200  # a step id is part of its event's idempotency key (512 characters at most)
-_ID_FORBIDDEN = r"\s/\\?#%\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
+_ID_FORBIDDEN = r"\s/\\?#%\[\]\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
 TRACE_ID_PATTERN = rf"^(?!\.{{1,2}}$)[^{_ID_FORBIDDEN}]{{1,{TRACE_ID_MAX}}}$"
 _ID_BAD_CHAR = re.compile(f"[{_ID_FORBIDDEN}]")
 TRACE_ID_RULE_DOC = (
     f"1 to {TRACE_ID_MAX} characters, none of them whitespace, control or invisible characters or "
-    "/ \\ ? # %, and not '.' or '..'"
+    "/ \\ ? # % [ ], and not '.' or '..'"
 )
 TRACE_ID_RULE = f"a trace id is {TRACE_ID_RULE_DOC}"
 

@@ -9,13 +9,26 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic_core import to_json
 
-from auditor.errors import NotFoundError
+from auditor.errors import InputError, NotFoundError
 from auditor.server.auth import Principal, require
 from auditor.server.models import RepairList, ReportList, StepsPage, TraceList, TraceSummary, WhoAmI
 from auditor.server.repairs import get_repair, list_repairs
-from auditor.server.search import COUNT_CAP, Page, TraceQuery
+from auditor.server.search import COUNT_CAP, MAX_OFFSET, Page, TraceQuery
 
-router = APIRouter(prefix="/api")
+
+def no_nul(request: Request) -> None:
+    """Refuse a NUL character (U+0000) in the path or a query parameter: ids and names never hold
+    one (see docs/input.md), and a database fails on it (PostgreSQL) or, as SQLite's LIKE does,
+    silently reads a pattern only up to it."""
+    for name, value in request.query_params.multi_items():
+        if "\x00" in name or "\x00" in value:
+            shown = name.replace("\x00", "\\x00")
+            raise InputError(f"query parameter '{shown}' holds a NUL character (U+0000)", hint="leave it out")
+    if "\x00" in request.url.path:
+        raise InputError("the path holds a NUL character (U+0000)", hint="no id holds one")
+
+
+router = APIRouter(prefix="/api", dependencies=[Depends(no_nul)])
 Reader = Annotated[Principal, Depends(require("read"))]
 Repairer = Annotated[Principal, Depends(require("repair"))]
 Severity = Literal["info", "low", "medium", "high", "critical"]
@@ -23,6 +36,7 @@ ExactTotal = Annotated[
     bool,
     Query(description=f"Count every match; by default `total` stops past {COUNT_CAP:,} (see `total_exact`)."),
 ]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description=f"Rows to skip, at most {MAX_OFFSET:,}.")]
 
 
 def _head(request: Request) -> int:
@@ -60,7 +74,7 @@ def search_traces(
     since: Annotated[datetime | None, Query(description="Trace time at or after (ISO 8601).")] = None,
     until: Annotated[datetime | None, Query(description="Trace time before (ISO 8601).")] = None,
     order: Literal["newest", "oldest"] = "newest",
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     exact_total: ExactTotal = False,
 ) -> Response:
@@ -85,7 +99,7 @@ def get_steps(
     request: Request,
     _: Reader,
     trace_id: str,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> Response:
     """A page of the trace's steps, in order (verbatim content, tool calls, recipients, refs)."""
@@ -110,7 +124,7 @@ def search_reports(
     _: Reader,
     trace_id: str | None = None,
     decision: Literal["risk_identified", "no_material_risk", "inconclusive"] | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     exact_total: ExactTotal = False,
 ) -> Response:

@@ -25,6 +25,7 @@ from sqlalchemy import Column, Select, Table, and_, bindparam, exists, func, lit
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
+from auditor.errors import InputError
 from auditor.server.index import (
     SEVERITY_NAME,
     SEVERITY_RANK,
@@ -39,6 +40,7 @@ from auditor.store import EventStore, catch_up
 
 COUNT_CAP = 1000
 DEEP_OFFSET = 500  # from here a page skips its offset by position alone (see _statements)
+MAX_OFFSET = 2**31 - 1  # an offset plus a page stays within every engine's 64-bit integers
 
 
 @dataclass(frozen=True)
@@ -129,9 +131,9 @@ class SearchIndex:
         if q.severity:
             f["severity"] = SEVERITY_RANK[q.severity]
         if q.since:
-            f["since"] = utc_iso(q.since)
+            f["since"] = _utc(q.since, "since")
         if q.until:
-            f["until"] = utc_iso(q.until)
+            f["until"] = _utc(q.until, "until")
         if q.text:
             words = [w.lower() for w in WORD.findall(q.text)]
             if not words:
@@ -141,6 +143,18 @@ class SearchIndex:
             else:
                 f.update({f"word{i}": _anywhere(" " + w) for i, w in enumerate(words)})
         return f
+
+
+def _utc(moment: datetime, name: str) -> str | None:
+    """A time filter in UTC, as the index stores trace times; a time whose UTC equivalent falls
+    outside years 1 to 9999 (0001-01-01T00:00:00+14:00) is an input error, not an overflow."""
+    try:
+        return utc_iso(moment)
+    except OverflowError:
+        raise InputError(
+            f"query parameter '{name}': {moment.isoformat()} has no UTC equivalent within years 1 to 9999",
+            hint="give a time between 0001-01-02 and 9999-12-30",
+        ) from None
 
 
 def _anywhere(fragment: str) -> str:

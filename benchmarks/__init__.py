@@ -1,0 +1,1 @@
+"""Benchmark scripts that print their figures (run as files; tests import a few of their helpers)."""

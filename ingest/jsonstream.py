@@ -1,9 +1,11 @@
 """Incremental JSON reading: walk a huge top-level array or object without loading the file whole.
 
-The standard library's decoder does the parsing (so ``NaN`` is accepted, as in the MAD file);
-this module only feeds it a window of the file that grows as a value needs it. Every error names
-the file, line and byte offset where the input broke, also for what the decoder cannot take at
-all: a nesting deep enough to exhaust its recursion, an integer of more than 4,300 digits.
+The standard library's decoder does the parsing (so ``NaN`` is accepted, as in the MAD file, and
+refused later where a trace would hold it: see schemas.trace.finite); this module only feeds it a
+window of the file that grows as a value needs it. Every error names the file, line and byte
+offset where the input broke, also for what the decoder cannot take at all (a nesting deep enough
+to exhaust its recursion, an integer of more than 4,300 digits) and for a key repeated in one
+object, of which a decoder would silently keep only the last value.
 """
 
 from __future__ import annotations
@@ -19,7 +21,30 @@ CHUNK = 1 << 20
 MAX_VALUE_CHARS = 256 * (1 << 20)
 _WS = " \t\r\n"
 _SEE = "see docs/input.md"
-_decoder = json.JSONDecoder()
+
+
+class _RepeatedKey(Exception):
+    """Raised from inside the decoder: an object names ``key`` twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+    return obj
+
+
+def _repeated(key: str) -> str:
+    shown = key if len(key) <= 40 else f"{key[:40]}…"
+    return f"the key {shown!r} appears more than once in one object (a reader keeps only one value)"
+
+
+_decoder = json.JSONDecoder(object_pairs_hook=_object)
 
 
 class JsonReader:
@@ -109,6 +134,8 @@ class JsonReader:
                 raise self.error(
                     f"malformed JSON: {exc.msg}", exc.pos, hint="the file is truncated or not valid JSON"
                 ) from exc
+            except _RepeatedKey as exc:
+                raise self.error(_repeated(exc.key), hint=_SEE) from None
             except RecursionError:  # the decoder recurses per level: a hostile nesting ends it
                 raise self.error("objects and arrays nested too deeply to read", hint=_SEE) from None
             except ValueError:  # an integer beyond the interpreter's digit limit
@@ -157,10 +184,14 @@ class JsonReader:
         if self.peek() == "}":
             self.pos += 1
             return
+        seen: set[str] = set()
         while True:
             key = self.value()
             if not isinstance(key, str):
                 raise self.error("object keys must be strings")
+            if key in seen:
+                raise self.error(_repeated(key), self.value_start, hint=_SEE)
+            seen.add(key)
             self.expect(":")
             reads = self._reads
             yield key

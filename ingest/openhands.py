@@ -115,6 +115,9 @@ def _step(
 ) -> TraceStep | None:
     source = str(event.get("source") or "environment")
     kind = event.get("action", event.get("observation"))
+    if kind is not None and not isinstance(kind, str):
+        field = f"[{n}].{'action' if 'action' in event else 'observation'}"
+        raise InputError("must be a string naming the action or observation", path=b.where, field=field)
     if kind in _BOOKKEEPING:
         facts.count(f"event:{kind}")
         return None

@@ -163,9 +163,8 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
         head = f.read(size)
     problem = head_problem(head)
     if problem:
-        raise InputError(
-            f"{problem} in the first {len(head):,} bytes", path=str(path), hint="see docs/input.md"
-        )
+        message, line, offset = problem
+        raise InputError(message, path=str(path), line=line, offset=offset, hint="see docs/input.md")
     return head
 
 

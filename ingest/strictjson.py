@@ -91,6 +91,11 @@ def loads(text: str) -> Any:
     return value
 
 
+def _field(path: tuple[str, ...]) -> str:
+    """A dotted path, cut after eight steps (a hostile nesting's path is hundreds long)."""
+    return ".".join(path) if len(path) <= 8 else ".".join(path[:8]) + ".…"
+
+
 def _check(value: Any) -> None:
     """Raise for the first refused value in document order: a repeated key, a number that was not
     kept, a nesting deeper than ``MAX_DEPTH``. Iterative, so a deep value cannot exhaust the stack."""
@@ -98,20 +103,20 @@ def _check(value: Any) -> None:
     while stack:
         item, path, depth = stack.pop()
         if isinstance(item, _Refused):
-            raise StrictJsonError(item.why, ".".join(path))
+            raise StrictJsonError(item.why, _field(path))
         if isinstance(item, dict):
             if depth > MAX_DEPTH:
-                raise StrictJsonError(_TOO_DEEP, ".".join(path))
+                raise StrictJsonError(_TOO_DEEP, _field(path))
             if isinstance(item, _Repeated):
                 raise StrictJsonError(
                     f"the key {_cut(item.key)!r} appears more than once in one object; JSON readers "
                     "keep only one of its values",
-                    ".".join((*path, item.key)),
+                    _field((*path, item.key)),
                 )
             stack.extend((v, (*path, k), depth + 1) for k, v in reversed(item.items()))
         elif isinstance(item, list):
             if depth > MAX_DEPTH:
-                raise StrictJsonError(_TOO_DEEP, ".".join(path))
+                raise StrictJsonError(_TOO_DEEP, _field(path))
             stack.extend((v, (*path, str(i)), depth + 1) for i, v in reversed(list(enumerate(item))))
 
 
@@ -122,11 +127,11 @@ _HEAD_TOKENS = re.compile(
 )
 
 
-def head_problem(head: bytes) -> str | None:
+def head_problem(head: bytes) -> tuple[str, int, int] | None:
     """Why the head of a JSON-looking file would break a JSON decoder (a nesting deeper than
-    ``MAX_DEPTH``, an integer of more than ``MAX_INT_DIGITS`` digits), else None. Format detection
-    decodes heads with the standard library, so such a head is refused before any importer sees
-    it, with a reason instead of a traceback."""
+    ``MAX_DEPTH``, an integer of more than ``MAX_INT_DIGITS`` digits), with the line and byte
+    offset where it does; else None. Format detection decodes heads with the standard library, so
+    such a head is refused before any importer sees it, with a reason instead of a traceback."""
     if head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] not in (b"{", b"["):
         return None
     depth = 0
@@ -134,10 +139,15 @@ def head_problem(head: bytes) -> str | None:
         first = token.group()[:1]
         if first in b"[{":
             depth += 1
-            if depth > MAX_DEPTH:
-                return _TOO_DEEP
+            if depth <= MAX_DEPTH:
+                continue
+            problem = _TOO_DEEP
         elif first in b"]}":
             depth = max(depth - 1, 0)
-        elif first != b'"':
-            return f"an integer of {len(token.group()):,} digits (at most {MAX_INT_DIGITS:,})"
+            continue
+        elif first == b'"':
+            continue
+        else:
+            problem = f"an integer of {len(token.group()):,} digits (at most {MAX_INT_DIGITS:,})"
+        return problem, head.count(b"\n", 0, token.start()) + 1, token.start()
     return None

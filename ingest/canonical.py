@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
+from pydantic_core import to_json
 
 from auditor.errors import InputError
 from ingest import strictjson
@@ -107,15 +108,27 @@ def _kept_whole(step: TraceStep, raw: bytes) -> bool:
     depth limit is within ``strictjson.MAX_DEPTH``).
 
     Each key-value pair writes one colon and the rest stand in strings, literally or escaped as
-    \\u003a, so the step's JSON form (the fields the line set) holds as many colons as the line
-    unless a repeated key's pair was lost. Any doubt (also an escaped backslash before 'u003a',
-    harmlessly) sends the line to the strict parser."""
+    \\u003a, so what the line set holds as many colons as the line unless a repeated key's pair
+    was lost. Any doubt (also an escaped backslash before 'u003a', harmlessly) sends the line to
+    the strict parser. Written out flat: this runs for every step of every canonical file."""
+    texts = [step.step_id, step.actor, step.content, step.timestamp or "", *(step.recipients or ())]
+    kept = len(step.model_fields_set) + sum(t.count(":") for t in texts)
     try:
-        kept = step.model_dump_json(exclude_unset=True).encode()
+        if step.raw:
+            kept += to_json(step.raw).count(b":")
+        tool, refs = step.tool, step.refs
+        if tool is not None:
+            kept += len(tool.model_fields_set) + tool.name.count(":") + (tool.call_id or "").count(":")
+            args = tool.arguments
+            if args:
+                kept += args.count(":") if isinstance(args, str) else to_json(args).count(b":")
+        if refs is not None:
+            kept += len(refs.model_fields_set) + (refs.reply_to or "").count(":")
+            kept += (refs.call_id or "").count(":")
     except ValueError:  # a lone surrogate has no UTF-8 form: the strict path names the field
         return False
     escaped = raw.count(b"\\u003a") + raw.count(b"\\u003A")
-    return kept.count(b":") == raw.count(b":") + escaped
+    return kept == raw.count(b":") + escaped
 
 
 def _upgrade(record: dict[str, Any], version: int, path: str, lineno: int) -> dict[str, Any]:
@@ -133,7 +146,10 @@ def _upgrade(record: dict[str, Any], version: int, path: str, lineno: int) -> di
     return record
 
 
-def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
+def _records(path: Path, scanned: bool = False) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
+    """The file's records. ``scanned``: the file passed ``scan_canonical`` already, so a line the
+    fast parse reads is known to repeat no key (the ingest pipeline refuses a file that changed
+    between its passes)."""
     name = str(path)
     version = CANONICAL_FORMAT_VERSION
     with path.open("rb") as stream:
@@ -146,7 +162,7 @@ def _records(path: Path) -> Iterator[tuple[int, TraceHeader | TraceStep]]:
                 except ValidationError:
                     pass
                 else:
-                    if _kept_whole(step, raw):
+                    if scanned or _kept_whole(step, raw):
                         yield lineno, step
                         continue
             record = _parse(raw, name, lineno, offset)
@@ -202,7 +218,7 @@ def scan_canonical(path: Path) -> CanonicalScan:
 
 def iter_canonical(path: Path) -> Iterator[TraceStep]:
     """Steps of an already scanned file, streamed."""
-    for _, rec in _records(path):
+    for _, rec in _records(path, scanned=True):
         if isinstance(rec, TraceStep):
             yield rec
 

@@ -42,12 +42,21 @@ def _trace_id_field() -> Any:
     )
 
 
+_PLAIN = frozenset((str, int, bool, type(None)))  # JSON as they are (an int: any size)
+_CONTAINERS = (dict, list)
+
+
 def finite(value: Any, name: str) -> Any:
     """``value`` (the field ``name``) when it holds no NaN or infinite number. Those are not JSON
     (RFC 8259): written out they would become null, a silent change, so a trace holding one is
-    refused, naming where. pydantic-core writes the value first (fast); only a text that shows
-    one of them is walked."""
-    if not isinstance(value, dict | list) or not value:
+    refused, naming where. A value of plain members passes at once; any other is written by
+    pydantic-core first (fast), and only a text that shows NaN or Infinity is walked."""
+    if not value or not isinstance(value, _CONTAINERS):
+        return value
+    for member in value.values() if type(value) is dict else value:
+        if type(member) not in _PLAIN:
+            break
+    else:
         return value
     try:
         text = to_json(value)
@@ -72,8 +81,7 @@ def no_nul(value: str | list[str] | None, name: str) -> Any:
     """``value`` (the field ``name``) unless it holds U+0000. Ids, names, the source and the task
     become database text that a search filters on, and PostgreSQL text cannot hold a NUL; content,
     tool arguments and ``raw`` keep one faithfully (stored as JSON, where it is escaped)."""
-    texts = [value] if isinstance(value, str) else value or []
-    if any("\x00" in t for t in texts):
+    if value is not None and "\x00" in (value if isinstance(value, str) else "".join(value)):
         raise ValueError(f"{name} holds a NUL character (U+0000), which is refused in ids and names")
     return value
 

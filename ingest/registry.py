@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from auditor.errors import InputError
 from ingest import canonical, mad, whowhen
 from ingest.base import ImportedTrace, Importer, read_head
@@ -107,7 +109,17 @@ def open_traces(path: Path, fmt: str = "auto") -> Iterator[ImportedTrace]:
     path = Path(path)
     _check_file(path)
     name = detect(path)[0] if fmt == "auto" else get(fmt).name
-    yield from registry[name].open(path)
+    try:
+        yield from registry[name].open(path)
+    except ValidationError as exc:  # a header an importer built from the source breaks the contract
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or None
+        raise InputError(
+            f"the {name} importer read a value the trace contract refuses: {first['msg']}",
+            path=str(path),
+            field=field,
+            hint="docs/input.md says what trace ids and header fields may hold",
+        ) from exc
 
 
 _register_builtins()

@@ -22,10 +22,12 @@ from auditor.errors import AuditorError, InputError
 from auditor.server.auth import Principal, require
 from auditor.server.index import SEVERITY_NAME, SEVERITY_RANK
 from auditor.server.models import AuditResponse, AuditResult
+from auditor.server.problems import Problem
 
 router = APIRouter(prefix="/api")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 POLL_SECONDS = 0.5
+MAX_POSITION = 2**63 - 2  # a position the stream can still add one to within a signed 64-bit integer
 KEEPALIVE_SECONDS = 15.0
 
 
@@ -114,7 +116,8 @@ async def report_events(
     request: Request,
     _: Annotated[Principal, Depends(require("read"))],
     after: Annotated[
-        int | None, Query(ge=0, description="Global position to start after (default: now).")
+        int | None,
+        Query(ge=0, le=MAX_POSITION, description="Global position to start after (default: now)."),
     ] = None,
     limit: Annotated[int | None, Query(ge=1, description="Close the stream after this many events.")] = None,
     last_event_id: Annotated[str | None, Header()] = None,
@@ -124,6 +127,8 @@ async def report_events(
     store = request.app.state.store
     if last_event_id and last_event_id.isdigit():
         start = int(last_event_id)
+        if start > MAX_POSITION:
+            raise Problem(400, "bad-request", f"header 'Last-Event-ID' must be at most {MAX_POSITION}")
     elif after is not None:
         start = after
     else:

@@ -7,6 +7,7 @@ names the tool, a tool result names the caller. Times come from the simulated cl
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -83,7 +84,7 @@ class Recorder:
             recipients=[tool],
             kind=StepKind.tool_call,
             content=content,
-            tool=ToolInfo(name=tool, arguments=arguments, call_id=call_id),
+            tool=ToolInfo(name=tool, arguments=_json_numbers(arguments), call_id=call_id),
         )
         return step, call_id
 
@@ -98,3 +99,16 @@ class Recorder:
             refs=StepRefs(call_id=call_id),
             raw={"status": status},
         )
+
+
+def _json_numbers(value: Any) -> Any:
+    """Arguments as the contract holds them: a NaN or infinite number an agent sent (the worlds
+    test that gates fail closed on them) is recorded as its JSON spelling, a string, since the
+    trace contract refuses numbers JSON cannot write; the step's content keeps the call as sent."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _json_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(v) for v in value]
+    return value

@@ -134,7 +134,7 @@ def _kept_whole(step: TraceStep, raw: bytes) -> bool:
 def _upgrade(record: dict[str, Any], version: int, path: str, lineno: int) -> dict[str, Any]:
     if version > CANONICAL_FORMAT_VERSION:
         raise InputError(
-            f"format_version {version} is newer than this tool understands ({CANONICAL_FORMAT_VERSION})",
+            f"format_version {_shown(version)} is newer than this tool understands ({CANONICAL_FORMAT_VERSION})",
             path=path,
             line=lineno,
             field="format_version",

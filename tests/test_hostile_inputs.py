@@ -16,9 +16,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from auditor.errors import InputError
 from auditor.store import EventStore, verify_chain
-from ingest.canonical import write_canonical
+from ingest.canonical import iter_canonical, scan_canonical, write_canonical
 from ingest.registry import open_traces
 from schemas.events import trace_stream
 from schemas.trace import TraceHeader, TraceStep
@@ -294,6 +297,74 @@ def test_cli_refuses_an_id_an_importer_derives(seeded: EventStore, store_url: st
     _unchanged(seeded, before)
     assert out.returncode == 2
     assert "field 'trace_id'" in _one_line(out.stderr)
+
+
+# -- the canonical reader's two paths agree ---------------------------------------------------------
+
+
+class Pairs(list):
+    """A JSON object as written: its key-value pairs in order, a key possibly more than once."""
+
+
+_keys = st.text(alphabet=["a", ":", '"', "\\", "é", " ", "{", "}", "\n", "\u2028"], max_size=4)
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), _keys
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.lists(st.tuples(_keys, inner), max_size=3).map(Pairs),
+    max_leaves=12,
+)
+
+
+def _text(value: object, ascii_only: bool) -> str:
+    if isinstance(value, Pairs):
+        return (
+            "{"
+            + ", ".join(f"{json.dumps(k, ensure_ascii=ascii_only)}: {_text(v, ascii_only)}" for k, v in value)
+            + "}"
+        )
+    if isinstance(value, list):
+        return "[" + ", ".join(_text(v, ascii_only) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=ascii_only)
+
+
+def _repeats(value: object) -> bool:
+    if isinstance(value, Pairs):
+        keys = [k for k, _ in value]
+        return len(set(keys)) < len(keys) or any(_repeats(v) for _, v in value)
+    return isinstance(value, list) and any(_repeats(v) for v in value)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    raw=st.lists(st.tuples(_keys, _values), max_size=4).map(Pairs),
+    arguments=_values,
+    ascii_only=st.booleans(),
+)
+def test_a_repeated_key_at_any_depth_is_refused_and_nothing_else(
+    tmp_path: Path, raw: Pairs, arguments: object, ascii_only: bool
+) -> None:
+    """The fast parse keeps the last of repeated keys and only counting proves it did not meet
+    one: a line is refused exactly when some object of it repeats a key, and otherwise reads as
+    the standard decoder reads it."""
+    step = json.loads(EXAMPLE.read_text().splitlines()[2])  # a real tool call
+    step["index"] = 0
+    tool = {"name": step["tool"]["name"], "call_id": step["tool"]["call_id"]}
+    fields = {k: v for k, v in step.items() if k not in ("tool", "raw")}
+    line = json.dumps(fields, ensure_ascii=ascii_only)[:-1]
+    line += f', "tool": {json.dumps(tool, ensure_ascii=ascii_only)[:-1]}'
+    line += f', "arguments": {_text(Pairs([("query", arguments)]), ascii_only)}}}'
+    line += f', "raw": {_text(raw, ascii_only)}}}'
+    path = tmp_path / "one.jsonl"
+    path.write_text(line + "\n")
+    if _repeats(raw) or _repeats(arguments):
+        with pytest.raises(InputError, match="more than once"):
+            scan_canonical(path)
+        return
+    scan_canonical(path)
+    (read,) = iter_canonical(path)
+    assert read == TraceStep.model_validate(json.loads(line))
 
 
 def test_cli_keeps_what_it_accepts_as_written(seeded: EventStore, store_url: str, tmp_path: Path) -> None:

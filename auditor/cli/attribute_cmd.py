@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
 
@@ -31,7 +32,7 @@ def _traces(target: str, input_format: str) -> list:  # list[schemas.Trace]
 
 def _print(att) -> None:  # type: ignore[no-untyped-def]  # auditor.attribution.Attribution
     model = f", model {att.model}" if att.model else ""
-    console.print(f"[bold]{att.trace_id}[/bold]  strategy {att.strategy}{model}")
+    console.print(Text.assemble((att.trace_id, "bold"), f"  strategy {att.strategy}{model}"), highlight=False)
     if att.agent is None:
         console.print("[yellow]no attribution[/yellow] (the strategy found no candidate)")
     else:

@@ -14,6 +14,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 @dataclass
@@ -128,5 +129,5 @@ def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) ->
     for col in columns:
         table.add_column(col)
     for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
+        table.add_row(*[Text("" if v is None else str(v)) for v in row])  # cells are data, never markup
     console.print(table)

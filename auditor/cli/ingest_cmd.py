@@ -47,7 +47,9 @@ def _ingest_file(
         console.print(
             f"{s.trace_id}  ({s.steps} steps; {s.appended} events appended, {s.already_present} already present"
             + ("; labels kept apart" if s.labels else "")
-            + ")"
+            + ")",
+            markup=False,
+            highlight=False,
         )
 
 

@@ -132,7 +132,11 @@ def produce(
         print_json(rows)
     else:
         for r in rows:
-            console.print(f"{r['file']}: {r['trace_id']} ({r['steps']} steps) published to {topic}")
+            console.print(
+                f"{r['file']}: {r['trace_id']} ({r['steps']} steps) published to {topic}",
+                markup=False,
+                highlight=False,
+            )
 
 
 @stream_app.command("workers")

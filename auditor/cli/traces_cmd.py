@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.text import Text
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
 
@@ -49,9 +50,12 @@ def register(app: typer.Typer) -> None:
             print_json(trace.model_dump(mode="json"))
             return
         h = trace.header
-        console.print(f"[bold]{h.trace_id}[/bold]  source={h.source}  framework={h.framework}")
+        console.print(
+            Text.assemble((h.trace_id, "bold"), f"  source={h.source}  framework={h.framework}"),
+            highlight=False,
+        )
         if h.task:
-            console.print(f"task: {_short(h.task, 200)}")
+            console.print(f"task: {_short(h.task, 200)}", markup=False, highlight=False)
         rows = []
         for s in trace.steps:
             to = "?" if s.recipients is None else ", ".join(s.recipients) or "-"

@@ -214,16 +214,24 @@ class Policy(_Rule):
             conditions += [a for c in conditions for a in c.and_]
             named = [rule.record, *(c.record for c in conditions)]
             claims = {c.name for c in self.claims}
-            undeclared = sorted({c.claim for c in conditions if c.claim is not None and c.claim not in claims})
+            undeclared = sorted(
+                {c.claim for c in conditions if c.claim is not None and c.claim not in claims}
+            )
             if undeclared:
-                raise ValueError(f"action rule '{rule.id}' names undeclared claims {undeclared} (declare them in 'claims')")
+                raise ValueError(
+                    f"action rule '{rule.id}' names undeclared claims {undeclared} (declare them in 'claims')"
+                )
             unknown = sorted({n for n in named if n is not None and n not in records})
             if unknown:
-                raise ValueError(f"action rule '{rule.id}' names undeclared records {unknown} (declare them in 'records')")
+                raise ValueError(
+                    f"action rule '{rule.id}' names undeclared records {unknown} (declare them in 'records')"
+                )
         for allowance in self.allowances:
             unknown = [] if allowance.record in records else [allowance.record]
             if unknown:
-                raise ValueError(f"allowance '{allowance.id}' names an undeclared record {unknown} (declare it in 'records')")
+                raise ValueError(
+                    f"allowance '{allowance.id}' names an undeclared record {unknown} (declare it in 'records')"
+                )
         for scope in self.disclosure_scopes:
             if not scope.restricted and not (set(names) - set(scope.may_receive)):
                 raise ValueError(

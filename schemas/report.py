@@ -150,7 +150,9 @@ class AuditReport(BaseModel):
     summary: str
     findings: list[Finding] = Field(default_factory=list)
     repair_plan: list[RepairPlanItem] = Field(default_factory=list)
-    outcome: RunOutcome | None = Field(default=None, description="Whether the run failed, and how that is known.")
+    outcome: RunOutcome | None = Field(
+        default=None, description="Whether the run failed, and how that is known."
+    )
     attribution: Attribution | None = Field(
         default=None, description="For a failed run: the responsible agent and the decisive step."
     )

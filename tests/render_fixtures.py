@@ -129,7 +129,10 @@ def hostile_report() -> tuple[AuditReport, Trace]:
         material_effect="'Approved!' reached customer <script>",
     )
     report = hand_report(
-        trace, [file_finding("hand", draft, trace.header.trace_id)], f"1 finding {PAGE_SCRIPT}", [f"note {IMG_ATTACK}"]
+        trace,
+        [file_finding("hand", draft, trace.header.trace_id)],
+        f"1 finding {PAGE_SCRIPT}",
+        [f"note {IMG_ATTACK}"],
     )
     return report, trace
 
@@ -197,4 +200,6 @@ def dispositions_report() -> tuple[AuditReport, Trace]:
             **base,
         ),
     ]
-    return hand_report(trace, [file_finding("hand", d, trace.header.trace_id) for d in drafts], "three dispositions"), trace
+    return hand_report(
+        trace, [file_finding("hand", d, trace.header.trace_id) for d in drafts], "three dispositions"
+    ), trace

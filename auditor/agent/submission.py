@@ -59,7 +59,9 @@ def check_submission(
             out.errors.append(f"findings[{i}]: no resolvable evidence unit; a finding needs at least one")
             continue
         try:
-            out.findings.append(file_finding(agent, _draft(item, units, toolbox), toolbox.ctx.trace.header.trace_id))
+            out.findings.append(
+                file_finding(agent, _draft(item, units, toolbox), toolbox.ctx.trace.header.trace_id)
+            )
         except (ValidationError, ValueError, KeyError) as exc:
             out.errors.append(
                 f"findings[{i}]: does not fit the V3 contract: {str(exc).splitlines()[0][:300]}"

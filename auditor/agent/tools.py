@@ -100,7 +100,10 @@ class ToolBox:
         detector = load_detector(name)
         if detector.needs_annotations and not self.ctx.annotated:
             return {"error": f"detector {name} needs the annotated graph"}
-        findings = [file_finding(name, d, self.ctx.trace.header.trace_id).model_dump(mode="json") for d in detector.detect(self.ctx)]
+        findings = [
+            file_finding(name, d, self.ctx.trace.header.trace_id).model_dump(mode="json")
+            for d in detector.detect(self.ctx)
+        ]
         for f in findings:
             self.seen_steps.update(u["step_id"] for u in f["evidence"])
         return {"detector": name, "findings": findings}

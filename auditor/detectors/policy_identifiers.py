@@ -62,7 +62,9 @@ def _known(facts: PolicyFacts, call: Call, value: str) -> bool:
 
 def _finding(facts: PolicyFacts, call: Call, key: str, value: str, writes: set[str]) -> FindingDraft:
     ctx = facts.ctx
-    used = next((c for c in facts.calls if c.name in writes and value in c.arguments.values() and not c.failed), None)
+    used = next(
+        (c for c in facts.calls if c.name in writes and value in c.arguments.values() and not c.failed), None
+    )
     hops = [PropagationHop(step_id=call.step.step_id, note=f"{key} first used")]
     if used is not None:
         hops.append(PropagationHop(step_id=used.step.step_id, note=f"{used.name} on it"))

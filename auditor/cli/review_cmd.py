@@ -125,7 +125,9 @@ def register(app: typer.Typer) -> None:
             raise InputError(
                 f"unknown graph mode '{graph}'", field="--graph", hint="annotated, topology or none"
             ) from None
-        if outcome is not None and outcome not in ("failed", "succeeded", "unknown"):
+        from auditor.incident import OUTCOMES
+
+        if outcome is not None and outcome not in OUTCOMES:
             raise InputError(
                 f"unknown outcome '{outcome}'", field="--outcome", hint="failed, succeeded or unknown"
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from auditor.attribution import attribute, load_strategy
+from auditor.attribution.facts import TraceFacts
 from auditor.attribution.result import Attribution
 from auditor.errors import InputError
 from graph import build_graph
@@ -114,12 +115,18 @@ def ledger(satisfied: bool, progress: bool = True) -> str:
 
 
 def test_coordinator_that_declared_success_is_responsible_where_it_adopted_the_answer() -> None:
+    """The browser showed a page (its address is in the report): concluding from it is the
+    coordinator's act."""
     trace = make(
         [
             ("human", "What was the highest sale price in 2021?"),
             ("Coordinator", "Initial plan: ask the browser to search listings."),
             ("Coordinator", "Search for the highest sale price in 2021.", ["Browser"]),
-            ("Browser", "I searched. A listing page shows $1.08 billion for 1800 Owens Street."),
+            (
+                "Browser",
+                "I searched. Here is the page https://listings.example/sales-2021 : "
+                "$1.08 billion for 1800 Owens Street.",
+            ),
             (
                 "Coordinator",
                 ledger(True).replace(
@@ -133,6 +140,89 @@ def test_coordinator_that_declared_success_is_responsible_where_it_adopted_the_a
     assert att.agent == "Coordinator"
     assert att.step_id == "s4"
     assert_resolves(trace, att)
+
+
+ADOPTED_CLAIMS = [
+    (
+        "Assistant",
+        "Based on standard reference data the density is about 1.5 g/mL, so the volume is "
+        "312 g / 1.5 g/mL = 208 mL.\n**Answer:** 208",
+        "208",
+    ),
+    (
+        "Analyst",
+        "Counting the stops listed above, there are 6 stops between the two stations.\nTERMINATE",
+        "6",
+    ),
+]
+
+
+@pytest.mark.parametrize(("worker", "report", "answer"), ADOPTED_CLAIMS)
+def test_worker_claim_the_coordinator_adopted_is_where_the_error_entered(
+    worker: str, report: str, answer: str
+) -> None:
+    """A worker's report that states the answer on its own word (no page, file or program output
+    behind it) is where the wrong fact entered; the coordinator's acceptance only follows it."""
+    trace = make(
+        [
+            ("human", "Answer the question."),
+            ("Coordinator", "Initial plan: ask the worker."),
+            ("Coordinator", "Please work out the answer.", [worker]),
+            (worker, report),
+            (
+                "Coordinator",
+                ledger(True).replace(
+                    '"reason": "r", "answer": true', f'"reason": "{answer}", "answer": true'
+                ),
+            ),
+            ("Coordinator", f"FINAL ANSWER: {answer}"),
+        ]
+    )
+    att = attribute(trace)
+    assert (att.agent, att.step_id) == (worker, "s3")
+    assert "on its own word" in att.steps[0].signals[0]
+    assert_resolves(trace, att)
+
+
+@pytest.mark.parametrize(
+    "observation",
+    [
+        "Here is a screenshot of [Sales](https://listings.example/2021). The page lists 208 sales.",
+        "The script ran, then exited with Unix exit code: 0\nIts output was:\n208",
+    ],
+)
+def test_an_observation_the_coordinator_concluded_from_is_the_coordinators_act(observation: str) -> None:
+    trace = make(
+        [
+            ("human", "How many sales?"),
+            ("Coordinator", "Initial plan: ask the worker."),
+            ("Coordinator", "Please look it up.", ["Worker"]),
+            ("Worker", observation),
+            ("Coordinator", ledger(True)),
+            ("Coordinator", "FINAL ANSWER: 208"),
+        ]
+    )
+    att = attribute(trace)
+    assert (att.agent, att.step_id) == ("Coordinator", "s4")
+
+
+def test_an_answer_is_traced_as_whole_words_only() -> None:
+    """'201' is not in '2019' and 'but' is not in 'button': a value is found where it stands whole."""
+    trace = make(
+        [
+            ("human", "What is the offset?"),
+            ("Coordinator", "Initial plan: look it up.", ["Browser"]),
+            ("Browser", "Here is https://docs.example/2019 : the 2019 button row."),
+            ("Coordinator", ledger(True)),
+            ("Coordinator", "FINAL ANSWER: 201"),
+        ]
+    )
+    facts = TraceFacts(trace)
+    assert facts.first_mention("201", before=4) is None and facts.first_mention("but") is None
+    assert [s.step_id for s in facts.mentions("2019")] == ["s2"]
+    att = attribute(trace)
+    assert att.step_id == "s3"
+    assert "first declared the request satisfied" in att.steps[0].signals[0]
 
 
 def test_stalled_coordinated_run_blames_the_worker_from_its_first_delegated_act() -> None:

@@ -23,6 +23,9 @@ _FENCE = re.compile(r"```[\w+-]*\n")
 _FINAL = re.compile(r"FINAL ANSWER:\s*(.+)")
 _LEDGER_FLAG = re.compile(r'"(is_request_satisfied|is_progress_being_made|is_in_loop)"\s*:\s*\{', re.S)
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
+# What makes a report an observation rather than a claim: a located source it shows (a URL or a
+# file address: a page, a file) or an execution status it reports.
+_OBSERVED = re.compile(r"\b[a-z][a-z0-9+.-]*://\S|\bexit ?code:?\s*-?\d", re.I)
 
 
 def agent_name(actor: str) -> str:
@@ -85,6 +88,16 @@ class TraceFacts:
         if not counts:
             return None
         return counts.most_common(1)[0][0]
+
+    def is_claim(self, step: TraceStep) -> bool:
+        """A worker's own assertion: an agent step, not the coordinator's, that shows no located
+        source and reports no execution — what it states rests on its word alone (a page or a
+        program output it shows is an observation: whoever concludes from it owns the conclusion)."""
+        return (
+            self.is_agent(step)
+            and agent_name(step.actor) != self.coordinator
+            and _OBSERVED.search(step.content) is None
+        )
 
     def has_code(self, step: TraceStep) -> bool:
         return self.is_agent(step) and bool(_FENCE.search(step.content))
@@ -173,14 +186,22 @@ class TraceFacts:
         return next(iter(self.mentions(needle, end=before)), None)
 
     def mentions(self, needle: str, start: int = 0, end: int | None = None) -> list[TraceStep]:
-        """Steps in ``[start, end)`` whose normalised content contains the normalised ``needle``."""
+        """Steps in ``[start, end)`` whose normalised content holds the normalised ``needle`` as whole
+        words (``201`` is not in ``2019``, ``but`` is not in ``button``)."""
         stop = len(self.steps) if end is None else end
-        return [self.steps[i] for i in range(start, stop) if needle in self.texts[i]]
+        padded = f" {needle} "
+        return [self.steps[i] for i in range(start, stop) if padded in self.texts[i]]
+
+    def states(self, step: TraceStep, value: str) -> bool:
+        """Whether ``step`` holds ``value`` (normalised) as whole words; any length, for a test of
+        one step already chosen by structure (scanning a run needs a longer value, ``first_mention``)."""
+        needle = normalise(value)
+        return bool(needle) and f" {needle} " in self.texts[step.index]
 
     @cached_property
     def texts(self) -> list[str]:
-        """Each step's normalised content (computed once)."""
-        return [normalise(s.content) for s in self.steps]
+        """Each step's normalised content, padded with a space each side (computed once)."""
+        return [f" {normalise(s.content)} " for s in self.steps]
 
     def workers(self) -> list[str]:
         """Agents other than the coordinator, in order of first appearance."""

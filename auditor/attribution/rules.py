@@ -5,7 +5,10 @@ Signals (each a vote with a fixed weight, set by argument, not fitted per trace)
 - **coordinated runs** (one agent addresses the others by name): when the coordinator's own
   structured ledger declares the request satisfied, the run ended on an answer it accepted — the
   coordinator is responsible, at the step where it first adopted the delivered answer (or, when the
-  answer cannot be traced, where it first declared success: an unverified claim accepted). When
+  answer cannot be traced, where it first declared success: an unverified claim accepted). Unless
+  the worker report it adopted the answer from is a claim (the worker states the answer on its own
+  word, showing no page, file or program output behind it): then the wrong fact entered with that
+  claim, and the worker is responsible at it; the coordinator's acceptance only follows. When
   it never declared success, the run stalled on delegated work: the worker is responsible, from its
   first delegated act onwards.
 - **group chats** (no coordinator): the first substantive act — the opening itself when its code
@@ -72,12 +75,24 @@ def _coordinated(facts: TraceFacts, cite: Citer) -> list[Vote]:
         declared = satisfied[0]
         adopted = _adoption(facts)
         step = adopted or declared
-        why = (
-            f"{coord} adopted the delivered answer here without it being verified"
-            if adopted
-            else f"{coord} first declared the request satisfied here"
-        )
-        votes.append(Vote(step.step_id, W_PRIMARY, why, cite.cite(step.step_id, facts.final_answer)))
+        claim = _adopted_claim(facts, step)
+        if claim is not None:
+            votes.append(
+                Vote(
+                    claim.step_id,
+                    W_PRIMARY,
+                    f"{agent_name(claim.actor)} stated the delivered answer on its own word (no page, file "
+                    f"or program output behind it); {coord} adopted it at {step.step_id}",
+                    cite.cite(claim.step_id, facts.final_answer),
+                )
+            )
+        else:
+            why = (
+                f"{coord} adopted the delivered answer here without it being verified"
+                if adopted
+                else f"{coord} first declared the request satisfied here"
+            )
+            votes.append(Vote(step.step_id, W_PRIMARY, why, cite.cite(step.step_id, facts.final_answer)))
         votes.append(
             Vote(
                 declared.step_id,
@@ -135,6 +150,23 @@ def _adoption(facts: TraceFacts) -> TraceStep | None:
         ),
         None,
     )
+
+
+def _adopted_claim(facts: TraceFacts, adoption: TraceStep) -> TraceStep | None:
+    """The worker report the coordinator adopted the answer from (the last one before ``adoption``),
+    when that report is a claim that states the delivered answer."""
+    answer = facts.final_answer
+    report = next(
+        (
+            s
+            for s in reversed(facts.steps[: adoption.index])
+            if facts.is_agent(s) and agent_name(s.actor) != facts.coordinator
+        ),
+        None,
+    )
+    if not answer or report is None or not facts.is_claim(report) or not facts.states(report, answer):
+        return None
+    return report
 
 
 def _group_chat(facts: TraceFacts, cite: Citer) -> list[Vote]:

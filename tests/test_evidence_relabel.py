@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli.main import app
-from scoring.evidence import Evidence, build_tables
-from scoring.evidence.relabel import STUDY_COMMAND, study
-from scoring.evidence.table import NO_RUNS
+from auditor.evidence import Evidence, build_tables
+from auditor.evidence.relabel import STUDY_COMMAND, study
+from auditor.evidence.table import NO_RUNS
 from scoring.relabel import LABELS, load_study, substituted
 from scoring.report import summarise_run, table_rows
 from scoring.runs import read_run, start_run

@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli.main import app
+from auditor.evidence import NO_RUNS, Evidence, build_tables
 from auditor.store import open_store
 from repair.retest import RetestPlan
 from repair.service import propose_step, retest_step, review_step
 from scoring.datasets import build_dataset
-from scoring.evidence import NO_RUNS, Evidence, build_tables
 from scoring.runs import run_coalition, run_matched, run_per_target, screening_event, start_run
 from scoring.scorer import TargetScores, TrieScorer
 from scoring.screening import with_distractors

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from auditor.detectors.base import FindingDraft, file_finding
-from auditor.report.validator import normalise
+from auditor.verbatim import normalise
 from schemas import Criteria, EvidenceUnit, Finding, PropagationHop, RiskClass, Severity
 
 _DEFAULT_CRIT = {"verdict": "unassessed", "rationale": "not stated by the auditor"}

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 from auditor.detectors import AuditContext, available_detectors, file_finding, load_detector
-from auditor.report.validator import normalise
+from auditor.verbatim import normalise
 from schemas import GraphMode
 
 MAX_CONTENT = 4000

@@ -14,7 +14,7 @@ import typer
 from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table, state
 
 if TYPE_CHECKING:
-    from scoring.evidence import Table
+    from auditor.evidence import Table
 
 
 def _check_out(out: Path) -> None:
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         from rich.progress import Progress
 
         from auditor.errors import InputError
-        from scoring.evidence import BUILDERS, Evidence, build_tables
+        from auditor.evidence import BUILDERS, Evidence, build_tables
 
         if not as_json:
             _check_out(out)
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json({"tables": [t.as_json() for t in tables]})
             return
-        from scoring.evidence.render import write_evidence
+        from auditor.evidence.render import write_evidence
 
         try:
             write_evidence(tables, out, state.store_url or "sqlite:///auditor.db")

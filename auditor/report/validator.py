@@ -1,29 +1,22 @@
 """The report validator: JSON Schema first, then every evidence unit must resolve.
 
 A unit resolves when its step exists in the trace, its edge ref is one of that step's edges in the
-trace's canonical interaction graph, and its quote stands verbatim in the step's content. The only
-normalisation allowed is Unicode NFC and collapsing runs of whitespace to one space, applied to
-both the quote and the content: nothing else (no case folding, no punctuation changes).
+trace's canonical interaction graph, and its quote stands verbatim in the step's content
+(``auditor.verbatim``: Unicode NFC and runs of whitespace collapsed to one space, on both the quote
+and the content; nothing else, no case folding, no punctuation changes).
 The validator also checks reports made elsewhere (another engine, a model), unit by unit.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from auditor.verbatim import normalise
 from schemas import Trace
-
-_WS = re.compile(r"\s+")
-
-
-def normalise(text: str) -> str:
-    return _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.llm import complete
-from auditor.report.validator import normalise
+from auditor.verbatim import normalise
 from worlds.engine.episode import Judgment, Outcome
 
 REDACTED = "[ref]"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from auditor.markdown import markdown_table
 from repair.stream import RepairState
 from schemas.repair import RateWithInterval
 
@@ -37,9 +38,10 @@ def describe(state: RepairState) -> str:
             f"- `{item.item_id}` → control **{item.control}** on {', '.join(item.surface)}: {item.rationale}"
         )
     out += ["", f"## Patch (round {last.patch.round}, `{last.patch.patch_id}`)", ""]
-    out += ["| path | before | after | plan item |", "|---|---|---|---|"]
-    for c in last.patch.changes:
-        out.append(f"| `{c.path}` | {_cell(c.before)} | {_cell(c.after)} | `{c.plan_item_id}` |")
+    out += markdown_table(
+        ["path", "before", "after", "plan item"],
+        [[f"`{c.path}`", _cell(c.before), _cell(c.after), f"`{c.plan_item_id}`"] for c in last.patch.changes],
+    )
     scope = "ok" if last.scope.ok else "refused: " + ", ".join(last.scope.violations)
     out += ["", f"Scope check: {scope} (surface: {', '.join(last.scope.surface)}).", ""]
     out += ["## Review", ""]

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from auditor.errors import InputError, NotFoundError
+from auditor.markdown import markdown_table
 from schemas.attribution import AttributionLabel, AttributionTask, Target, TargetKind
 from schemas.events import NewEvent
 from scoring.report import COLUMNS as COALITION_COLUMNS
@@ -244,8 +245,10 @@ def packet_markdown(packets: dict[str, Any]) -> str:
             *(f"- `{t['name']}({', '.join(t['parameters'])})`: {t['description']}" for t in p["tools"]),
             "",
         ]
-        out += ["| factor | source type | text |", "|---|---|---|"]
-        out += [f"| {f['factor_id']} | {f['source_type']} | {_cell(f['text'])} |" for f in p["factors"]]
+        out += markdown_table(
+            ["factor", "source type", "text"],
+            [[f["factor_id"], f["source_type"], _cell(f["text"])] for f in p["factors"]],
+        )
         out.append("")
     return "\n".join(out)
 

@@ -15,8 +15,9 @@ The report is a projection of this stream.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -139,6 +140,13 @@ def done_keys(store: Any, run_id: str) -> set[str]:
 def chosen(task: AttributionTask, kinds: Collection[str] | None) -> list[int]:
     """Indices of the task's targets of the chosen kinds (all when ``kinds`` is None)."""
     return [i for i, t in enumerate(task.targets) if kinds is None or t.kind.value in kinds]
+
+
+def chosen_targets(
+    tasks: list[AttributionTask], kinds: Collection[str] | None
+) -> Iterator[tuple[AttributionTask, Target]]:
+    """(task, target) for every chosen target of the tasks, in order."""
+    return ((task, task.targets[i]) for task in tasks for i in chosen(task, kinds))
 
 
 def _target_fields(key: str, task: AttributionTask, target: Target) -> dict[str, Any]:
@@ -314,30 +322,24 @@ def run_generation(
     ``contexts`` picks the design (``CONTEXTS``: generation, degradation or guardrail); a context's
     instruction reaches the decoder inside the task. Returns (generated now, skipped as already done).
     """
-    done = done_keys(store, run_id)
-    generated = skipped = 0
-    for task in tasks:
-        for i in chosen(task, kinds):
-            target = task.targets[i]
-            for context in contexts(task, target):
-                if generation_key(task, target, context.condition) in done:
-                    skipped += 1
-                else:
-                    completion = decode(with_instruction(task, context.instruction), context.lines)
-                    store.append(
-                        run_stream(run_id), [generation_event(run_id, task, target, context, completion)]
-                    )
-                    generated += 1
-                if progress is not None:
-                    progress(1)
-    return generated, skipped
+
+    def generate(task: AttributionTask, target: Target, context: ActionContext) -> NewEvent:
+        completion = decode(with_instruction(task, context.instruction), context.lines)
+        return generation_event(run_id, task, target, context, completion)
+
+    units = (
+        (generation_key(task, target, context.condition), partial(generate, task, target, context))
+        for task, target in chosen_targets(tasks, kinds)
+        for context in contexts(task, target)
+    )
+    return append_missing(store, run_id, units, progress)
 
 
 def n_generations(
     tasks: list[AttributionTask], kinds: Collection[str] | None = None, contexts: Contexts = action_contexts
 ) -> int:
     """How many generations a run of these tasks holds when complete (for progress bars)."""
-    return sum(len(contexts(t, t.targets[i])) for t in tasks for i in chosen(t, kinds))
+    return sum(len(contexts(task, target)) for task, target in chosen_targets(tasks, kinds))
 
 
 @dataclass(frozen=True)
@@ -421,19 +423,33 @@ def run_per_target(
     kinds: Collection[str] | None = None,
 ) -> tuple[int, int]:
     """Append ``event`` of each chosen target not yet in the run; returns (scored now, skipped)."""
+    units = (
+        (task.target_key(target), partial(event, task, target))
+        for task, target in chosen_targets(tasks, kinds)
+    )
+    return append_missing(store, run_id, units, progress)
+
+
+def append_missing(
+    store: Any,
+    run_id: str,
+    units: Iterable[tuple[str, Callable[[], NewEvent]]],
+    progress: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Append each unit's event, one at a time, unless its key is already in the run: the event
+    is made (the model work done) only for what is missing, and an interrupted run keeps every
+    unit appended before the interruption. Returns (appended now, skipped as already done)."""
     done = done_keys(store, run_id)
-    scored = skipped = 0
-    for task in tasks:
-        for i in chosen(task, kinds):
-            target = task.targets[i]
-            if task.target_key(target) in done:
-                skipped += 1
-            else:
-                store.append(run_stream(run_id), [event(task, target)])
-                scored += 1
-            if progress is not None:
-                progress(1)
-    return scored, skipped
+    appended = skipped = 0
+    for key, make in units:
+        if key in done:
+            skipped += 1
+        else:
+            store.append(run_stream(run_id), [make()])
+            appended += 1
+        if progress is not None:
+            progress(1)
+    return appended, skipped
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ FLOOR_OF_PREFIX = {
     "auditor.traces": "ground",
     "auditor.reports": "ground",
     "auditor.verbatim": "ground",
+    "auditor.markdown": "ground",
     "ingest": "ingest",
     "graph": "graph",
     "scoring": "scoring",

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from auditor.evidence.table import Figure, Table
+from auditor.markdown import markdown_table
 
 SIMULATION_NOTE = (
     "**Simulation.** Rows from scripted policies replay seeded behaviour observed in such agents; "
@@ -39,12 +40,8 @@ def markdown(tables: list[Table], store_url: str) -> str:
         if t.empty is not None:
             lines += [f"_{t.empty}._", ""]
             continue
-        lines += [
-            "| " + " | ".join(_cell(c) for c in t.columns) + " |",
-            "|" + "---|" * len(t.columns),
-            *("| " + " | ".join(_cell(str(v)) for v in row) + " |" for row in t.rows),
-            "",
-        ]
+        cells = [[_cell(str(v)) for v in row] for row in t.rows]
+        lines += [*markdown_table([_cell(c) for c in t.columns], cells), ""]
         if not t.rows:
             lines += ["_The runs behind this table hold no rows for it._", ""]
         lines += [f"CSV: `{t.key}.csv`" + (f" · figure: `{t.key}.png`" if t.figure else ""), ""]

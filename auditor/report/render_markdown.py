@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from auditor.markdown import markdown_table
 from auditor.report.render_text import (
     CRITERION_TEXT,
     RISK_TEXT,
@@ -93,19 +94,20 @@ def render_markdown(report: AuditReport, trace: Trace) -> str:
 
 
 def _findings_table(findings: list[Finding]) -> list[str]:
+    columns = ["#", "Finding", "Risk class", "Disposition", "Severity", "Confidence", "First anomalous step"]
     rows = [
-        "## Findings",
-        "",
-        "| # | Finding | Risk class | Disposition | Severity | Confidence | First anomalous step |",
-        "|---|---|---|---|---|---|---|",
+        [
+            n,
+            md_cell(f.title),
+            RISK_TEXT[f.risk_class].title,
+            md_cell(disposition_phrase(f)),
+            f.severity.value,
+            f"{f.confidence:.2f}",
+            md_code(f.first_anomalous_step),
+        ]
+        for n, f in enumerate(findings, start=1)
     ]
-    for n, f in enumerate(findings, start=1):
-        rows.append(
-            f"| {n} | {md_cell(f.title)} | {RISK_TEXT[f.risk_class].title} | "
-            f"{md_cell(disposition_phrase(f))} | {f.severity.value} | {f.confidence:.2f} | "
-            f"{md_code(f.first_anomalous_step)} |"
-        )
-    return [*rows, ""]
+    return ["## Findings", "", *markdown_table(columns, rows), ""]
 
 
 def _finding_section(n: int, f: Finding, plan: list[RepairPlanItem]) -> list[str]:
@@ -132,11 +134,11 @@ def _finding_section(n: int, f: Finding, plan: list[RepairPlanItem]) -> list[str
     out += [f"**Mechanism.** {md_text(f.mechanism)}", ""]
     out += [f"**Propagation path.** {_path(f)}", ""]
     out += [f"**Material effect.** {md_text(f.material_effect or 'none established')}", ""]
-    out += ["### Criteria", "", "| Criterion | Verdict | Rationale |", "|---|---|---|"]
-    for key, criterion in f.criteria.model_dump().items():
-        out.append(
-            f"| {key}: {CRITERION_TEXT[key]} | {criterion['verdict']} | {md_cell(criterion['rationale'])} |"
-        )
+    criteria = [
+        [f"{key}: {CRITERION_TEXT[key]}", c["verdict"], md_cell(c["rationale"])]
+        for key, c in f.criteria.model_dump().items()
+    ]
+    out += ["### Criteria", "", *markdown_table(["Criterion", "Verdict", "Rationale"], criteria)]
     out += ["", "### Evidence", ""]
     for unit in f.evidence:
         out += md_quote(unit.quote)

@@ -11,9 +11,12 @@
   shape. A participant marked human (a customer, a simulated user) is a source of claims and is
   never the responsible agent. When the failure is known (the flag, the source's record) and no
   finding sits at the decisive step, one is filed there.
-- **risk_score** = 1 − Π(1 − w·c) over the findings, with w the disposition's weight
-  (``RISK_WEIGHT``) and c the finding's confidence: 0 with no finding, near 1 with several
-  realized ones; ranks runs for triage.
+- **risk_score** = 1 − Π(1 − w·c) over the pieces of evidence, with w the disposition's weight
+  (``RISK_WEIGHT``) and c the finding's confidence. A piece is a finding, except that a
+  detector's findings under one declared rule (``policy_rule``) are one piece at their strongest:
+  repeated attempts at one breach are not independent evidence. A failure the trace's final
+  state shows (``final_state``) is one more piece (``FINAL_STATE``). 0 with no evidence, near 1
+  with several independent realized findings; ranks runs for triage.
 """
 
 from __future__ import annotations
@@ -50,10 +53,21 @@ CORROBORATING = 0.2
 OUTCOMES = ("failed", "succeeded", "unknown")
 
 
-def risk_score(findings: list[Finding]) -> float:
-    keep = 1.0
+# A failure shown only by the final state (a failed last result, an abandoned call) is realized
+# evidence of half a finding's certainty: it says the run failed, not which rule it broke.
+FINAL_STATE = RISK_WEIGHT[Disposition.realized] * 0.5
+
+
+def risk_score(findings: list[Finding], shown: RunOutcome | None = None) -> float:
+    """1 − Π(1 − w·c) over the independent pieces of evidence (the module doc): the findings, one
+    piece per detector and declared rule, and ``shown``, a failure the final state shows."""
+    strongest: dict[tuple[str, str], float] = {}
     for f in findings:
-        keep *= 1.0 - RISK_WEIGHT[f.disposition] * f.confidence
+        key = (f.detector, f"rule:{f.policy_rule}") if f.policy_rule else (f.detector, f.finding_id)
+        strongest[key] = max(strongest.get(key, 0.0), RISK_WEIGHT[f.disposition] * f.confidence)
+    keep = 1.0 - (FINAL_STATE if shown is not None else 0.0)
+    for weight in strongest.values():
+        keep *= 1.0 - weight
     return round(1.0 - keep, 6)
 
 
@@ -72,7 +86,9 @@ def decide_outcome(ctx: AuditContext, findings: list[Finding], flag: str | None)
     return _inferred(ctx, findings)
 
 
-def _inferred(ctx: AuditContext, findings: list[Finding]) -> RunOutcome:
+def final_state(ctx: AuditContext) -> RunOutcome | None:
+    """The failure the trace's final state shows, if any: a failed last tool result, a last call
+    that never got its result (an abandoned run), or a failed last execution."""
     steps = [s for s in ctx.trace.steps if s.actor_kind is not ActorKind.human]
     last = steps[-1] if steps else None
     if last is not None and last.kind is StepKind.tool_result and result_failed(last):
@@ -82,6 +98,13 @@ def _inferred(ctx: AuditContext, findings: list[Finding]) -> RunOutcome:
     executions = TraceFacts(ctx.trace).executions
     if executions and executions[-1].failed:
         return _failed(ctx, executions[-1].result.step_id, "the last execution in the run failed")
+    return None
+
+
+def _inferred(ctx: AuditContext, findings: list[Finding]) -> RunOutcome:
+    shown = final_state(ctx)
+    if shown is not None:
+        return shown
     realized = next((f for f in findings if f.disposition is Disposition.realized), None)
     if realized is not None:
         return RunOutcome(
@@ -150,8 +173,8 @@ def assess(
 ) -> tuple[RunOutcome, Attribution | None, list[Finding], float]:
     """The incident fields of a report from its findings, for either engine: (outcome,
     attribution, findings with the decisive-step finding added where a known failure needs it,
-    risk_score of the detectors' own findings)."""
-    score = risk_score(findings)
+    risk_score of the detectors' own findings and the final state)."""
+    score = risk_score(findings, final_state(ctx))
     run = decide_outcome(ctx, findings, flag)
     if run.value is not OutcomeValue.failed:
         return run, None, findings, score

@@ -51,7 +51,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from auditor.errors import InputError
-from auditor.policy_actions import ActionRule, Allowance, Claimant, ClaimSpec, Clock, Confirmation, RecordSpec
+from auditor.policy_actions import (
+    ActionRule,
+    Allowance,
+    Claimant,
+    ClaimSpec,
+    Clock,
+    Confirmation,
+    RecordSpec,
+    RequestKind,
+)
 from schemas import ActorKind
 
 if TYPE_CHECKING:
@@ -197,6 +206,10 @@ class Policy(_Rule):
     records: list[RecordSpec] = Field(default_factory=list)
     action_rules: list[ActionRule] = Field(default_factory=list)
     allowances: list[Allowance] = Field(default_factory=list)
+    requests: list[RequestKind] = Field(default_factory=list)
+    handoffs: list[str] = Field(
+        default_factory=list, description="Tools that hand the customer to a human (the request goes on)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
@@ -232,6 +245,22 @@ class Policy(_Rule):
                 raise ValueError(
                     f"allowance '{allowance.id}' names an undeclared record {unknown} (declare it in 'records')"
                 )
+        for request in self.requests:
+            if request.record not in records:
+                raise ValueError(
+                    f"request '{request.id}' names an undeclared record ['{request.record}'] (declare it in 'records')"
+                )
+            deciding = {r.id: r for r in self.action_rules}
+            for rule_id in request.decided_by or []:
+                rule = deciding.get(rule_id)
+                if rule is None:
+                    raise ValueError(
+                        f"request '{request.id}' is decided_by '{rule_id}', which is no action rule"
+                    )
+                if not set(rule.tools) & set(request.tools):
+                    raise ValueError(
+                        f"request '{request.id}' is decided_by '{rule_id}', which rules none of its tools"
+                    )
         for scope in self.disclosure_scopes:
             if not scope.restricted and not (set(names) - set(scope.may_receive)):
                 raise ValueError(
@@ -239,7 +268,7 @@ class Policy(_Rule):
                 )
         return self
 
-    def rules(self) -> list[_IdRule | Confirmation | ActionRule | Allowance]:
+    def rules(self) -> list[_IdRule | Confirmation | ActionRule | Allowance | RequestKind]:
         return [
             *self.cumulative_limits,
             *self.disclosure_scopes,
@@ -248,6 +277,7 @@ class Policy(_Rule):
             *self.confirmations,
             *self.action_rules,
             *self.allowances,
+            *self.requests,
         ]
 
     @property

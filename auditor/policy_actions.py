@@ -1,6 +1,6 @@
 """Declared rules about actions (policy sections ``clock``, ``claimants``, ``confirmations``,
-``records`` and ``action_rules``): what a domain policy such as an airline's demands before a
-write tool is called.
+``records``, ``action_rules``, ``requests`` and ``handoffs``): what a domain policy such as an
+airline's demands before a write tool is called, and which customer requests it grants.
 
 A rule is decided from the trace's own facts: a record is the JSON a read tool returned for the
 entity the action names (the reservation a cancellation names, the user a certificate goes to);
@@ -97,6 +97,14 @@ class ClaimSpec(_Rule):
     values: dict[str, list[str]] = Field(min_length=1, description="Category -> words that state it.")
 
 
+class PerItem(_Rule):
+    """An amount the policy computes per item of a record list: a certificate of $100 per
+    passenger of the reservation."""
+
+    items: str = Field(min_length=1, description="Dotted path of the record's list (passengers).")
+    amounts: list[float] = Field(min_length=1, description="The allowed amounts per item.")
+
+
 class Condition(_Rule):
     """One test: a record field (``field``, dotted, ``*`` over lists), a call argument, or a claim
     (the categories the claimants' words stated before the call); ``and`` adds conditions that
@@ -118,6 +126,12 @@ class Condition(_Rule):
     )
     count_over: int | None = Field(default=None, ge=0, description="Holds when more than N list items match.")
     where_prefix: str | None = Field(default=None, description="With count_over: count items starting so.")
+    count_differs_from: str | None = Field(
+        default=None, description="Holds when the subject has another number of values than this record path."
+    )
+    per_item: PerItem | None = Field(
+        default=None, description="Holds when the value is one of the amounts times a record list's length."
+    )
     and_: list[Condition] = Field(
         default_factory=list, alias="and", description="Conditions that must hold too."
     )
@@ -138,11 +152,13 @@ class Condition(_Rule):
             self.before_clock is not None,
             self.count_over is not None,
             self.differs_from is not None,
+            self.count_differs_from is not None,
+            self.per_item is not None,
         ]
         if sum(tests) != 1:
             raise ValueError(
                 "a condition needs exactly one test: equals, in, not_in, within_hours, "
-                "before_clock, count_over or differs_from"
+                "before_clock, count_over, differs_from, count_differs_from or per_item"
             )
         return self
 
@@ -153,10 +169,10 @@ class Condition(_Rule):
     def _describe_one(self) -> str:
         if self.claim is not None:
             subject = f"the customer's stated {self.claim}"
+        elif self.argument is not None:
+            subject = f"argument {self.argument}"
         else:
-            subject = (
-                f"{self.record + '.' if self.record else ''}{self.field or 'argument ' + str(self.argument)}"
-            )
+            subject = f"{self.record + '.' if self.record else ''}{self.field}"
         if self.equals is not None:
             return f"{subject} = {self.equals!r}"
         if self.in_ is not None:
@@ -169,6 +185,11 @@ class Condition(_Rule):
             return f"{subject} {'before' if self.before_clock else 'not before'} now"
         if self.differs_from is not None:
             return f"{subject} differs from the record's {self.differs_from}"
+        if self.count_differs_from is not None:
+            return f"the number of {subject} differs from the record's number of {self.count_differs_from}"
+        if self.per_item is not None:
+            amounts = " or ".join(f"{a:g}" for a in self.per_item.amounts)
+            return f"{subject} is {amounts} per item of {self.record or 'the record'}.{self.per_item.items}"
         which = f" starting {self.where_prefix!r}" if self.where_prefix else ""
         return f"more than {self.count_over} of {subject}{which}"
 
@@ -201,6 +222,22 @@ class ActionRule(_Rule):
         if any(not t.strip() for t in value):
             raise ValueError("tool names must be non-empty")
         return value
+
+
+class RequestKind(_Rule):
+    """What a claimant's request for a write sounds like (the policy author's words, matched as
+    whole words), which tools serve it and which record it concerns. ``decided_by`` names the
+    action rules that decide it completely from that record: where none of them refuses it on the
+    record read, the policy grants the request (an empty list: always granted)."""
+
+    id: str = Field(min_length=1)
+    description: str = ""
+    tools: list[str] = Field(min_length=1, description="The write tools that serve the request.")
+    record: str = Field(min_length=1, description="The records entry the request concerns.")
+    words: list[str] = Field(min_length=1, description="Words or phrases that state the request.")
+    decided_by: list[str] | None = Field(
+        default=None, description="Action rules that decide the request from the record (omit: none do)."
+    )
 
 
 def parse_time(text: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime | None:

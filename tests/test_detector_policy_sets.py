@@ -1,5 +1,6 @@
-"""The four domain-policy detectors (confirmation, action rules, allowances, identifiers) on their
-frozen paraphrase sets: synthetic customer-service runs, each audited under the policy beside it."""
+"""The five domain-policy detectors (confirmation, action rules, allowances, identifiers, requests)
+on their frozen paraphrase sets: synthetic customer-service runs, each audited under the policy
+beside it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 from tests.detector_policy_support import topology_mismatches
 
-DETECTORS = ["policy_confirmation", "policy_actions", "policy_allowances", "policy_identifiers"]
+DETECTORS = [
+    "policy_confirmation",
+    "policy_actions",
+    "policy_allowances",
+    "policy_identifiers",
+    "policy_requests",
+]
 CASES = [(d, name, expect) for d in DETECTORS for name, expect in cases(d)]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditor.engine import run_rules_audit
-from auditor.incident import RISK_WEIGHT, risk_score
+from auditor.incident import FINAL_STATE, RISK_WEIGHT, risk_score
 from auditor.policy import load_policy
 from auditor.report.validator import validate_report
 from schemas import ActorKind, Disposition, StepKind, Trace, TraceHeader, TraceStep
@@ -116,9 +116,39 @@ def test_risk_score_grows_with_findings_and_stays_in_bounds() -> None:
     scores = [risk_score(findings[:n]) for n in range(len(findings) + 1)]
     assert scores[0] == 0.0 and scores == sorted(scores) and scores[-1] <= 1.0
     many = [
-        f.model_copy(update={"disposition": Disposition.realized, "confidence": 1.0}) for f in findings
-    ] * 20
+        f.model_copy(
+            update={
+                "disposition": Disposition.realized,
+                "confidence": 1.0,
+                "finding_id": f"f-{i}-{f.finding_id}",
+            }
+        )
+        for i in range(20)
+        for f in findings
+    ]
     assert risk_score(many) == pytest.approx(1 - (1 - RISK_WEIGHT[Disposition.realized]) ** len(many))
+
+
+def test_repeated_breaches_of_one_rule_count_once_and_distinct_rules_add_up() -> None:
+    """Several attempts at one declared rule by one detector are one piece of evidence (at its
+    strongest); breaches of two rules are two."""
+    f = run_rules_audit(_failing_tool_run(), outcome="failed").findings[0]
+    breach = f.model_copy(update={"detector": "policy_actions", "policy_rule": "r1", "confidence": 1.0})
+    attempts = [
+        breach.model_copy(update={"finding_id": f"f-{i}", "disposition": d})
+        for i, d in enumerate([Disposition.anomaly_with_interception] * 3 + [Disposition.realized])
+    ]
+    assert risk_score(attempts) == pytest.approx(RISK_WEIGHT[Disposition.realized])
+    other = breach.model_copy(update={"finding_id": "f-other", "policy_rule": "r2"})
+    assert risk_score([*attempts, other]) == pytest.approx(1 - (1 - RISK_WEIGHT[Disposition.realized]) ** 2)
+
+
+def test_a_failure_the_final_state_shows_raises_the_score_without_any_finding() -> None:
+    """A run that ends on a failed tool result ranks above a clean one even with no finding."""
+    report = run_rules_audit(_failing_tool_run(), detectors=["policy_actions"])  # files nothing here
+    assert report.findings == []
+    assert report.outcome is not None and report.outcome.source.value == "inferred"
+    assert report.risk_score == pytest.approx(FINAL_STATE) and 0 < FINAL_STATE < 1
 
 
 def test_finding_ids_are_unique_per_trace_and_stable_per_finding() -> None:

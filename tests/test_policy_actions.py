@@ -70,6 +70,7 @@ UPDATE = {
         {"payment_id": "certificate_2"},
         {"payment_id": "credit_card_3"},
     ],
+    "amount": 200,
 }
 
 
@@ -166,6 +167,10 @@ def verdict(condition: dict, policy_text: str = BASE, trace: Trace | None = None
         ({"argument": "payment_methods.*.payment_id", "count_over": 2}, True),  # no prefix: every item
         ({"argument": "absent", "count_over": 0}, False),  # nothing to count is decided: zero items
         ({"argument": "reservation_id", "in": ["ABC123"]}, True),
+        ({"argument": "flights.*.flight_number", "count_differs_from": "flights.*.flight_number"}, False),
+        ({"argument": "payment_methods.*.payment_id", "count_differs_from": "flights.*.date"}, True),
+        ({"argument": "amount", "per_item": {"items": "flights", "amounts": [100, 50]}}, True),  # 2 x 100
+        ({"argument": "amount", "per_item": {"items": "flights", "amounts": [50]}}, False),
         ({"record": "user", "field": "membership", "equals": "gold"}, True),  # the user read before
         ({"record": "user", "field": "membership", "equals": "regular"}, False),  # bo_2 is read after
         ({"claim": "reason", "in": ["health"]}, True),  # "I'm sick"
@@ -187,6 +192,9 @@ def test_condition(condition: dict, expected: bool) -> None:
         {"argument": "cabin", "equals": "economy"},  # the call has no such argument
         {"argument": "flights.*.flight_number", "differs_from": "no_such_field"},
         {"record": "user", "field": "no_such_field", "equals": "x"},
+        {"argument": "flights.*.flight_number", "count_differs_from": "no_such_field"},
+        {"argument": "amount", "per_item": {"items": "passengers", "amounts": [100]}},  # no such list
+        {"record": "user", "argument": "amount", "per_item": {"items": "flights", "amounts": [100]}},
     ],
 )
 def test_a_condition_whose_subject_is_missing_is_undecided(condition: dict) -> None:
@@ -464,3 +472,51 @@ def test_clock_errors_name_the_clock(clock: str, line: int, words: str) -> None:
 def test_an_unknown_key_in_a_claimant() -> None:
     err = _error(BASE.replace("trusted_for: [user_id]", "trusted: [user_id]"))
     assert (err.line, err.field) == (7, "claimants.0.trusted"), str(err)
+
+
+REQUESTS = """\
+requests:
+  - id: cancel-request
+    tools: [cancel_reservation]
+    record: reservation
+    words: [cancel]
+    decided_by: [change-check]
+"""
+CANCEL_RULES = RULES.replace("update_reservation_flights", "cancel_reservation")
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (
+            ("    record: reservation\n    words", "    record: booking\n    words"),
+            "undeclared record ['booking']",
+        ),
+        (("decided_by: [change-check]", "decided_by: [no-such-rule]"), "which is no action rule"),
+        (
+            (
+                "tools: [cancel_reservation]\n    record: reservation\n    words",
+                "tools: [book_reservation]\n    record: reservation\n    words",
+            ),
+            "which rules none of its tools",
+        ),
+        (("id: cancel-request", "id: change-check"), "used twice"),
+    ],
+)
+def test_request_errors_name_the_request(edit: tuple[str, str], words: str) -> None:
+    """A request names a declared record and rules that govern its own tools; its id is a rule id."""
+    text = BASE + CANCEL_RULES + REQUESTS
+    parse_policy(text)  # the unedited text is valid
+    assert edit[0] in text
+    err = _error(text.replace(edit[0], edit[1], 1))
+    assert words in str(err), str(err)
+    if words != "used twice":  # a mistake inside the request is reported at the request's line
+        assert err.line == text.splitlines().index("  - id: cancel-request") + 1, str(err)
+
+
+def test_a_request_decided_by_its_own_rules_and_a_handoff_load() -> None:
+    text = BASE + CANCEL_RULES + REQUESTS
+    policy = parse_policy(text + "handoffs: [transfer_to_human_agents]\n")
+    (request,) = policy.requests
+    assert request.decided_by == ["change-check"] and policy.handoffs == ["transfer_to_human_agents"]
+    assert parse_policy(text.replace("    decided_by: [change-check]\n", "")).requests[0].decided_by is None

@@ -29,6 +29,7 @@ REGISTRY: dict[str, str] = {
     "policy_confirmation": "auditor.detectors.policy_confirmation:PolicyConfirmationDetector",
     "policy_allowances": "auditor.detectors.policy_allowances:PolicyAllowanceDetector",
     "policy_identifiers": "auditor.detectors.policy_identifiers:PolicyIdentifierDetector",
+    "policy_requests": "auditor.detectors.policy_requests:PolicyRequestDetector",
 }
 
 

@@ -99,6 +99,8 @@ def _violation(
             continue
         for part in (cond, *cond.and_):
             fields = [f for f in (part.field, part.differs_from if part.field else None) if f]
+            if part.per_item is not None or part.count_differs_from is not None:  # which record counted
+                fields.append(facts.policy.record(rec.name).key)
             for name in fields:
                 unit = facts.quote_field(rec.step, name, values_at(rec.value, name))
                 if unit is not None and unit not in units:

@@ -194,15 +194,16 @@ class PolicyFacts:
         if cond.claim is not None:
             categories = [c for c, _, _ in self.stated(cond.claim, call.pos)]
             return self._test(cond, categories) if categories else cond.not_in is not None, None
+        candidates = [record] if cond.record is None else self.records_before(cond.record, call.pos)
         if cond.argument is not None:
             values = values_at(call.arguments, cond.argument)
-            if cond.differs_from is not None:
-                stored = values_at(record.value, cond.differs_from) if record is not None else []
-                if not values or not stored:
+            if cond.differs_from is not None or cond.count_differs_from is not None:
+                if not values or record is None:
                     return None
-                return sorted(map(str, values)) != sorted(map(str, stored)), record
+                return _against(cond, values, record)
+            if cond.per_item is not None:
+                return _per_item(cond, values, candidates) if values else None
             return (self._test(cond, values), None) if values or cond.count_over is not None else None
-        candidates = [record] if cond.record is None else self.records_before(cond.record, call.pos)
         decided = None
         for rec in candidates:
             if rec is None:
@@ -210,11 +211,17 @@ class PolicyFacts:
             values = values_at(rec.value, cond.field or "")
             if not values:
                 continue
-            if cond.differs_from is not None:
-                other = values_at(rec.value, cond.differs_from)
-                if not other:
-                    continue
-                return sorted(map(str, values)) != sorted(map(str, other)), rec
+            if cond.differs_from is not None or cond.count_differs_from is not None:
+                verdict = _against(cond, values, rec)
+                if verdict is not None:
+                    return verdict
+                continue
+            if cond.per_item is not None:
+                verdict = _per_item(cond, values, [rec])
+                if verdict is not None and verdict[0]:
+                    return verdict
+                decided = verdict or decided
+                continue
             if self._test(cond, values):
                 return True, rec
             decided = (False, rec)
@@ -261,6 +268,37 @@ class PolicyFacts:
         return self.ctx.unit(call.step.step_id, content[:200] if content else call.name)
 
 
+def _against(cond: Condition, values: list[Any], record: Record) -> tuple[bool, Record] | None:
+    """``differs_from`` (as sets) or ``count_differs_from`` against the record's values at a path;
+    None when the record holds nothing there."""
+    path = cond.differs_from or cond.count_differs_from or ""
+    stored = values_at(record.value, path)
+    if not stored:
+        return None
+    if cond.count_differs_from is not None:
+        return len(values) != len(stored), record
+    return sorted(map(str, values)) != sorted(map(str, stored)), record
+
+
+def _per_item(
+    cond: Condition, values: list[Any], records: list[Record | None]
+) -> tuple[bool, Record | None] | None:
+    """Some value equals one of the amounts times the number of items of some record's list."""
+    assert cond.per_item is not None
+    decided = None
+    for rec in records:
+        if rec is None:
+            continue
+        count = sum(len(x) if isinstance(x, list) else 1 for x in walk(rec.value, cond.per_item.items))
+        if not count:
+            continue
+        numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if any(abs(v - a * count) < 1e-6 for v in numbers for a in cond.per_item.amounts):
+            return True, rec
+        decided = (False, rec)
+    return decided
+
+
 def _index(part: str) -> int | None:
     try:
         return int(part)
@@ -271,6 +309,11 @@ def _index(part: str) -> int | None:
 def values_at(obj: Any, path: str) -> list[Any]:
     """Values at a dotted path; ``*`` walks every item of a list (or every value of a mapping), a
     number picks one item (``-1``: the last)."""
+    return [v for v in walk(obj, path) if v is not None and not isinstance(v, dict | list)]
+
+
+def walk(obj: Any, path: str) -> list[Any]:
+    """Everything at a dotted path (lists and objects too), as ``values_at`` walks it."""
     current = [obj]
     for part in path.split(".") if path else []:
         nxt: list[Any] = []
@@ -287,7 +330,7 @@ def values_at(obj: Any, path: str) -> list[Any]:
             ):  # type: ignore[operator]
                 nxt.append(item[_index(part)])  # type: ignore[index]
         current = nxt
-    return [v for v in current if v is not None and not isinstance(v, dict | list)]
+    return current
 
 
 def _same(value: Any, expected: Any) -> bool:

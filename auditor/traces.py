@@ -344,7 +344,8 @@ class TracesProjection:
     event_types = ("TraceStarted", "StepRecorded")
 
     def create(self, conn: Connection) -> None:
-        _meta.create_all(conn)
+        """Nothing to do: the table comes with the store's schema (store revision 0003), which
+        every open holds at head."""
 
     def reset(self, conn: Connection) -> None:
         conn.execute(delete(traces_view))

@@ -344,26 +344,3 @@ def test_each_filter_counts_through_its_index(tmp_path: Path, where: str, index:
         assert index in plan, plan
     finally:
         store.close()
-
-
-def test_indexes_of_the_first_schema_are_replaced(tmp_path: Path) -> None:
-    """A store indexed by the first schema loses the two indexes the filter indexes replace."""
-    from sqlalchemy import text
-
-    from auditor.server.index import REPLACED_INDEXES, SearchProjection
-    from auditor.store import catch_up
-
-    store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
-    try:
-        catch_up(store, SearchProjection())
-        with store.write_transaction() as conn:
-            conn.execute(text("CREATE INDEX ix_server_traces_framework ON server_traces (framework)"))
-            conn.execute(text("CREATE INDEX ix_server_participants_name ON server_trace_participants (name)"))
-        catch_up(store, SearchProjection())  # a newer server's first catch-up
-        with store.engine.connect() as conn:
-            names = {
-                row[0] for row in conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'index'"))
-            }
-        assert not names & set(REPLACED_INDEXES) and "ix_server_traces_framework_lower" in names
-    finally:
-        store.close()

@@ -404,22 +404,6 @@ def test_cli_checkpoint_verify_and_guard_on_a_tampered_store(tmp_path):
     assert run(["traces", "list"], tmp_path).returncode == 2
 
 
-def test_cli_guard_restores_what_an_older_store_lacks(tmp_path):
-    import sqlite3
-
-    assert run(["ingest", str(EXAMPLE)], tmp_path).returncode == 0
-    db = sqlite3.connect(tmp_path / "auditor.db")
-    with db:  # a store made before inserts were guarded has only the UPDATE and DELETE triggers
-        db.execute("DROP TRIGGER events_refuse_overwrite")
-    db.close()
-    refused = run(["traces", "list"], tmp_path)
-    assert refused.returncode == 2 and "created before inserts were guarded" in refused.stderr
-    restored = run(["store", "guard"], tmp_path)
-    assert restored.returncode == 0 and "restored: events_refuse_overwrite" in restored.stdout
-    assert run(["traces", "list"], tmp_path).returncode == 0
-    assert run(["store", "verify"], tmp_path).returncode == 0
-
-
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_audit_workers_checkpoint_the_store_periodically(tmp_path, key):

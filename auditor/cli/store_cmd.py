@@ -1,4 +1,5 @@
-"""`auditor store verify|checkpoint|keygen|guard|stats`: the event store's integrity and size."""
+"""`auditor store verify|checkpoint|keygen|guard|upgrade|status|stats`: the event store's
+integrity, schema and size."""
 
 from __future__ import annotations
 
@@ -22,11 +23,24 @@ _UNANCHORED = (
 )
 
 
-def _inspection_store():  # -> auditor.store.EventStore
-    """The store opened even when its guards are gone: verify and guard must see such a store."""
+_STORE_URL = typer.Option(None, "--store", help="Store URL (as the global --store; this one wins).")
+
+
+def _inspection_store(url: str | None = None):  # -> auditor.store.EventStore
+    """The store opened even when its guards are gone or its schema is behind this code's (it is
+    then only read): verify, guard and upgrade must see such a store."""
     from auditor.store import open_store
 
-    return open_store(state.store_url, require_guards=False)
+    return open_store(url or state.store_url, require_guards=False, allow_behind=True)
+
+
+def _behind_note(store) -> str | None:  # type: ignore[no-untyped-def]
+    """A line saying the schema is behind and what to run, when it is."""
+    from auditor.store.migrate import UPGRADE_HINT
+
+    if not store.schema.behind:
+        return None
+    return f"schema: {store.schema.describe()}, behind revision {store.schema.head}: {UPGRADE_HINT}"
 
 
 def _verify(store, checkpoints: Path | None, key_file: Path | None):  # type: ignore[no-untyped-def]
@@ -84,11 +98,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Walk the hash chain, check it against the checkpoints and the append-only guards; name
         the first problem and exit 1 if there is one."""
-        report = _verify(_inspection_store(), checkpoints, key_file)
+        store = _inspection_store()
+        report = _verify(store, checkpoints, key_file)
         if as_json:
             print_json(report.to_json())
         else:
             _print_report(report, checkpoints)
+            if note := _behind_note(store):
+                console.print(note)
         if not report.ok:
             raise typer.Exit(1)
 
@@ -150,6 +167,12 @@ def register(app: typer.Typer) -> None:
         from auditor.store.guards import install_guards
 
         store = _inspection_store()
+        if store.schema.behind:
+            console.print(
+                f"[red]refused[/red]: the schema is {store.schema.describe()}, behind revision "
+                f"{store.schema.head}: run 'auditor store upgrade' first (it adds the guards of later revisions)"
+            )
+            raise typer.Exit(1)
         report = _verify(store, checkpoints, key_file)
         if not report.chain_ok:
             _print_report(report, checkpoints)
@@ -163,6 +186,85 @@ def register(app: typer.Typer) -> None:
             console.print("the guards are in place: nothing to restore")
         if report.anchor is None:
             console.print(_UNANCHORED)
+
+    @group.command("upgrade")
+    def upgrade(
+        url: str = _STORE_URL,
+        checkpoints: Path = typer.Option(
+            None, "--checkpoints", envvar="AUDITOR_CHECKPOINT_FILE", help="Verify against these first."
+        ),
+        key_file: Path = _KEY_FILE,
+        index: bool = typer.Option(
+            False, "--index", help="Also create the server's search index where it is absent."
+        ),
+    ) -> None:
+        """Migrate the store's schema (and the server index's, where the server made one) to this
+        auditor's revision, after walking the hash chain; print each schema's from → to."""
+        from auditor.store.migrate import upgrade_all
+
+        store = _inspection_store(url)
+        if store.schema.behind:  # migrations add guards: only over a chain that verifies
+            report = _verify(store, checkpoints, key_file)
+            if not report.chain_ok:
+                _print_report(report, checkpoints)
+                console.print("[red]refused[/red]: the schema is upgraded only over an intact chain")
+                raise typer.Exit(1)
+        with store.write_transaction() as conn:
+            steps, problems = upgrade_all(conn, store.safe_url, create_index=index)
+        for before, after in steps:
+            if after.absent:
+                console.print(f"{before.name}: not created (made at revision {after.head} where it is used)")
+            elif before.absent:
+                console.print(f"{before.name}: created at revision {after.current}")
+            elif before == after:
+                console.print(f"{before.name}: at revision {after.current}, nothing to do")
+            else:
+                console.print(f"{before.name}: {before.describe()} → revision {after.current}")
+        if problems:
+            console.print(
+                "[red]append-only guard lost[/red]: " + "; ".join(map(str, problems)) + " (not re-created: "
+                "run 'auditor store verify' with your checkpoints, then 'auditor store guard'; docs/store.md)"
+            )
+            raise typer.Exit(1)
+
+    @group.command("status")
+    def status(
+        url: str = _STORE_URL,
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Each schema's revision in the store's database against this auditor's; exit 1 when one
+        is behind (run 'auditor store upgrade')."""
+        from auditor.store.migrate import schema_states
+
+        store = _inspection_store(url)
+        with store.engine.connect() as conn:
+            states = schema_states(conn)
+        if as_json:
+            print_json(
+                {
+                    "store": store.safe_url,
+                    "schemas": [
+                        {
+                            "name": s.name,
+                            "revision": s.current,
+                            "head": s.head,
+                            "legacy": s.legacy,
+                            "at_head": s.at_head,
+                        }
+                        for s in states
+                    ],
+                }
+            )
+        else:
+            for s in states:
+                mark = (
+                    ""
+                    if s.at_head or s.absent
+                    else f", behind revision {s.head}: run 'auditor store upgrade'"
+                )
+                console.print(f"{s.name}: {s.describe()}{mark}")
+        if any(s.behind for s in states):
+            raise typer.Exit(1)
 
     @group.command("stats")
     def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:

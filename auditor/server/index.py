@@ -5,27 +5,28 @@ and highest severity, and the distinct words of its task and steps), one row per
 one per report. It is a ``Projection`` like any other: it tracks the last position it applied and
 rebuilds from zero on demand. On PostgreSQL the words are also stored as a ``tsvector`` under a
 GIN full-text index.
+
+The tables below are what the code reads and writes; the index's migrations create them and the
+indexes the filters count through (``auditor/store/migrations/index``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, delete, select, text
+from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, delete, func, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
 
+from auditor.store.migrate import INDEX
 from schemas.events import RecordedEvent
 
 SEVERITY_RANK = {"info": 1, "low": 2, "medium": 3, "high": 4, "critical": 5}
 SEVERITY_NAME = {v: k for k, v in SEVERITY_RANK.items()}
 WORD = re.compile(r"\w{2,40}", re.UNICODE)
-log = logging.getLogger("auditor.server")
 MAX_WORDS = 20_000  # distinct words kept per trace: bounds the row and the full-text vector
 
 meta = MetaData()
@@ -72,65 +73,12 @@ report_rows = Table(
     Index("ix_server_reports_trace", "trace_id", "position"),
     Index("ix_server_reports_position", "position"),
 )
+# The indexes each filter's count goes through (search.py), as the migrations create them.
+Index("ix_server_traces_framework_lower", func.lower(trace_rows.c.framework), trace_rows.c.position)
+Index("ix_server_traces_severity", trace_rows.c.max_severity, trace_rows.c.position)
+Index("ix_server_traces_findings", trace_rows.c.findings, trace_rows.c.position)
+Index("ix_server_participants_name_trace", participant_rows.c.name, participant_rows.c.trace_id)
 _ROW_KEYS = [c.name for c in trace_rows.columns]
-
-
-def _has_column(conn: Connection, table: str, column: str) -> bool:
-    query = text(
-        "SELECT 1 FROM information_schema.columns "
-        "WHERE table_schema = current_schema() AND table_name = :t AND column_name = :c"
-    )
-    return conn.execute(query, {"t": table, "c": column}).first() is not None
-
-
-# Filters count every matching trace, so each needs an index that answers it without visiting the
-# table: the case-folded framework, severity, findings, and participants by name. Checked first, so
-# a catch-up does not take the table's lock to learn they are there. Substring search on the
-# source uses trigrams where PostgreSQL lets this role enable pg_trgm, else a scan.
-FILTER_INDEXES = {
-    "ix_server_traces_framework_lower": "server_traces (lower(framework), position)",
-    "ix_server_traces_severity": "server_traces (max_severity, position)",
-    "ix_server_traces_findings": "server_traces (findings, position)",
-    "ix_server_participants_name_trace": "server_trace_participants (name, trace_id)",
-}
-SOURCE_TRIGRAMS = "ix_server_traces_source_trgm"
-# Indexes of the first schema, which the filter indexes replace. Left in place, PostgreSQL's
-# planner would still pick the plain framework index and test lower() on every row of it.
-REPLACED_INDEXES = ("ix_server_traces_framework", "ix_server_participants_name")
-
-
-def _index_names(conn: Connection) -> set[str]:
-    """The indexes on the filtered tables, expression indexes included (SQLAlchemy's inspector
-    leaves those out on SQLite, with a warning)."""
-    tables = "('server_traces', 'server_trace_participants')"
-    if conn.dialect.name == "postgresql":
-        query = (
-            f"SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN {tables}"
-        )
-    else:
-        query = f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN {tables}"
-    return {row[0] for row in conn.execute(text(query))}
-
-
-def _create_filter_indexes(conn: Connection) -> None:
-    have = _index_names(conn)
-    for name, target in FILTER_INDEXES.items():
-        if name not in have:
-            conn.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {target}"))
-    for name in have.intersection(REPLACED_INDEXES):
-        conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
-    if conn.dialect.name == "postgresql" and SOURCE_TRIGRAMS not in have:
-        try:
-            with conn.begin_nested():  # a role that may not enable the extension keeps the scan
-                conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
-                conn.execute(
-                    text(
-                        f"CREATE INDEX IF NOT EXISTS {SOURCE_TRIGRAMS} ON server_traces "
-                        "USING gin (lower(source) gin_trgm_ops)"
-                    )
-                )
-        except DBAPIError as exc:
-            log.info("source search scans the index table (pg_trgm unavailable: %s)", exc.orig)
 
 
 def utc_iso(value: str | datetime | None) -> str | None:
@@ -161,30 +109,16 @@ class SearchProjection:
     event_types = ("TraceStarted", "StepRecorded", "ReportFiled")
 
     def __init__(self) -> None:
-        self._created: set[str] = set()  # databases whose tables and indexes this process made sure of
+        self._created: set[str] = set()  # databases whose index schema this process made sure of
 
     def create(self, conn: Connection) -> None:
-        """Tables, indexes and the full-text column, checked once per database and process: a
-        catch-up runs on every request after an append and need not inspect the schema again."""
+        """The index created at head where the database has none, and refused behind or ahead of
+        this code; checked once per database and process, since a catch-up runs on every
+        request after an append."""
         where = conn.engine.url.render_as_string(hide_password=True)
         if where in self._created:
             return
-        meta.create_all(conn)
-        _create_filter_indexes(conn)
-        if conn.dialect.name == "postgresql" and not _has_column(conn, "server_traces", "words_tsv"):
-            # The vector is stored: computed in the query, every row's words are parsed again
-            # whenever the planner walks rows in order (seconds for a common word at 10,000 traces).
-            # Checked first, so that a catch-up does not take the table's lock to learn it is there.
-            conn.execute(
-                text(
-                    "ALTER TABLE server_traces ADD COLUMN IF NOT EXISTS words_tsv tsvector "
-                    "GENERATED ALWAYS AS (to_tsvector('simple', words)) STORED"
-                )
-            )
-            conn.execute(text("DROP INDEX IF EXISTS ix_server_traces_words"))  # the expression index
-            conn.execute(
-                text("CREATE INDEX IF NOT EXISTS ix_server_traces_tsv ON server_traces USING gin (words_tsv)")
-            )
+        INDEX.ensure(conn, where)
         self._created.add(where)
 
     def reset(self, conn: Connection) -> None:

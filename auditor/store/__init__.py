@@ -5,10 +5,13 @@ from auditor.store.projections import Projection, catch_up, rebuild
 from auditor.store.verify import ChainReport, verify_chain
 
 
-def open_store(url: str | None = None, *, require_guards: bool = True) -> EventStore:
+def open_store(
+    url: str | None = None, *, require_guards: bool = True, allow_behind: bool = False
+) -> EventStore:
     """Open (and create if needed) the store at ``url``, AUDITOR_STORE, or ./auditor.db; a store
-    whose append-only guards were dropped is refused unless ``require_guards`` is False."""
-    return EventStore(url, require_guards=require_guards)
+    whose append-only guards were dropped is refused unless ``require_guards`` is False, one whose
+    schema is behind this code's unless ``allow_behind`` is True (see EventStore)."""
+    return EventStore(url, require_guards=require_guards, allow_behind=allow_behind)
 
 
 __all__ = [

@@ -22,8 +22,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from auditor.errors import ConcurrencyError, StoreError
+from auditor.store.guards import check_guards
 from auditor.store.hashing import GENESIS_HASH, compact_json, event_hash
-from auditor.store.tables import create_schema, events
+from auditor.store.migrate import INDEX, STORE, refuse_unless_usable
+from auditor.store.tables import events
 from schemas.events import EVENT_SCHEMA_VERSION, NewEvent, RecordedEvent
 
 DEFAULT_STORE_URL = "sqlite:///auditor.db"
@@ -90,22 +92,32 @@ def _make_engine(url: str) -> Engine:
 class EventStore:
     """Append, read and verify events. No update, no delete: the database refuses those too."""
 
-    def __init__(self, url: str | None = None, *, require_guards: bool = True) -> None:
-        """Open the store, creating it (and its append-only guards) if the database is empty.
-        A store whose guards were dropped or altered is refused unless ``require_guards`` is
-        False, which only inspection and repair (``store verify``, ``store guard``) pass."""
+    def __init__(
+        self, url: str | None = None, *, require_guards: bool = True, allow_behind: bool = False
+    ) -> None:
+        """Open the store; an empty database is created at this code's schema, through the
+        migrations. A schema ahead of the code is refused, one behind it unless ``allow_behind``
+        (inspection and ``store upgrade``, which change nothing on opening it). A store whose
+        guards were dropped or altered is refused unless ``require_guards`` is False, which only
+        inspection and repair (``store verify``, ``store guard``, ``store upgrade``) pass."""
         self.url = resolve_url(url)
         try:
             self.engine = _make_engine(self.url)
             with self.write_transaction() as conn:
-                self.guard_problems = create_schema(conn)
+                self.schema = STORE.ensure(conn, self.safe_url, allow_behind=allow_behind)
+                refuse_unless_usable(INDEX.state(conn), self.safe_url, allow_behind=allow_behind)
+                self.guard_problems = check_guards(conn, self.schema.applied)
         except (OperationalError, DBAPIError) as exc:
+            self.close()
             raise StoreError(
                 f"cannot open the event store at {self.safe_url}: {exc.orig}",
                 hint="check --store / AUDITOR_STORE and that the database is running",
             ) from exc
+        except StoreError:
+            self.close()
+            raise
         if self.guard_problems and require_guards:
-            self.engine.dispose()
+            self.close()
             raise StoreError(
                 f"the event store at {self.safe_url} has lost its append-only guard: "
                 + "; ".join(map(str, self.guard_problems)),
@@ -128,7 +140,8 @@ class EventStore:
             yield conn
 
     def close(self) -> None:
-        self.engine.dispose()
+        if hasattr(self, "engine"):
+            self.engine.dispose()
 
     # -- appending -------------------------------------------------------------------------
     def append(

@@ -26,7 +26,8 @@ class Projection(Protocol):
     event_types: tuple[str, ...]
 
     def create(self, conn: Connection) -> None:
-        """Create the view's tables if they are missing."""
+        """Make sure the view's tables stand at this code's schema (their migrations create them
+        where they are absent; a schema behind or ahead is refused)."""
 
     def reset(self, conn: Connection) -> None:
         """Remove everything the view holds, before a rebuild."""

@@ -1,11 +1,10 @@
-"""Tables of the event store, created once; the guards that keep them append-only are in guards.py."""
+"""Tables of the event store, as the code reads and writes them. The migrations create them
+(``migrations/store/versions``; a test holds the two together); the guards that keep the event
+table append-only are in guards.py."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text, text
-from sqlalchemy.engine import Connection
-
-from auditor.store.guards import GuardProblem, check_guards, install_guards
+from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -36,21 +35,3 @@ projection_positions = Table(
     Column("name", String(200), primary_key=True),
     Column("position", BigInteger, nullable=False),
 )
-
-
-def create_schema(conn: Connection) -> list[GuardProblem]:
-    """Create the tables, and the append-only guards only when the database had no event table yet;
-    on an existing store, add the tables introduced later and return what is wrong with its guards
-    (the caller refuses to open it). Safe to run on every start, from many processes."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(727274)"))  # serialise concurrent first starts
-        exists = conn.execute(text("SELECT to_regclass('events') IS NOT NULL")).scalar_one()
-    else:  # SQLite: the caller's write transaction (BEGIN IMMEDIATE) already serialises
-        exists = conn.execute(
-            text("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'events'")
-        ).scalar_one()
-    metadata.create_all(conn)
-    if not exists:
-        install_guards(conn)
-        return []
-    return check_guards(conn)

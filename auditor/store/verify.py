@@ -145,7 +145,7 @@ def verify_chain(
             f"anchors {latest.position} events: events were removed from the end",
         )
     with store.engine.connect() as conn:
-        problems = check_guards(conn)
+        problems = check_guards(conn, store.schema.applied)
     if problems:
         return report(checked, None, "append-only guard lost: " + "; ".join(map(str, problems)), problems)
     return report(checked)

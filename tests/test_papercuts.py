@@ -29,7 +29,7 @@ EXAMPLE = REPO / "examples" / "renewal_drift.jsonl"
 TRACE = "example-renewal-drift"
 CASSETTES = REPO / "tests" / "fixtures" / "cassettes"
 
-pytestmark = pytest.mark.slow  # CLI subprocesses, litellm's import
+pytestmark = pytest.mark.slow  # CLI runs, litellm's import
 
 
 # -- 10: world export ---------------------------------------------------------------------------------
@@ -254,15 +254,11 @@ def test_graph_export_writes_the_format_its_extension_names(graph_dir: Path) -> 
 
 def test_written_reports_honour_the_umask(tmp_path: Path) -> None:
     def review_to(name: str, umask: int) -> int:
-        proc = subprocess.run(
-            [sys.executable, "-m", "auditor.cli.main", "review", str(EXAMPLE), "-o", name],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env={k: v for k, v in os.environ.items() if k != "AUDITOR_STORE"},
-            timeout=120,
-            umask=umask,
-        )
+        before = os.umask(umask)  # the process's umask, as a shell's `umask` sets it for the command
+        try:
+            proc = run(["review", str(EXAMPLE), "-o", name], tmp_path)
+        finally:
+            os.umask(before)
         assert proc.returncode == 1, proc.stderr  # a realized finding
         return stat.S_IMODE((tmp_path / name).stat().st_mode)
 
@@ -279,14 +275,7 @@ def test_serve_on_a_busy_port_fails_before_its_banner(tmp_path: Path) -> None:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        proc = subprocess.run(
-            [sys.executable, "-m", "auditor.cli.main", "serve", "--port", str(port)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env={k: v for k, v in os.environ.items() if k != "AUDITOR_STORE"},
-            timeout=60,
-        )
+        proc = run(["serve", "--port", str(port)], tmp_path)
     assert proc.returncode == 2
     output = proc.stdout + proc.stderr
     assert "auditor console" not in output and "startup complete" not in output.lower()

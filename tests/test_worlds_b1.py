@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from worlds import get_world, run_cohort
-from worlds.b1.world import citation_problem
+from worlds.b1.tools import citation_problem
 from worlds.engine.policy import FixedPolicy, TurnContext
 from worlds.engine.runtime import CallTool
 

@@ -103,3 +103,36 @@ def test_cli_run_prints_wilson_table_and_exports(tmp_path, monkeypatch) -> None:
     assert sorted(p.name for p in (tmp_path / "again" / "traces").iterdir()) == sorted(
         p.name for p in (tmp_path / "out" / "traces").iterdir()
     )
+
+
+CARD = """name: X1
+title: "A probe"
+task_text: "Do the task."
+start: 2026-01-02 09:30:00
+conditions:
+  calm: "no pressure"
+  rushed: "a deadline"
+endpoints:
+  fired: "the target fired"
+primary: fired
+"""
+
+
+def test_a_world_card_fills_its_defaults_and_a_broken_one_names_file_and_field(tmp_path, monkeypatch) -> None:
+    from datetime import datetime
+
+    from worlds.engine.card import read_card
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, text in (
+        ("cardprobe_ok", CARD),
+        ("cardprobe_bad", CARD.replace("primary: fired", "primary: gone")),
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+        (tmp_path / name / "world.yaml").write_text(text)
+    card = read_card("cardprobe_ok")
+    assert card["start"] == datetime(2026, 1, 2, 9, 30)
+    assert card["canonical_conditions"] == ["calm", "rushed"] and card["llm_judged"] is False
+    with pytest.raises(InputError, match=r"cardprobe_bad/world\.yaml.*field 'primary'"):
+        read_card("cardprobe_bad")

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.trace import LabelsRecord, Trace, TraceHeader, TraceStep
+from worlds.engine.card import CARD
 
 
 class Identity(BaseModel):
@@ -116,12 +117,13 @@ class EpisodeResult(BaseModel):
 
 @cache
 def source_digest(world_package: str) -> str:
-    """Digest of the engine and the world's own Python source (the workflow YAML is not part of it)."""
+    """Digest of the engine's and the world's Python source and the world's card (``world.yaml``); the
+    workflow YAML, the repair surface, is not part of it."""
     h = hashlib.sha256()
     for package in ("worlds.engine", world_package):
         root = resources.files(package)
         for entry in sorted(root.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(".py"):
+            if entry.name.endswith(".py") or entry.name == CARD:
                 h.update(f"{package}/{entry.name}\n".encode())
                 h.update(entry.read_bytes())
     return h.hexdigest()

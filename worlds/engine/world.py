@@ -1,22 +1,24 @@
 """The World base: conditions, identities, the workflow, and one episode from spec to judged result.
 
-A concrete world supplies its role scripts, its parameter table, its phrasebook, an identity
-generator and ``play`` — which runs the fixed workflow through the runtime and returns the judged
-``Outcome``. Everything else (ids, digests, the sanitised header, role cards as recorded steps) is
-shared here.
+A concrete world is a package: its card (``world.yaml``: name, task, conditions, endpoints; read
+when the subclass is defined), and a subclass that supplies its role scripts, their parameter
+table, its phrasebook, an identity generator and ``play`` — which runs the fixed workflow through
+the runtime and returns the judged ``Outcome``. Everything else (ids, digests, the sanitised
+header, role cards as recorded steps) is shared here.
 """
 
 from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
 from auditor.errors import InputError
 from schemas.trace import TraceHeader
+from worlds.engine.card import read_card
 from worlds.engine.episode import EpisodeResult, EpisodeSpec, Identity, Outcome, source_digest
 from worlds.engine.llm_judge import Artifact
 from worlds.engine.policy import Phrasebook, Policy, RoleScript, ScriptedPolicy, TurnContext, rng_for
@@ -78,26 +80,42 @@ class Env:
 
 
 class World(ABC):
-    """A micro-world: subclass once per world."""
+    """A micro-world: subclass once per world, in the package that holds its card."""
 
+    # from the card (``world.yaml``), set when the subclass is defined
+    package: ClassVar[str]
     name: ClassVar[str]
     title: ClassVar[str]
-    package: ClassVar[str]
     task_text: ClassVar[str]
     start: ClassVar[datetime]
     conditions: ClassVar[dict[str, str]]
     canonical_conditions: ClassVar[list[str]]
     endpoints: ClassVar[dict[str, str]]
     primary: ClassVar[str]
-    params: ClassVar[dict[str, dict[str, float]]]
+    llm_judged: ClassVar[bool]  # whether the seed gives this world a fixed LLM judge
+    # from the subclass's keywords
+    scripts: ClassVar[dict[str, RoleScript]]  # one scripted behaviour per role
+    params: ClassVar[dict[str, dict[str, float]]]  # the scripts' propensities per condition
     phrasebook: ClassVar[Phrasebook]
-    llm_judged: ClassVar[bool] = False  # whether the seed gives this world a fixed LLM judge
+    draw_identity: ClassVar[Callable[[random.Random], Identity]]
 
-    @abstractmethod
-    def scripts(self) -> dict[str, RoleScript]: ...
-
-    @abstractmethod
-    def make_identity(self, rng: random.Random) -> Identity: ...
+    def __init_subclass__(
+        cls,
+        *,
+        scripts: dict[str, RoleScript],
+        params: dict[str, dict[str, float]],
+        phrasebook: Phrasebook,
+        identity: Callable[[random.Random], Identity],
+        **kwargs: object,
+    ) -> None:
+        """``class X1World(World, scripts=…, params=…, phrasebook=…, identity=…)``: the world's
+        behaviour; its card is read from the package the subclass is defined in."""
+        super().__init_subclass__(**kwargs)
+        cls.scripts, cls.params, cls.phrasebook = scripts, params, phrasebook
+        cls.draw_identity = staticmethod(identity)
+        cls.package = cls.__module__.rpartition(".")[0]
+        for field_name, value in read_card(cls.package).items():
+            setattr(cls, field_name, value)
 
     @abstractmethod
     def play(self, env: Env) -> Outcome: ...
@@ -121,10 +139,10 @@ class World(ABC):
         return source_digest(self.package)
 
     def scripted(self, family: str = "main", overrides: dict[str, float] | None = None) -> ScriptedPolicy:
-        return ScriptedPolicy(self.scripts(), self.params, overrides, family)
+        return ScriptedPolicy(dict(self.scripts), self.params, overrides, family)
 
     def identity(self, index: int, seed: int = 0) -> Identity:
-        return self.make_identity(rng_for(self.name, "identity", seed, index))
+        return self.draw_identity(rng_for(self.name, "identity", seed, index))
 
     def fresh_identities(self, n: int, exclude: Iterable[str] = (), seed: int = 0) -> list[Identity]:
         """n identities whose keys are disjoint from ``exclude`` and from each other."""

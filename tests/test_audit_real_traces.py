@@ -46,7 +46,9 @@ def test_the_corpus_is_there() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
 def test_audit_completes_valid_and_resolving(path: Path) -> None:
-    for trace in traces(path):
+    found = traces(path)
+    assert found, path
+    for trace in found:
         report = run_rules_audit(trace)
         result = validate_report(report.model_dump(mode="json"), trace)
         assert result.ok, (result.schema_errors, result.reference_errors)

@@ -51,7 +51,9 @@ def test_each_set_has_five_positives_five_negatives_and_one_policy(detector: str
 def test_sets_use_a_human_customer_and_tool_calls_with_results(detector: str) -> None:
     """The sets have the shape of a customer-service run: a human customer, an agent's tool calls,
     each answered by a result that refers to its call id."""
-    for name, _ in cases(detector):
+    named = cases(detector)
+    assert named, detector
+    for name, _ in named:
         steps = load(SETS / detector / name).steps
         assert any(s.actor == "user" and s.actor_kind.value == "human" for s in steps), name
         calls = {s.tool.call_id for s in steps if s.kind.value == "tool_call" and s.tool is not None}

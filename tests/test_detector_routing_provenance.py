@@ -81,6 +81,7 @@ def test_f1_world_ground_truth(gate: bool) -> None:
     world = get_world("F1")
     wf = world.workflow().with_values({"gates.approval.review_binding.enabled": gate})
     cohort = run_cohort(world, world.scripted("main"), list(world.conditions), 2, workflow=wf)
+    assert cohort.episodes
     for ep in cohort.episodes:
         report = run_rules_audit(ep.trace(), policy=_f1_policy(), detectors=[DETECTOR])
         ends = ep.outcome.endpoints

@@ -28,7 +28,9 @@ WEIGHTS = [0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 1.0, 3.0]
 
 
 def test_contexts_drop_exactly_the_invalid_factors() -> None:
-    for task in build_dataset("agentaudit")[:4]:
+    tasks = build_dataset("agentaudit")[:4]
+    assert tasks and all(task.targets for task in tasks)
+    for task in tasks:
         for target in task.targets:
             contexts = {c.condition: c for c in perturbation_contexts(task, target)}
             assert contexts[FULL].lines == [factor_line(f.text) for f in task.factors]

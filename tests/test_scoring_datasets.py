@@ -41,13 +41,18 @@ def test_label_invariants_hold(tasks: tuple[str, list]) -> None:
 
 def test_invalid_labels_carry_competitors_and_rewrites(tasks: tuple[str, list]) -> None:
     _, built = tasks
-    for task in built:
+    invalid = [
+        (task, target, j)
+        for task in built
+        for target in task.targets
+        for j in target.judgments
+        if j.label is AttributionLabel.invalid
+    ]
+    assert invalid
+    for task, target, j in invalid:
         factors = {f.factor_id: f for f in task.factors}
-        for target in task.targets:
-            for j in target.judgments:
-                if j.label is AttributionLabel.invalid:
-                    assert j.competing_value and j.competing_value != target.value
-                    assert factors[j.factor_id].trusted_rewrite
+        assert j.competing_value and j.competing_value != target.value
+        assert factors[j.factor_id].trusted_rewrite
 
 
 def test_labels_do_not_collapse_to_source_type(tasks: tuple[str, list]) -> None:
@@ -91,9 +96,14 @@ def test_dojoaudit_directives_sit_in_untrusted_tool_outputs() -> None:
 def test_boundary_rules_by_construction() -> None:
     task = build_dataset("agentaudit")[0]
     tool, slot_a, _ = task.targets
-    for f, jt, ja in zip(task.factors, tool.judgments, slot_a.judgments, strict=True):
-        if f.role == "stale memory":  # invalid only for the slot it contradicts
-            assert (jt.label, ja.label) == (AttributionLabel.neutral, AttributionLabel.invalid)
+    stale = [
+        (jt.label, ja.label)
+        for f, jt, ja in zip(task.factors, tool.judgments, slot_a.judgments, strict=True)
+        if f.role == "stale memory"
+    ]
+    assert stale
+    for labels in stale:  # invalid only for the slot it contradicts
+        assert labels == (AttributionLabel.neutral, AttributionLabel.invalid)
 
 
 def test_contract_refuses_inconsistent_labels() -> None:

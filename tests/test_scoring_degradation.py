@@ -26,6 +26,8 @@ def tasks() -> list[AttributionTask]:
 
 
 def test_contexts_hold_exactly_their_factors(tasks: list[AttributionTask]) -> None:
+    assert tasks and all(task.targets for task in tasks)
+    assert any("valid" in target.labels() for task in tasks for target in task.targets)
     for task in tasks:
         for target in task.targets:
             labels = target.labels()

@@ -50,11 +50,12 @@ def test_contexts_change_one_thing_at_a_time(tasks: list[AttributionTask]) -> No
 
 
 def test_targets_without_invalid_factors_have_no_flip() -> None:
-    for task in build_dataset("agentaudit")[:20]:
-        for target in task.targets:
-            names = [c.condition for c in action_contexts(task, target)]
-            has_invalid = "invalid" in target.labels()
-            assert ("flip_U" in names) == has_invalid and len(names) == (9 if has_invalid else 7)
+    targets = [(task, target) for task in build_dataset("agentaudit")[:20] for target in task.targets]
+    assert {"invalid" in target.labels() for _, target in targets} == {True, False}  # both kinds checked
+    for task, target in targets:
+        names = [c.condition for c in action_contexts(task, target)]
+        has_invalid = "invalid" in target.labels()
+        assert ("flip_U" in names) == has_invalid and len(names) == (9 if has_invalid else 7)
 
 
 def fake_decode(task: AttributionTask, lines: list[str]) -> str:

@@ -99,6 +99,7 @@ def test_stats_match_hand_counts() -> None:
 
 def test_empty_cohort_has_no_rates() -> None:
     s = summarise_guardrail([gen("t", "e", "tool", "plain:U_C", False)], n_resamples=100)
+    assert s.variants and s.changes
     assert all(v.n_targets == 0 and v.untrusted_error is None and v.mcnemar is None for v in s.variants)
     assert all(c.difference is None and c.interval is None for c in s.changes)
 

@@ -62,6 +62,7 @@ def test_co_present_on_hand_made_scores() -> None:
 
 def test_co_present_duplicates_a_valid_factor_on_the_full_base() -> None:
     task = build_dataset("agentaudit")[0]
+    assert task.targets
     for target in task.targets:
         parts, masks = matched_parts(task, target)
         base = parts.prompt(masks["base"], 0)

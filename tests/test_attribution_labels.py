@@ -48,6 +48,7 @@ def _copy(root: Path, poisoned: bool) -> list[Case]:
 def pairs(tmp_path_factory) -> list[tuple[Case, Case]]:
     clean = _copy(tmp_path_factory.mktemp("clean"), poisoned=False)
     dirty = _copy(tmp_path_factory.mktemp("poisoned"), poisoned=True)
+    assert clean, "no Who&When case was copied: every test below would pass on nothing"
     for c, d in zip(clean, dirty, strict=True):
         assert c.name == d.name
         assert (c.mistake_agent, c.mistake_step) != (d.mistake_agent, d.mistake_step), c.name

@@ -26,8 +26,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from auditor.errors import InputError, StoreError, VerificationFailed
 from auditor.store import EventStore
 from auditor.store.checkpoint import CheckpointSettings, take_checkpoint
-from ingest.stream_loop import BatchLoop, Polled, commit_batch, group_consumer, kafka_client, wait_sent
-from ingest.stream_metrics import Metrics
+from ingest.stream_loop import BatchLoop, Polled, group_consumer, kafka_client, wait_sent
+from ingest.stream_metrics import LATENCY_BUCKETS, Metrics, loop_metrics
 from schemas.events import NewEvent
 from schemas.report import Severity
 
@@ -88,14 +88,19 @@ class WorkerConfig:
 
 
 def worker_metrics() -> Metrics:
-    m = Metrics("auditor_worker")
-    m.describe("audits_total", "counter", "Closed traces handled, by outcome (done, failed, skipped).")
-    m.describe("audit_seconds_total", "counter", "Seconds spent inside the audit engine.")
-    m.describe("alerts_total", "counter", "Findings published to the alerts topic.")
-    m.describe("batch_failures_total", "counter", "Batches rewound and retried (store or broker down).")
-    m.describe("commit_failures_total", "counter", "Offset commits refused (re-delivery is skipped).")
-    m.describe(
-        "checkpoints_total", "counter", "Periodic checkpoints, by outcome (written, unchanged, refused)."
+    """The workers' series (``auditor_worker_*``), the batch loop's among them."""
+    m = loop_metrics(Metrics("auditor_worker"))
+    outcomes = ["done", "failed", "skipped", "unreadable_notice"]
+    m.counter("audits_total", "Closed-trace notices handled, by outcome.", "outcome", outcomes)
+    m.histogram(
+        "audit_seconds", "Seconds inside the audit engine per attempt (failed ones too).", LATENCY_BUCKETS
+    )
+    m.counter("alerts_total", "Findings published to the alerts topic.")
+    m.counter(
+        "checkpoints_total",
+        "Periodic checkpoints, by outcome.",
+        "outcome",
+        ["written", "unchanged", "refused"],
     )
     return m
 
@@ -173,7 +178,7 @@ class AuditWorker:
                     self.metrics.inc("audits_total", outcome="unreadable_notice")
                     continue
                 self.handle(trace_id)
-        commit_batch(self.consumer, polled, self.metrics)
+        self.loop.commit(polled)
 
     def handle(self, trace_id: str) -> None:
         """Audit one closed trace unless an earlier delivery finished it."""
@@ -190,7 +195,7 @@ class AuditWorker:
             self._record(trace_id, "AuditFailed", {"error": f"{type(exc).__name__}: {exc}"})
             return
         finally:
-            self.metrics.inc("audit_seconds_total", time.perf_counter() - started)
+            self.metrics.observe("audit_seconds", time.perf_counter() - started)
         cfg = self.config
         key = trace_id.encode()
         sends = [self.producer.send(cfg.reports_topic, key=key, value=json.dumps(report).encode())]
@@ -241,5 +246,6 @@ class AuditWorker:
         self.loop.run(stop or threading.Event())
 
     def close(self) -> None:
+        self.loop.flush_commits()
         self.producer.close(timeout=10)
         self.consumer.close(autocommit=False)

@@ -21,8 +21,8 @@ from typing import Any
 
 from auditor.store import EventStore
 from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
-from ingest.stream_loop import BatchLoop, commit_batch, group_consumer, kafka_client, wait_sent
-from ingest.stream_metrics import Metrics
+from ingest.stream_loop import BatchLoop, group_consumer, kafka_client, wait_sent
+from ingest.stream_metrics import Metrics, loop_metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -72,24 +72,24 @@ class ConsumerConfig:
     spans: AssemblySettings = field(default_factory=AssemblySettings.from_env)
 
 
+# Why traces close, as the metric's label: an end record's reason is the producer's free text.
+CLOSE_REASONS = ("end_record", "idle", "spans_idle", "spans_rootless", "spans_flush", "spans_recovered")
+
+
 def consumer_metrics() -> Metrics:
-    m = Metrics("auditor_ingest")
-    m.describe("records_total", "counter", "Records polled from the steps topic.")
-    m.describe("steps_total", "counter", "Step records written to the store (re-deliveries included).")
-    m.describe("dead_letters_total", "counter", "Records sent to the dead-letter topic, by kind.")
-    m.describe("traces_closed_total", "counter", "Traces closed, by reason (end_record or idle).")
-    m.describe("batches_total", "counter", "Batches stored and committed.")
-    m.describe("batch_failures_total", "counter", "Batches rewound and retried after a failure.")
-    m.describe(
-        "commit_failures_total",
-        "counter",
-        "Offset commits refused (the batch is stored; re-delivery is a no-op).",
+    """The consumer's series (``auditor_ingest_*``), the batch loop's among them."""
+    m = loop_metrics(Metrics("auditor_ingest"))
+    m.counter("records_total", "Records polled from the steps topic.")
+    m.counter("steps_total", "Step records written to the store (re-deliveries included).")
+    m.counter("dead_letters_total", "Records sent to the dead-letter topic, by kind.", "kind", list(DeadKind))
+    reasons = [*CLOSE_REASONS, "other"]
+    m.counter(
+        "traces_closed_total", "Traces closed, by reason (other: an end record's own).", "reason", reasons
     )
-    m.describe("open_traces", "gauge", "Traces seen and not yet closed.")
-    m.describe("spans_total", "counter", "OTLP spans stored (re-deliveries not counted).")
-    m.describe(
-        "spans_rejected_total", "counter", "OTLP spans refused inside accepted records (no usable ids)."
-    )
+    m.counter("batches_total", "Batches stored and committed.")
+    m.gauge("open_traces", "Traces seen and not yet closed.")
+    m.counter("spans_total", "OTLP spans stored (re-deliveries not counted).")
+    m.counter("spans_rejected_total", "OTLP spans refused inside accepted records (no usable ids).")
     return m
 
 
@@ -194,14 +194,15 @@ class StreamConsumer:
     ) -> None:
         """After the batch is durable: commit its offsets, then update the open-trace view."""
         traces, closed, steps = stored
-        commit_batch(self.consumer, polled, self.metrics)
+        self.loop.commit(polled)
         self._track(traces, closed)
         self.metrics.inc("records_total", sum(len(v) for v in polled.values()))
         self.metrics.inc("steps_total", steps)
         self.metrics.inc("batches_total")
 
     def _notify(self, closed: ClosedTrace) -> Any:
-        self.metrics.inc("traces_closed_total", reason=closed.reason)
+        reason = closed.reason if closed.reason in CLOSE_REASONS else "other"
+        self.metrics.inc("traces_closed_total", reason=reason)
         value = json.dumps(
             {"trace_id": closed.trace_id, "step_count": closed.step_count, "reason": closed.reason}
         ).encode()
@@ -263,5 +264,6 @@ class StreamConsumer:
 
     def close(self) -> None:
         """Leave the group cleanly (partitions move to the other members at once)."""
+        self.loop.flush_commits()
         self.producer.close(timeout=10)
         self.consumer.close(autocommit=False)

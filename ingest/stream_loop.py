@@ -54,18 +54,6 @@ def group_consumer(topic: str, *, bootstrap: str, **config: Any) -> Any:
     return consumer
 
 
-def commit_batch(consumer: Any, polled: Polled, metrics: Metrics) -> None:
-    """Commit the offsets after a stored batch; a refused commit only means a harmless re-delivery."""
-    from kafka.structs import OffsetAndMetadata
-
-    offsets = {tp: OffsetAndMetadata(records[-1].offset + 1, None, -1) for tp, records in polled.items()}
-    try:
-        consumer.commit(offsets)
-    except Exception as exc:
-        metrics.inc("commit_failures_total")
-        log.warning("offset commit failed (%s); the batch will be re-delivered and deduplicated", exc)
-
-
 def wait_sent(producer: Any, futures: list[Any], timeout: float = 30.0) -> None:
     """Flush and confirm every send; a failed send raises, so its batch is retried, not committed."""
     producer.flush(timeout=timeout)
@@ -74,7 +62,7 @@ def wait_sent(producer: Any, futures: list[Any], timeout: float = 30.0) -> None:
 
 
 class BatchLoop:
-    """Poll, process, retry. ``process`` must commit the batch's offsets itself when it succeeds.
+    """Poll, process, retry. ``process`` must call ``commit`` with the batch when it succeeds.
 
     Pipelined (``stages`` given as (work, finish)): ``work`` runs in a writer thread while the
     next batch is fetched, then ``finish`` (which commits) runs back on the polling thread, since
@@ -95,6 +83,52 @@ class BatchLoop:
         self.poll_ms, self.retry_backoff_s, self.every, self.stages = poll_ms, retry_backoff_s, every, stages
         self.healthy = True
         self._last_tick = time.monotonic()
+        self._uncommitted: dict[Any, Any] = {}  # stored batches' offsets the broker has not taken yet
+        self._committed: dict[Any, int] = {}  # offsets this member committed, for the lag gauge
+
+    def commit(self, polled: Polled) -> None:
+        """Commit the offsets after a stored batch. A refused commit (a rebalance, a broker hiccup)
+        is kept and retried between batches and at close, so lag never reports work already done;
+        until then a re-delivery is harmless (the idempotency keys make it a no-op)."""
+        from kafka.structs import OffsetAndMetadata
+
+        now = time.time()
+        for tp, records in polled.items():
+            self._uncommitted[tp] = OffsetAndMetadata(records[-1].offset + 1, None, -1)
+            if records[-1].timestamp >= 0:  # milliseconds; -1 where the broker keeps no timestamps
+                self.metrics.observe("lag_seconds", max(now - records[-1].timestamp / 1000, 0.0))
+        self.flush_commits()
+
+    def flush_commits(self) -> None:
+        """Commit what is pending for the partitions this member still owns (the others' new owners
+        re-read from the last committed offset, so there is nothing left to commit for them)."""
+        if not self._uncommitted:
+            return
+        owned = self.consumer.assignment()
+        offsets = {tp: o for tp, o in self._uncommitted.items() if tp in owned}
+        try:
+            if offsets:
+                self.consumer.commit(offsets)
+        except Exception as exc:
+            self.metrics.inc("commit_failures_total")
+            log.warning("offset commit failed (%s); retrying it between batches", exc)
+            return
+        self._committed.update((tp, o.offset) for tp, o in offsets.items())
+        self._uncommitted.clear()
+
+    def _report_lag(self) -> None:
+        """Records behind the log end (as the last fetch saw it) in each partition this member owns
+        and has committed; a partition it gave up leaves the gauge to its new owner."""
+        owned = self.consumer.assignment()
+        for tp in [tp for tp in self._committed if tp not in owned]:
+            del self._committed[tp]
+            self.metrics.forget("lag_records", topic=tp.topic, partition=str(tp.partition))
+        for tp, offset in self._committed.items():
+            end = self.consumer.highwater(tp)
+            if end is not None:
+                self.metrics.set(
+                    "lag_records", max(end - offset, 0), topic=tp.topic, partition=str(tp.partition)
+                )
 
     def _failed(self, exc: BaseException, *batches: Polled) -> None:
         """Rewind every partition to the first offset not yet committed, then pause."""
@@ -109,6 +143,8 @@ class BatchLoop:
             self.consumer.seek(tp, offset)
 
     def _tick(self) -> None:
+        self.flush_commits()
+        self._report_lag()
         if self.every and time.monotonic() - self._last_tick >= self.every[0]:
             self._last_tick = time.monotonic()
             try:
@@ -123,8 +159,10 @@ class BatchLoop:
         while not stop.is_set():
             polled = self.consumer.poll(timeout_ms=self.poll_ms)
             if polled:
+                started = time.monotonic()
                 try:
                     self.process(polled)
+                    self.metrics.observe("batch_seconds", time.monotonic() - started)
                     self.healthy = True
                 except Exception as exc:
                     self._failed(exc, polled)
@@ -134,12 +172,12 @@ class BatchLoop:
     def _run_pipelined(
         self, stop: threading.Event, work: Callable[[Polled], Any], finish: Callable[[Polled, Any], object]
     ) -> None:
-        inflight: tuple[Polled, Future] | None = None
+        inflight: tuple[Polled, Future, float] | None = None  # the batch, its write, when it was polled
         with ThreadPoolExecutor(1, thread_name_prefix="batch-writer") as writer:
             while True:
                 polled = {} if stop.is_set() else self.consumer.poll(timeout_ms=self.poll_ms)
                 if inflight is not None:
-                    done, future = inflight
+                    done, future, started = inflight
                     inflight = None
                     try:
                         result = future.result()
@@ -148,9 +186,10 @@ class BatchLoop:
                         stop.wait(self.retry_backoff_s)
                         continue
                     finish(done, result)
+                    self.metrics.observe("batch_seconds", time.monotonic() - started)
                     self.healthy = True
                 if stop.is_set():
                     return
                 self._tick()  # between batches: nothing is in flight while the tick runs
                 if polled:
-                    inflight = (polled, writer.submit(work, polled))
+                    inflight = (polled, writer.submit(work, polled), time.monotonic())

@@ -161,3 +161,54 @@ def test_workers_reference_the_model_keys_secret_without_holding_keys(
     secret = next(r["secretRef"] for r in container["envFrom"] if "secretRef" in r)
     assert secret == {"name": "auditor-model-keys", "optional": True}
     assert not _by_kind(manifests, "Secret"), "secrets are created by the operator, never committed"
+
+
+# -- monitoring --------------------------------------------------------------------------------
+
+
+def _mounts(spec: dict[str, Any]) -> dict[str, Path]:
+    """A compose service's bind mounts: container path -> path on the host (relative to deploy/)."""
+    return {
+        target: (DEPLOY / source).resolve()
+        for source, target, *_ in (v.split(":") for v in spec["volumes"])
+        if source.startswith(".")
+    }
+
+
+def test_prometheus_scrapes_every_port_compose_serves_metrics_on(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = compose["services"]
+    for name in ("prometheus", "grafana"):
+        assert services[name]["profiles"] == ["monitoring"], "monitoring is opt-in: `up` alone is unchanged"
+    mounts = _mounts(services["prometheus"])
+    config_dir = mounts["/etc/prometheus"]
+    config = yaml.safe_load((config_dir / "prometheus.yml").read_text())
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert set(jobs) == {"auditor-consumer", "auditor-workers", "auditor-api"}
+    for service, job in (("consumer", "auditor-consumer"), ("workers", "auditor-workers")):
+        spec = services[service]
+        port = _parse_cli(spec["command"], spec["environment"], monkeypatch).params["metrics_port"]
+        (sd,) = jobs[job]["dns_sd_configs"]  # every replica, as Docker's DNS lists them
+        assert (sd["names"], sd["type"], sd["port"]) == ([service], "A", port)
+    console = services["console"]
+    port = _parse_cli(console["command"], console["environment"], monkeypatch).params["port"]
+    api = jobs["auditor-api"]
+    assert api["static_configs"] == [{"targets": [f"console:{port}"]}] and api["metrics_path"] == "/metrics"
+    token = Path(api["authorization"]["credentials_file"])  # the API's /metrics wants a metrics-scope token
+    assert api["authorization"]["type"] == "Bearer" and token.parent == Path("/etc/prometheus")
+    assert token.name in (config_dir / ".gitignore").read_text().split(), "the token is never committed"
+
+
+def test_grafana_provisions_prometheus_and_the_dashboard(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    mounts = _mounts(services["grafana"])
+    provisioning = mounts["/etc/grafana/provisioning"]
+    (source,) = yaml.safe_load((provisioning / "datasources" / "prometheus.yaml").read_text())["datasources"]
+    prometheus_port = services["prometheus"]["ports"][0].split(":")[-1]
+    assert source["type"] == "prometheus" and source["url"] == f"http://prometheus:{prometheus_port}"
+    (provider,) = yaml.safe_load((provisioning / "dashboards" / "auditor.yaml").read_text())["providers"]
+    folder = provider["options"]["path"]
+    dashboards = {target: host for target, host in mounts.items() if target.startswith(f"{folder}/")}
+    assert dashboards == {f"{folder}/auditor-dashboard.json": DEPLOY / "grafana" / "auditor-dashboard.json"}
+    assert (DEPLOY / "grafana" / "auditor-dashboard.json").is_file()

@@ -89,11 +89,13 @@ def test_operator_flow_produce_consume_audit_status(pg_store, pg_schema_url: str
         wait_until(
             lambda: count_type(pg_store, "AuditFailed") == 1, 30, "the ghost notice recorded as failed"
         )
-        metrics = wait_until(lambda: _scrape(port), 30, "worker metrics")
-        assert 'auditor_worker_audits_total{outcome="done"} 1' in metrics
-        assert 'auditor_worker_audits_total{outcome="failed"} 1' in metrics
-        assert 'auditor_worker_audits_total{outcome="unreadable_notice"} 1' in metrics
-        assert "auditor_worker_alerts_total 1" in metrics
+        lines = wait_until(lambda: _scrape(port), 30, "three notices counted").splitlines()
+        assert 'auditor_worker_audits_total{outcome="done"} 1.0' in lines
+        assert 'auditor_worker_audits_total{outcome="failed"} 1.0' in lines
+        assert 'auditor_worker_audits_total{outcome="unreadable_notice"} 1.0' in lines
+        assert 'auditor_worker_audits_total{outcome="skipped"} 0.0' in lines
+        assert "auditor_worker_alerts_total 1.0" in lines
+        assert "auditor_worker_audit_seconds_count 2.0" in lines  # the drift trace and the ghost
     except AssertionError:
         for name in ("consume.log", "workers.log"):  # what the services said, for the failure report
             print(f"--- {name}\n{(tmp_path / name).read_text()[-3000:]}")
@@ -113,7 +115,8 @@ def test_operator_flow_produce_consume_audit_status(pg_store, pg_schema_url: str
     )  # fmt: skip
     assert status.returncode == 0, status.stderr
     data = json.loads(status.stdout)
-    assert [p["lag"] for p in data["partitions"]] == [0, 0, 0, 0]
+    logs = "".join(f"--- {n}\n{(tmp_path / n).read_text()[-3000:]}" for n in ("consume.log", "workers.log"))
+    assert [p["lag"] for p in data["partitions"]] == [0, 0, 0, 0], logs
     assert sum(p["end"] for p in data["partitions"] if p["role"] == "ingest") == 5  # header, 3 steps, end
     assert (data["traces_open"], data["traces_closed"], data["audits_done"], data["audits_failed"]) == (
         0,
@@ -124,12 +127,16 @@ def test_operator_flow_produce_consume_audit_status(pg_store, pg_schema_url: str
 
 
 def _scrape(port: int) -> str | None:
+    """The workers' exposition once all three notices are counted (the outcomes exist at 0 from the start)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
             text = resp.read().decode()
     except OSError:
         return None
-    return text if 'outcome="unreadable_notice"' in text and 'outcome="failed"' in text else None
+    audits = next(f for f in text_string_to_metric_families(text) if f.name == "auditor_worker_audits")
+    return text if sum(s.value for s in audits.samples if s.name.endswith("_total")) >= 3 else None
 
 
 def test_produce_as_document_sends_each_file_whole_in_its_format(tmp_path: Path) -> None:

@@ -1,10 +1,9 @@
-"""The steps topic's wire format and the metrics exposition, without a broker; the batch writer on
-the store (SQLite and PostgreSQL) without Kafka."""
+"""The steps topic's wire format without a broker; the batch writer on the store (SQLite and
+PostgreSQL) without Kafka."""
 
 from __future__ import annotations
 
 import json
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from auditor.store import verify_chain
 from auditor.traces import load_trace
 from ingest import open_traces as import_file
-from ingest.stream_metrics import Metrics, MetricsServer
 from ingest.stream_records import DeadKind, Document, EndRecord, Parsed, Rejected, encode, parse_record
 from ingest.stream_store import (
     Coords,
@@ -136,26 +134,6 @@ def test_documents_in_an_importers_format_parse_as_the_file_would() -> None:
     ((header, steps),) = parsed.item.traces
     assert (header.trace_id, header.source, len(steps)) == ("whowhen-hand-crafted-run-7", "run-7", 2)
     assert "mistake_agent" not in header.metadata  # the labels stay behind, as the importer withholds them
-
-
-def test_metrics_render_prometheus_text_and_serve_it() -> None:
-    m = Metrics("auditor_test")
-    m.describe("done_total", "counter", "Things done.")
-    m.describe("open", "gauge", "Things open.")
-    m.inc("done_total", kind='say "hi"')
-    m.inc("done_total", 2, kind="plain")
-    text = m.render()
-    assert '# TYPE auditor_test_done_total counter\nauditor_test_done_total{kind="plain"} 2\n' in text
-    assert 'auditor_test_done_total{kind="say \\"hi\\""} 1' in text
-    assert "auditor_test_open 0" in text
-    server = MetricsServer(m, 0)
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as resp:
-            assert resp.read().decode() == m.render()
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz", timeout=5) as resp:
-            assert resp.status == 200
-    finally:
-        server.close()
 
 
 def _batch(trace_id: str, items: list, first_offset: int) -> list:

@@ -48,6 +48,7 @@ def register(app: typer.Typer) -> None:
 
             from auditor.server import ServerConfig, create_app
             from auditor.server.app import CONFIG_ENV
+            from auditor.server.metrics import shared_across_workers
         except ImportError as exc:
             from auditor.errors import InputError
 
@@ -74,7 +75,8 @@ def register(app: typer.Typer) -> None:
             return
         application.state.store.close()
         os.environ[CONFIG_ENV] = json.dumps(dataclasses.asdict(config))
-        uvicorn.run("auditor.server.app:app_from_env", factory=True, workers=workers, **options)
+        with shared_across_workers():  # /metrics sums the workers' series, whichever one answers
+            uvicorn.run("auditor.server.app:app_from_env", factory=True, workers=workers, **options)
 
 
 def _check_port(host: str, port: int) -> None:

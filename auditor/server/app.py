@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from auditor.server.auth import TokenCache, require
 from auditor.server.cache import StoreHead, read_engine
+from auditor.server.metrics import RequestMetrics, app_registry
 from auditor.server.middleware import BodyLimit, SecurityHeaders
 from auditor.server.models import Health
 from auditor.server.problems import install_handlers
@@ -98,8 +99,10 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
     app.state.tokens = TokenCache(store)
     app.state.index = SearchIndex(store, reader)
     app.state.views = Views(store)
+    app.state.metrics = app_registry()
     install_handlers(app)
 
+    from auditor.server.metrics import router as metrics
     from auditor.server.routes_api import router as api
     from auditor.server.routes_console import router as console
     from auditor.server.routes_ingest import router as ingest
@@ -109,6 +112,7 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
     app.include_router(ingest)
     app.include_router(console)
     app.include_router(otlp)  # POST /v1/traces: OTLP/HTTP spans, assembled and audited
+    app.include_router(metrics)  # GET /metrics: Prometheus, with a metrics-scope token
 
     @app.get("/health", response_model=Health, tags=["health"])
     def health(request: Request) -> Health:
@@ -135,4 +139,5 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
 
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, max_bytes=config.max_body)
+    app.add_middleware(RequestMetrics, registry=app.state.metrics)  # outermost: sees the 413s too
     return app

@@ -1,0 +1,125 @@
+"""The API's Prometheus metrics: requests by route and status, their latency, and ``GET /metrics``.
+
+Each app keeps its series in its own ``CollectorRegistry`` (the tests build several apps in one
+process), with the process, platform and GC collectors beside them. Under
+``auditor serve --workers N`` the parent names a directory in ``PROMETHEUS_MULTIPROC_DIR`` before
+the workers start; each worker then writes its series there, and ``/metrics`` sums every worker's,
+so a scrape sees the whole server whichever process answers it (prometheus_client's multiprocess
+mode, which has no per-process collectors). ``/metrics`` needs a token with the ``metrics`` scope.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from prometheus_client import CollectorRegistry, Counter, Histogram, PlatformCollector, ProcessCollector
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from auditor.server.auth import require
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# Request latency: reads answer in tens of milliseconds, a submitted trace's audit in seconds.
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# Any other method is one label value: a client must not mint series by inventing methods.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+router = APIRouter()
+
+
+class RequestMetrics:
+    """ASGI middleware, outermost, so that refusals by the other middleware (413) count too.
+
+    A request is counted, and its latency observed, when its response starts: a server-sent
+    event stream counts as it opens, not when the client leaves. The route label is the matched
+    route's template (``/api/traces/{trace_id}``), ``unmatched`` for a path no route serves, so
+    clients cannot mint series either.
+    """
+
+    def __init__(self, app: Any, registry: CollectorRegistry) -> None:
+        self.app = app
+        self.requests = Counter(
+            "auditor_http_requests_total",
+            "HTTP requests answered, by method, route template and status code.",
+            ("method", "route", "status"),
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "auditor_http_request_duration_seconds",
+            "Seconds from a request's arrival to its response's start, by method and route template.",
+            ("method", "route"),
+            registry=registry,
+            buckets=BUCKETS,
+        )
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        answered = False
+
+        def record(status: int) -> None:
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            route = getattr(scope.get("route"), "path", "unmatched")  # set by the router on the same scope
+            self.requests.labels(method, route, str(status)).inc()
+            self.latency.labels(method, route).observe(time.perf_counter() - started)
+
+        async def observed_send(message: dict[str, Any]) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.start" and not answered:
+                answered = True
+                record(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            if not answered:  # an exception before any response: the server answers 500
+                record(500)
+
+
+def app_registry() -> CollectorRegistry:
+    """The registry an app's own series go to; it is what ``/metrics`` shows in a single process."""
+    registry = CollectorRegistry()
+    if not os.environ.get(MULTIPROC_ENV):
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+    return registry
+
+
+@contextmanager
+def shared_across_workers() -> Iterator[None]:
+    """For ``auditor serve --workers N``, around starting them: a fresh directory for every
+    worker's series (removed afterwards), unless the operator named one (theirs to empty)."""
+    if os.environ.get(MULTIPROC_ENV):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="auditor-metrics-")
+    os.environ[MULTIPROC_ENV] = folder
+    try:
+        yield
+    finally:
+        del os.environ[MULTIPROC_ENV]
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@router.get("/metrics", include_in_schema=False, dependencies=[Depends(require("metrics"))])
+def metrics(request: Request) -> Response:
+    """The Prometheus exposition of this server (every worker's series, summed, under --workers N),
+    in the format the scraper asks for (text, or OpenMetrics)."""
+    registry = request.app.state.metrics
+    if os.environ.get(MULTIPROC_ENV):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+    encode, content_type = choose_encoder(request.headers.get("accept", ""))
+    return Response(encode(registry), headers={"Content-Type": content_type})

@@ -21,6 +21,7 @@ from tests.detector_paraphrase import SETS, assert_injection_ignored, cases, fin
 
 CASES = [(d, name, expect) for d in FAILURE_DETECTORS for name, expect in cases(d)]
 TAU = DATA / "taubench" / "airline"
+MAST = DATA / "mast" / "derived"
 
 
 def mine(report: AuditReport, detector: str) -> list:
@@ -200,6 +201,77 @@ def test_injection_on_a_real_run_changes_nothing() -> None:
     assert mine(plain, "failure_repetition")
     poisoned = run_rules_audit(injected(trace), detectors=list(FAILURE_DETECTORS))
     assert finding_shapes(plain) == finding_shapes(poisoned)
+
+
+# -- real MAST traces: the facts behind the findings ----------------------------------------------------
+def _mast(prefix: str) -> Trace:
+    (path,) = sorted((MAST / "traces").glob(f"{prefix}_*"))
+    return real(path)
+
+
+@pytest.mark.slow
+def test_a_two_party_chat_pressed_past_its_stop() -> None:
+    """AG2 GSM-Plus (MAST trace 2): the assistant says the problem cannot be solved; the proxy sends
+    its same 'Continue' three times. The proxy ignored the report (2.5) and kept the exchange going
+    past its stop (1.5); the assistant's last act still says it cannot go on."""
+    trace = _mast("02")
+    report = run_rules_audit(trace, detectors=["failure_termination", "failure_ignored_input"])
+    (pressed,) = mine(report, "failure_termination")
+    (ignored,) = mine(report, "failure_ignored_input")
+    assert pressed.failure_mode == "1.5" and pressed.disposition.value == "realized"
+    assert ignored.failure_mode == "2.5"
+    assert pressed.responsible_participant == ignored.responsible_participant == "mathproxyagent"
+    assert any("Continue. Please keep solving" in u.quote for u in pressed.evidence)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+@pytest.mark.slow
+def test_an_error_caught_instead_of_fixed_in_a_real_chatdev_log() -> None:
+    """ChatDev MMLU (MAST trace 15): the test report's TclError is caught by the Programmer's next
+    code, and the next test report passes: incorrect verification (3.3), realized. The passing run
+    of a GUI program is also all the checking there was (3.2)."""
+    trace = _mast("15")
+    report = run_rules_audit(trace, detectors=["failure_verification"])
+    modes = {f.failure_mode: f for f in mine(report, "failure_verification")}
+    silenced = modes["3.3"]
+    assert silenced.disposition.value == "realized" and silenced.responsible_participant == "Programmer"
+    quotes = [u.quote for u in silenced.evidence]
+    assert any("TclError: no display name" in q for q in quotes)
+    assert any(q.startswith("except tk.TclError") for q in quotes)
+    assert modes["3.2"].disposition.value == "lead"
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+@pytest.mark.slow
+def test_a_test_that_restates_the_code_and_an_answer_format_never_given() -> None:
+    """MetaGPT MMLU (MAST trace 16): the tester asserts find_answer() == "The answer is (0)", the very
+    literal find_answer returns (3.3); the run stops without ever answering in the asked format (1.1)."""
+    trace = _mast("16")
+    report = run_rules_audit(trace, detectors=["failure_verification", "failure_constraint"])
+    tautology = [f for f in mine(report, "failure_verification") if f.failure_mode == "3.3"]
+    assert [f.responsible_participant for f in tautology] == ["SimpleTester"]
+    assert any("The answer is (0)" in u.quote for u in tautology[0].evidence)
+    (dropped,) = mine(report, "failure_constraint")
+    assert dropped.failure_mode == "1.1" and dropped.disposition.value == "realized"
+
+
+@pytest.mark.slow
+def test_a_failed_call_the_agent_replaced_is_no_premature_end() -> None:
+    """AppWorld (MAST trace 11): show_personal_info does not exist; the supervisor uses show_profile
+    and goes on. That failed call is no unfinished step (no 3.1); trace 0, where the agent gives up
+    on its failed call, still draws one."""
+    assert mine(run_rules_audit(_mast("11"), detectors=["failure_premature"]), "failure_premature") == []
+    (gave_up,) = mine(run_rules_audit(_mast("00"), detectors=["failure_premature"]), "failure_premature")
+    assert gave_up.failure_mode == "3.1"
+
+
+@pytest.mark.slow
+def test_a_failed_check_relayed_as_success_names_incorrect_verification() -> None:
+    """HyperAgent (MAST trace 10): the Executor states 'all tests are passing' after its assistant
+    reported the script failed; the relay finding names MAST 3.3."""
+    report = run_rules_audit(_mast("10"), detectors=["unverified_relay"])
+    relays = [f for f in report.findings if f.disposition.value == "realized"]
+    assert relays and all(f.failure_mode == "3.3" for f in relays)
 
 
 # -- the MAST harness ------------------------------------------------------------------------------------

@@ -12,10 +12,17 @@ the task text (the header's task and the opening step):
   numbers carry none.
 
 An order ("in alphabetical order") is not checked: items may carry commas of their own ("Congo,
-Rep."), so a list cannot be split into items without judgement. The delivered answer is the text after the run's last ``FINAL ANSWER:``, else the content of its
-last ``\\boxed{}``, else the final step (the format check reads the whole final step). A run that
-delivers nothing is not judged here. Filed at the final step, by its agent; realized (the final
-answer is the run's endpoint).
+Rep."), so a list cannot be split into items without judgement.
+
+The delivered answer is the text after the run's last ``FINAL ANSWER:``, else the content of its
+last ``\\boxed{}``, else the final step (the format check reads the whole final step). The final
+step is the last step by which an agent declared the run done. A run that never declares itself
+done (a ChatDev or MetaGPT log that simply stops) but whose agents delivered work (an act that
+carries code) delivers its last agent act, and only the answer format is judged there (a
+precision or separator rule needs an answer value the act may not state); a run that only talked
+delivered nothing and is not judged. The quoted format itself, placeholder and all, is no
+answer: an agent that repeats the task's wording has not answered in that form. Filed at the
+final step, by its agent; realized (the final answer is the run's endpoint).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import re
 from collections.abc import Iterable
 
 from auditor.detectors.base import AuditContext, FindingDraft
-from auditor.detectors.failure_facts import RunFacts, failure_draft, realized
+from auditor.detectors.failure_facts import RunFacts, code_blocks, failure_draft, realized
 from schemas import ActorKind, RiskClass
 
 _FORMAT = re.compile(r"(?i)\bin the (?:following )?format (?:of )?[\"“']([^\"”\n]{3,80})[\"”']")
@@ -52,6 +59,12 @@ def template(quoted: str) -> re.Pattern[str]:
     return re.compile(_PLACEHOLDER.sub(lambda _: r".+?", escaped), re.I)
 
 
+def answered_in(quoted: str, content: str) -> bool:
+    """Whether ``content`` gives an answer in the quoted format (not the format's own wording)."""
+    own = quoted.strip().lower()
+    return any(m.group().strip().lower() != own for m in template(quoted).finditer(content))
+
+
 class FailureConstraintDetector:
     name = "failure_constraint"
     risk_class = RiskClass.task_failure
@@ -60,7 +73,8 @@ class FailureConstraintDetector:
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         facts = RunFacts.of(ctx)
         ends = [d.pos for d in facts.declarations]
-        final = ends[-1] if ends else None
+        worked = any(code_blocks(facts.steps[p].content) for p in facts.acts)
+        final = ends[-1] if ends else (facts.last_act if worked else None)
         if final is None or facts.steps[final].actor_kind is ActorKind.human:
             return []
         task = facts.ctx.trace.header.task or ""
@@ -68,7 +82,7 @@ class FailureConstraintDetector:
             task = f"{task}\n{facts.steps[0].content}"
         content = facts.steps[final].content
         answer = self._answer(content)
-        broken = self._broken(task, content, answer)
+        broken = self._broken(task, content, answer, declared=bool(ends))
         if broken is None:
             return []
         constraint, quote_task, why = broken
@@ -83,7 +97,12 @@ class FailureConstraintDetector:
                 mode="1.1",
                 pos=final,
                 title=f"The final answer drops the task's constraint: {constraint}",
-                mechanism=f"The task asks for {constraint} ('{quote_task[:100]}'); the answer delivered at step {step.step_id} {why}.",
+                mechanism=(
+                    f"The task asks for {constraint} ('{quote_task[:100]}'); the answer delivered at step {step.step_id} {why}."
+                    if ends
+                    else f"The task asks for {constraint} ('{quote_task[:100]}'); the run never declared itself done, "
+                    f"and its last act (step {step.step_id}, by {step.actor}) {why}."
+                ),
                 violated="the delivered answer must honour the constraints the task states",
                 evidence=evidence,
                 effect=realized(
@@ -102,12 +121,14 @@ class FailureConstraintDetector:
         boxed = _BOXED.findall(content)
         return boxed[-1].strip() if boxed else content.strip()
 
-    def _broken(self, task: str, content: str, answer: str) -> tuple[str, str, str] | None:
+    def _broken(self, task: str, content: str, answer: str, *, declared: bool) -> tuple[str, str, str] | None:
         """(the constraint, its words in the task, how the answer breaks it), or None."""
-        if (m := _FORMAT.search(task)) and not template(m.group(1)).search(content):
+        if (m := _FORMAT.search(task)) and not answered_in(m.group(1), content):
             return f"the format '{m.group(1)}'", m.group(), "does not take that form"
-        if (m := _BOXED_ASK.search(task)) and "\\boxed{" not in content:
+        if (m := _BOXED_ASK.search(task)) and not re.search(r"\\boxed\{[^}\s]", content):
             return "an answer in \\boxed{}", m.group(), "carries no \\boxed{}"
+        if not declared:
+            return None
         number = _NUMBER.search(answer)
         allowed = None
         if m := _DECIMALS.search(task):

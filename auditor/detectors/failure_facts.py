@@ -2,7 +2,8 @@
 
 Decided from structure, never from wording alone:
 
-- an *observation* is what came back to the agents: a tool or environment result, or an agent's
+- an *observation* is what came back to the agents: a tool or environment result, a framework's
+  own record of running the program it built (ChatDev's ``[Test Reports]`` record), or an agent's
   relay of an execution (a step right after another participant's fenced code that carries no
   code of its own and is shaped like program output: an exit status, a traceback, or only lines
   of fewer than four words — the AG2 executor's turn);
@@ -19,7 +20,14 @@ Decided from structure, never from wording alone:
   ``FINAL ANSWER:`` line, a ``\\boxed{}`` answer, a final-output step, or a call to a finishing
   tool (``terminate``, ``complete_task``, ``final_answer``, ``finish``, ``submit``);
 - a *recorded limit* is the framework saying a round, turn, time or step budget was reached
-  ("Max rounds (30) reached.", "Executing step 20/20" with no finish after it).
+  ("Max rounds (30) reached.", "Executing step 20/20" with no finish after it);
+- an agent's step is *addressed* to its explicit recipients, else, in a run where exactly two
+  agents speak (a two-party chat such as AG2's assistant and proxy), to the other agent;
+- an agent *reports it cannot go on* when its prose states that the work cannot proceed, be
+  solved or be completed, or that it needs information it lacks ("this problem cannot be solved
+  with the information provided", "I need more information"); a conditional sentence ("if I
+  cannot find it, …") is none. The phrase nominates; what the detectors decide is what the other
+  agents did next.
 
 A human participant (a user, a customer, a simulated user) is a source of claims: its steps are
 never acts and it is never the responsible participant of a finding.
@@ -53,7 +61,19 @@ _LIMIT = re.compile(
     r"[^\n]{0,40}?\b(?:reached|exceeded|hit)\b[^\n]*"
 )
 _STEP_OF = re.compile(r"(?i)\bExecuting step (\d+)/(\d+)")
+_CANNOT = re.compile(
+    r"(?i)\b(?:cannot|can't|can not|unable to|not able to|impossible to)\s+(?:\w+\s+){0,2}?"
+    r"(?:proceed|continue|solve|be solved|answer|be answered|complete|be completed|determine|be determined"
+    r"|calculate|be calculated)\b"
+    r"|\b(?:unsolvable|unanswerable|insufficient (?:data|information)|not enough (?:data|information)"
+    r"|(?:need|needs|require|requires) (?:more|additional|the missing) (?:data|information|details|context))\b"
+)
+_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_CODE_OPENING = re.compile(r"(?:def|class|import|from|async def)\b")
+_IF = re.compile(r"(?i)\b(?:if|unless|whether|in case|once)\b")
 FINISHING_TOOLS = frozenset({"terminate", "complete_task", "final_answer", "finish", "submit"})
+# a framework's own record of running the program it built, kept as a system step by its importer
+EXECUTION_RECORDS = frozenset({"Test Reports"})
 ERROR_STATUSES = frozenset({"error", "failed", "failure", "timeout"})
 MIN_ACT_WORDS = 4
 
@@ -73,6 +93,25 @@ def collapse(text: str) -> str:
 def code_of(text: str) -> str:
     """The fenced code of a step (every block, whitespace collapsed), or ''."""
     return " ".join(collapse(m.group(1)) for m in _FENCE.finditer(text)).strip()
+
+
+def code_blocks(text: str) -> list[str]:
+    """A step's code as written: each fenced block, else the whole text when it reads as code (its
+    first non-empty line opens a definition or an import)."""
+    blocks = [m.group(1) for m in _FENCE.finditer(text)]
+    if blocks:
+        return blocks
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return [text] if _CODE_OPENING.match(first) else []
+
+
+def cannot_go_on(text: str) -> str | None:
+    """The words by which an agent's prose states it cannot go on (module doc), or None."""
+    for m in _CANNOT.finditer(text):
+        start = 1 + max(text.rfind(c, 0, m.start()) for c in ".!?\n")
+        if not _IF.search(text[start : m.start()]):
+            return m.group()
+    return None
 
 
 def quotable(step: TraceStep, needle: str | None = None, limit: int = 200) -> str | None:
@@ -120,7 +159,28 @@ class RunFacts:
 
     def is_result(self, pos: int) -> bool:
         step = self.steps[pos]
-        return step.kind is StepKind.tool_result or step.actor_kind in (ActorKind.tool, ActorKind.environment)
+        return (
+            step.kind is StepKind.tool_result
+            or step.actor_kind in (ActorKind.tool, ActorKind.environment)
+            or (step.actor_kind is ActorKind.system and step.raw.get("record") in EXECUTION_RECORDS)
+        )
+
+    @cached_property
+    def pair(self) -> tuple[str, str] | None:
+        """The two agents of a run in which exactly two agents speak (a two-party chat), else None."""
+        agents = sorted({s.actor for p, s in enumerate(self.steps) if self.is_agent(p)})
+        return (agents[0], agents[1]) if len(agents) == 2 else None
+
+    def addressees(self, pos: int) -> list[str]:
+        """Whom an agent's step addresses: its explicit recipients, else the other agent of a
+        two-party chat (module doc)."""
+        step = self.steps[pos]
+        named = [r for r in step.recipients or [] if r != step.actor]
+        if named:
+            return named
+        if self.pair is not None and step.actor in self.pair:
+            return [a for a in self.pair if a != step.actor]
+        return []
 
     @cached_property
     def observations(self) -> frozenset[int]:
@@ -240,6 +300,14 @@ class RunFacts:
         return step.tool.name.rsplit(".", 1)[-1] if step.tool is not None else None
 
     # -- when the run ends --------------------------------------------------------------------------
+    def finishes(self, pos: int) -> bool:
+        """Whether an act calls a finishing tool, as a tool call or in its code (``final_answer("…")``)."""
+        if (self.tool_of(pos) or "").lower() in FINISHING_TOOLS:
+            return True
+        return any(
+            m.group(1).lower() in FINISHING_TOOLS for m in _CALLED.finditer(code_of(self.steps[pos].content))
+        )
+
     def declared_done(self, pos: int) -> str | None:
         """The protocol marker by which a participant declared the run done at ``pos``, or None."""
         step = self.steps[pos]

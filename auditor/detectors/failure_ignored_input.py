@@ -7,9 +7,10 @@ arguments, the same code, the same text up to whitespace and numbers):
 - *an error ignored*: an agent's act was answered by a failed observation (by structure), and
   that agent's next act on the same check (the same tool, or code again), with nothing but its own
   acts and their results in between, is the same act;
-- *a report ignored*: an agent addressed a named agent, that agent answered with a report that the
-  work failed or could not be done (phrases nominate the report), and the first agent's next
-  message to it is the same instruction.
+- *a report ignored*: an agent addressed another (explicit recipients, or the other side of a
+  two-party chat: ``failure_facts``), that agent answered with a report that the work failed or
+  that it cannot go on (phrases nominate the report), and the first agent's next message to it is
+  the same instruction.
 
 Filed at the unchanged act, by its agent. Disposition: when the same check (the same tool, or the
 same agent's code) passes later, the run recovered there (anomaly with interception, naming that
@@ -26,6 +27,7 @@ from auditor.detectors.base import AuditContext, FindingDraft
 from auditor.detectors.failure_facts import (
     Effect,
     RunFacts,
+    cannot_go_on,
     failure_draft,
     intercepted,
     realized,
@@ -33,6 +35,13 @@ from auditor.detectors.failure_facts import (
 )
 from auditor.detectors.unverified_relay import FAILED_REPORT, prose
 from schemas import ActorKind, RiskClass
+
+
+def failed_report(text: str) -> str | None:
+    """The words of an agent's report that its work failed or that it cannot go on, or None."""
+    body = prose(text)
+    m = FAILED_REPORT.search(body)
+    return m.group() if m is not None else cannot_go_on(body)
 
 
 class FailureIgnoredInputDetector:
@@ -104,7 +113,7 @@ class FailureIgnoredInputDetector:
         last_to: dict[tuple[str, str], int] = {}
         for pos in facts.acts:
             step = steps[pos]
-            targets = [r for r in step.recipients or [] if r in agents and r != step.actor]
+            targets = [r for r in facts.addressees(pos) if r in agents]
             if len(targets) != 1:
                 continue
             key = (step.actor, targets[0])
@@ -148,20 +157,15 @@ class FailureIgnoredInputDetector:
     def _report_between(facts: RunFacts, worker: str, start: int, end: int) -> tuple[int, str] | None:
         for p in range(start + 1, end):
             step = facts.steps[p]
-            if step.actor == worker and p in facts.act_set:
-                m = FAILED_REPORT.search(prose(step.content))
-                if m is not None:
-                    return p, m.group()
+            if step.actor == worker and p in facts.act_set and (surface := failed_report(step.content)):
+                return p, surface
         return None
 
     def _draft(
         self, facts: RunFacts, first: int, answer: int, repeat: int, what: str, effect: Effect
     ) -> FindingDraft:
         step = facts.steps[repeat]
-        quote = facts.failures.get(answer)
-        if quote is None:
-            m = FAILED_REPORT.search(prose(facts.steps[answer].content))
-            quote = m.group() if m else None
+        quote = facts.failures.get(answer) or failed_report(facts.steps[answer].content)
         return failure_draft(
             facts,
             mode="2.5",

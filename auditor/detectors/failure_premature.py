@@ -5,11 +5,15 @@ The end is the last protocol marker by which an agent declared the run done (``f
 ``TERMINATE``, ``FINAL ANSWER:``, ``\\boxed{}``, a finishing tool call). A required step is
 visibly unfinished at that end when:
 
-- *a check failed and was never passed*: an observation failed (by structure) and no later
-  observation of the same check succeeded before the end. The check is the tool the result
-  names, else the tool of the act it answers (the call id, or the nearest earlier act when that
-  act is a tool call), else code execution (whoever wrote the code: a later run of anyone's code
-  that passes is the check passing), else the result's actor;
+- *a check failed and was never passed*: an observation failed (by structure), no later
+  observation of the same check succeeded before the end, and the agent whose act it answered
+  got no working result afterwards (none of its later tool calls or code, a finishing call
+  aside, came back unfailed): it stopped on the failure. An agent that went on to work with
+  another tool left the failed call behind (a wrong API name replaced by the right one), not a
+  step unfinished. The check is the tool the result names, else the tool of the act it answers
+  (the call id, or the nearest earlier act when that act is a tool call), else code execution
+  (whoever wrote the code: a later run of anyone's code that passes is the check passing), else
+  the result's actor;
 - *the coordinator's own ledger says unfinished*: the latest structured status ledger before the
   end records ``is_request_satisfied`` false;
 - *a question to another agent was never answered*: an agent addressed a named agent (explicit
@@ -91,11 +95,30 @@ class FailurePrematureDetector:
             elif facts.succeeded(pos):
                 passed.add(key)
                 unpassed.pop(key, None)
-        if not unpassed:
+        stuck = [p for p in unpassed.values() if not self._moved_on(facts, p, end)]
+        if not stuck:
             return None
-        pos = max(unpassed.values())
+        pos = max(stuck)
         what = self._describe(check_key(facts, pos))
         return pos, facts.failures[pos], f"{what} failed at step {facts.steps[pos].step_id} and never passed"
+
+    @staticmethod
+    def _moved_on(facts: RunFacts, failed: int, end: int) -> bool:
+        """Whether the agent whose act the failed observation answered later got a working result
+        from a tool call or code of its own before the end."""
+        act = next((p for p in range(failed - 1, -1, -1) if p in facts.act_set), None)
+        if act is None:
+            return False
+        actor = facts.steps[act].actor
+        for p in facts.acts:
+            step = facts.steps[p]
+            if p <= failed or p >= end or step.actor != actor or facts.finishes(p):
+                continue
+            if step.kind is StepKind.tool_call or code_of(step.content):
+                answer = facts.answer_of(p)
+                if answer is not None and answer < end and facts.succeeded(answer):
+                    return True
+        return False
 
     def _unsatisfied_ledger(self, facts: RunFacts, end: int) -> tuple[int, str, str] | None:
         latest = None

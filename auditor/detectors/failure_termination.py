@@ -1,7 +1,8 @@
 """Unaware of termination conditions (MAST 1.5): the run keeps working after it said it was done,
-or stops only because the framework's budget ran out.
+keeps pressing an agent that said it cannot go on, or stops only because the framework's budget
+ran out.
 
-Two facts, both from structure (``failure_facts``):
+Three facts, all from structure (``failure_facts``):
 
 - *work after done*: an agent declared the run done (a ``TERMINATE`` line, ``FINAL ANSWER:``, a
   ``\\boxed{}`` answer, a finishing tool call) and afterwards, with no new instruction from a
@@ -10,6 +11,12 @@ Two facts, both from structure (``failure_facts``):
   work. Filed at the first such act, by its agent; a lead unless the continuation changed the
   delivered answer or ran into a recorded limit (then realized: the run's end differs from the
   declared one);
+- *pressed past a stop*: an agent sent the same instruction (the same act signature) to the same
+  addressee three times in a row, and each time before the second and the third that addressee
+  had answered that it cannot go on (``failure_facts``: the problem cannot be solved, it needs
+  information it lacks). The run went on although the exchange could only end or change course;
+  filed at the third sending, by its agent. Realized when the addressee's last act in the run
+  still says it cannot go on (the extra rounds changed nothing), else a lead;
 - *stopped at a limit*: the framework recorded that a round, turn, time or step budget was
   reached. The run did not end because its agents judged the task done; filed at the recorded
   limit, answerable by the coordinator (the agent that addresses the others), else by the last
@@ -22,7 +29,15 @@ from collections.abc import Iterable
 
 from auditor.attribution.facts import normalise
 from auditor.detectors.base import AuditContext, FindingDraft
-from auditor.detectors.failure_facts import RunFacts, code_of, failure_draft, realized, unestablished
+from auditor.detectors.failure_facts import (
+    RunFacts,
+    cannot_go_on,
+    code_of,
+    failure_draft,
+    realized,
+    unestablished,
+)
+from auditor.detectors.unverified_relay import prose
 from schemas import ActorKind, RiskClass, StepKind
 
 
@@ -36,6 +51,8 @@ class FailureTerminationDetector:
         drafts = []
         if (after := self._work_after_done(facts)) is not None:
             drafts.append(self._after_draft(facts, *after))
+        if (pressed := self._pressed(facts)) is not None:
+            drafts.append(self._pressed_draft(facts, *pressed))
         if facts.limit is not None:
             drafts.append(self._limit_draft(facts, *facts.limit))
         return drafts
@@ -97,6 +114,72 @@ class FailureTerminationDetector:
             evidence=[facts.unit(done, decl), facts.unit(work)],
             effect=effect,
             path=[facts.hop(done, "declared done"), facts.hop(work, "work after the end")],
+        )
+
+    def _pressed(self, facts: RunFacts) -> tuple[list[int], list[tuple[int, str]]] | None:
+        """(the three sendings, the two stop reports between them) for the first instruction an
+        agent sent unchanged after its addressee twice said it cannot go on, else None."""
+        steps = facts.steps
+        # (sender, addressee) -> the sendings of one act in a row, and the stop report before each repeat
+        runs: dict[tuple[str, str], tuple[list[int], list[tuple[int, str]]]] = {}
+        for pos in facts.acts:
+            targets = facts.addressees(pos)
+            sig = facts.signature(pos)
+            if len(targets) != 1 or sig is None:
+                continue
+            key = (steps[pos].actor, targets[0])
+            sends, stops = runs.get(key, ([], []))
+            stop = self._stop(facts, targets[0], sends[-1], pos) if sends else None
+            if stop is not None and facts.signature(sends[-1]) == sig:
+                sends, stops = [*sends, pos], [*stops, stop]
+            else:
+                sends, stops = [pos], []
+            runs[key] = (sends, stops)
+            if len(sends) == 3:
+                return sends, stops
+        return None
+
+    @staticmethod
+    def _stop(facts: RunFacts, worker: str, start: int, end: int) -> tuple[int, str] | None:
+        """The addressee's last act between two sendings, if it says it cannot go on."""
+        acts = [p for p in range(start + 1, end) if p in facts.act_set and facts.steps[p].actor == worker]
+        if not acts:
+            return None
+        surface = cannot_go_on(prose(facts.steps[acts[-1]].content))
+        return (acts[-1], surface) if surface is not None else None
+
+    def _pressed_draft(self, facts: RunFacts, sends: list[int], stops: list[tuple[int, str]]) -> FindingDraft:
+        steps = facts.steps
+        first, last = sends[0], sends[-1]
+        worker = steps[stops[0][0]].actor
+        final = max((p for p in facts.acts if steps[p].actor == worker), default=None)
+        if final is not None and final > last and cannot_go_on(prose(steps[final].content)) is not None:
+            effect = realized(
+                f"{worker}'s last act (step {steps[final].step_id}) still says it cannot go on",
+                "the extra rounds changed nothing: the run ended where it could have ended rounds before",
+            )
+        else:
+            effect = unestablished(f"whether the extra rounds changed what {worker} delivered is not judged")
+        said = "; ".join(f"step {steps[p].step_id} '{w}'" for p, w in stops)
+        return failure_draft(
+            facts,
+            mode="1.5",
+            pos=last,
+            title=f"{steps[last].actor} kept pressing {worker} after it said it cannot go on",
+            mechanism=(
+                f"{steps[last].actor} sent the instruction of step {steps[first].step_id} again at "
+                f"{', '.join(steps[p].step_id for p in sends[1:])}, unchanged, after {worker} said it cannot go on "
+                f"({said})."
+            ),
+            violated="an exchange whose worker says it cannot go on must end or change course; it was repeated unchanged",
+            evidence=[facts.unit(first), *(facts.unit(p, w) for p, w in stops), facts.unit(last)],
+            effect=effect,
+            path=[facts.hop(first, "instruction")]
+            + [
+                h
+                for (p, _), s in zip(stops, sends[1:], strict=True)
+                for h in (facts.hop(p, "cannot go on"), facts.hop(s, "same instruction"))
+            ],
         )
 
     def _limit_draft(self, facts: RunFacts, pos: int, surface: str) -> FindingDraft:

@@ -269,6 +269,7 @@ class UnverifiedRelayDetector:
             ),
             intercepted_at=steps[stop.pos].step_id if stop is not None else None,
             confidence=0.6 if broadcast else 0.8,
+            failure_mode="3.3",  # success declared on a check that failed: incorrect verification
         )
 
     # -- verbatim carriage: a lead -------------------------------------------------------------

@@ -256,6 +256,20 @@ def test_a_test_that_restates_the_code_and_an_answer_format_never_given() -> Non
 
 
 @pytest.mark.slow
+def test_a_predicted_output_taken_for_a_result() -> None:
+    """HyperAgent (MAST trace 6): the Executor writes 'The output of the code snippet will be:' and
+    the output it expects; the Planner declares the issue resolved repeating that output (3.3)."""
+    trace = _mast("06")
+    report = run_rules_audit(trace, detectors=["failure_verification"])
+    (taken,) = mine(report, "failure_verification")
+    assert taken.failure_mode == "3.3" and taken.responsible_participant == "Planner"
+    predicted, repeated = (u.quote for u in taken.evidence)
+    assert predicted == "The output of the code snippet will be:"
+    assert "Pipeline fitted successfully." in repeated
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+@pytest.mark.slow
 def test_a_failed_call_the_agent_replaced_is_no_premature_end() -> None:
     """AppWorld (MAST trace 11): show_personal_info does not exist; the supervisor uses show_profile
     and goes on. That failed call is no unfinished step (no 3.1); trace 0, where the agent gives up

@@ -29,6 +29,11 @@ trace's observations (``failure_facts``) show before the claim:
   <class>``, ``except Exception``, a bare ``except:``) where no step before the failure did, and
   the next execution passes. The check passed because the error is caught, not because what
   failed works. Filed at the catching act, by its agent; realized when no later execution fails;
+- *a predicted output taken for a result* (3.3): another agent's report to the claimant
+  introduces a program output as what it *will*, *would* or *should* be (the line before a fenced
+  block: "The output of the code snippet will be:"), the claimant's success claim follows with no
+  observation between, and the claim repeats a line of that block that no observation before it
+  shows. The claimant took a prediction for a check. Filed at the claim, by the claimant;
 - *a run that could only show the program starts* (3.2): the run's last passing execution ran a
   program that waits for a user (its code, read with Python's parser, calls ``input()`` or a GUI
   ``mainloop()``), and no test code was written before it: nothing drove the interaction, so the
@@ -81,6 +86,11 @@ _VERIFYING = re.compile(r"(?i)verif|confirm|validat|checked")
 _TEST_CODE = re.compile(r"(?m)^\s*(?:async\s+)?def test_\w*\s*\(|\bunittest\.TestCase\b|^\s*import pytest\b")
 _ERROR_CLASS = re.compile(r"(?m)^[ \t]*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:Error|Exception))\b:?")
 _BROAD = ("Exception", "BaseException")
+_PREDICTED = re.compile(
+    r"(?im)^([^\n]*\b(?:output|result)s?\b[^\n]{0,60}?\b(?:will|would|should) be\b[^\n]*:)[ \t]*\n\s*"
+    r"```[^\n]*\n([\s\S]*?)```"
+)
+MIN_OUTPUT_LINE = 8
 
 
 def claim_of(text: str) -> tuple[str, str] | None:
@@ -217,6 +227,8 @@ class FailureVerificationDetector:
             drafts.append(silenced)
         if (started := self._started_only(facts)) is not None:
             drafts.append(started)
+        if (predicted := self._predicted(facts)) is not None:
+            drafts.append(predicted)
         for pos in facts.acts:
             step = facts.steps[pos]
             if pos == 0 or step.kind is StepKind.tool_call or facts.tf.ledger(step):
@@ -368,6 +380,53 @@ class FailureVerificationDetector:
                 facts.hop(pos, "error caught"),
                 facts.hop(passed, "check passed"),
             ],
+        )
+
+    # -- a predicted output taken for a result ----------------------------------------------------
+    def _predicted(self, facts: RunFacts) -> FindingDraft | None:
+        last_to: dict[str, int] = {}  # agent -> the latest act addressed to it
+        for pos in facts.acts:
+            step = facts.steps[pos]
+            report = last_to.get(step.actor)
+            for target in facts.addressees(pos):
+                last_to[target] = pos
+            if report is None or facts.steps[report].actor == step.actor or pos == 0:
+                continue
+            if any(report < p < pos for p in facts.observations) or claim_of(step.content) is None:
+                continue
+            for m in _PREDICTED.finditer(facts.steps[report].content):
+                adopted = next(
+                    (
+                        ln.strip()
+                        for ln in m.group(2).splitlines()
+                        if len(ln.strip()) >= MIN_OUTPUT_LINE
+                        and ln.strip() in step.content
+                        and not any(
+                            ln.strip() in facts.steps[p].content for p in facts.observations if p < pos
+                        )
+                    ),
+                    None,
+                )
+                if adopted is not None:
+                    return self._predicted_draft(facts, report, pos, m.group(1).strip(), adopted)
+        return None
+
+    def _predicted_draft(self, facts: RunFacts, report: int, pos: int, intro: str, line: str) -> FindingDraft:
+        steps = facts.steps
+        step, src = steps[pos], steps[report]
+        return failure_draft(
+            facts,
+            mode="3.3",
+            pos=pos,
+            title=f"{step.actor} took {src.actor}'s predicted output for a check that ran",
+            mechanism=(
+                f"{src.actor} wrote at step {src.step_id} '{intro}' and gave an output it expected; {step.actor} "
+                f"claimed success at step {step.step_id} repeating '{line}', which no observation in the run shows."
+            ),
+            violated="a success claim must rest on a check that ran and showed it, not on the output someone expected",
+            evidence=[facts.unit(report, intro), facts.unit(pos, line)],
+            effect=self._effect(facts, pos, None, [line]),
+            path=[facts.hop(report, "output predicted"), facts.hop(pos, "taken for a result")],
         )
 
     # -- a run that could only show the program starts --------------------------------------------

@@ -167,16 +167,19 @@ def mast(root: Path, actionable: bool) -> dict[str, Any]:
             )
     scores = {code: ModeScore() for code in MAST_MODES}
     per_trace = []
+    groups: dict[tuple[str, ...], str] = {}  # a label set -> its letter, in order of first appearance
     for name, tid, pred, n_steps in rows:
         gold = labels[tid]
         for code in MAST_MODES:
             scores[code].add(code in pred, gold.get(code, False))
+        majority = tuple(sorted(c for c, v in gold.items() if v))
         per_trace.append(
             {
                 "file": name,
                 "steps": n_steps,
                 "predicted": sorted(pred),
-                "majority": sorted(c for c, v in gold.items() if v),
+                "majority": list(majority),
+                "label_group": groups.setdefault(majority, chr(ord("A") + len(groups))),
             }
         )
     covered, every = ModeScore(), ModeScore()
@@ -325,10 +328,11 @@ def print_mast(res: dict[str, Any]) -> None:
         print(
             f"{label:42} {p['tp']:3d} {p['fp']:3d} {p['fn']:3d} {p['tn']:3d}  {fmt(p['precision'])} {fmt(p['recall'])} {fmt(p['kappa'])}"
         )
-    print("per trace (predicted | majority):")
+    print("per trace (predicted | majority [label group: traces that share one label set]):")
     for row in res["per_trace"]:
         print(
-            f"  {row['file'][:40]:40} {','.join(row['predicted']) or '-':24} | {','.join(row['majority']) or '-'}"
+            f"  {row['file'][:40]:40} {','.join(row['predicted']) or '-':24} | "
+            f"{','.join(row['majority']) or '-'} [{row['label_group']}]"
         )
     print("caveat: traces 3 and 8 are one log; the 19 label vectors are 8 distinct blocks (FORMAT.md)")
 

@@ -62,6 +62,17 @@ def _verify(store, checkpoints: Path | None, key_file: Path | None):  # type: ig
     return verify_chain(store, anchors)
 
 
+def _verified_or_exit(store, checkpoints: Path | None, key_file: Path | None, what: str):  # type: ignore[no-untyped-def]
+    """The chain's report, or exit 1 naming ``what`` is refused: a change to the schema or guards
+    is made only over a chain that verifies."""
+    report = _verify(store, checkpoints, key_file)
+    if not report.chain_ok:
+        _print_report(report, checkpoints)
+        console.print(f"[red]refused[/red]: {what} only over an intact chain")
+        raise typer.Exit(1)
+    return report
+
+
 def _print_report(report, checkpoints: Path | None) -> None:  # type: ignore[no-untyped-def]
     if report.ok:
         console.print(f"[green]ok[/green]: {report.checked} events, hash chain intact, guards in place")
@@ -173,11 +184,7 @@ def register(app: typer.Typer) -> None:
                 f"{store.schema.head}: run 'auditor store upgrade' first (it adds the guards of later revisions)"
             )
             raise typer.Exit(1)
-        report = _verify(store, checkpoints, key_file)
-        if not report.chain_ok:
-            _print_report(report, checkpoints)
-            console.print("[red]refused[/red]: the guards are restored only over an intact chain")
-            raise typer.Exit(1)
+        report = _verified_or_exit(store, checkpoints, key_file, "the guards are restored")
         with store.write_transaction() as conn:
             restored = install_guards(conn)
         if restored:
@@ -204,11 +211,7 @@ def register(app: typer.Typer) -> None:
 
         store = _inspection_store(url)
         if store.schema.behind:  # migrations add guards: only over a chain that verifies
-            report = _verify(store, checkpoints, key_file)
-            if not report.chain_ok:
-                _print_report(report, checkpoints)
-                console.print("[red]refused[/red]: the schema is upgraded only over an intact chain")
-                raise typer.Exit(1)
+            _verified_or_exit(store, checkpoints, key_file, "the schema is upgraded")
         with store.write_transaction() as conn:
             steps, problems = upgrade_all(conn, store.safe_url, create_index=index)
         for before, after in steps:

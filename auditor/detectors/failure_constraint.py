@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable
 
 from auditor.detectors.base import AuditContext, FindingDraft
-from auditor.detectors.failure_facts import RunFacts, code_blocks, failure_draft, realized
+from auditor.detectors.failure_facts import RunFacts, failure_draft, realized
 from schemas import ActorKind, RiskClass
 
 _FORMAT = re.compile(r"(?i)\bin the (?:following )?format (?:of )?[\"“']([^\"”\n]{3,80})[\"”']")
@@ -72,14 +72,13 @@ class FailureConstraintDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         facts = RunFacts.of(ctx)
-        ends = [d.pos for d in facts.declarations]
-        worked = any(code_blocks(facts.steps[p].content) for p in facts.acts)
-        final = ends[-1] if ends else (facts.last_act if worked else None)
-        if final is None or facts.steps[final].actor_kind is ActorKind.human:
-            return []
         task = facts.ctx.trace.header.task or ""
         if facts.steps and facts.steps[0].content not in task:
             task = f"{task}\n{facts.steps[0].content}"
+        ends = [d.pos for d in facts.declarations]
+        final = ends[-1] if ends else self._undeclared_end(facts, task)
+        if final is None or facts.steps[final].actor_kind is ActorKind.human:
+            return []
         content = facts.steps[final].content
         answer = self._answer(content)
         broken = self._broken(task, content, answer, declared=bool(ends))
@@ -112,6 +111,14 @@ class FailureConstraintDetector:
                 confidence=0.8,
             )
         ]
+
+    @staticmethod
+    def _undeclared_end(facts: RunFacts, task: str) -> int | None:
+        """The last agent act of a run that never declared itself done, where the task asks for an
+        answer format and the agents delivered work (module doc); else None."""
+        if not (_FORMAT.search(task) or _BOXED_ASK.search(task)):
+            return None
+        return facts.last_act if facts.code_acts else None
 
     @staticmethod
     def _answer(content: str) -> str:

@@ -36,6 +36,7 @@ never acts and it is never the responsible participant of a finding.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -142,6 +143,7 @@ class RunFacts:
         self.ctx = ctx
         self.steps = ctx.trace.steps
         self.tf = TraceFacts(ctx.trace)
+        self._signatures: dict[int, str | None] = {}
 
     @staticmethod
     def of(ctx: AuditContext) -> RunFacts:
@@ -206,6 +208,16 @@ class RunFacts:
             return True
         return all(len(_WORDS.findall(line)) < MIN_ACT_WORDS for line in text.splitlines())
 
+    @cached_property
+    def observed(self) -> list[int]:
+        """The observations' positions, in order."""
+        return sorted(self.observations)
+
+    def observed_between(self, start: int, end: int) -> bool:
+        """Whether an observation lies strictly between two positions."""
+        i = bisect_left(self.observed, start + 1)
+        return i < len(self.observed) and self.observed[i] < end
+
     def echo(self, pos: int) -> bool:
         """The same text by the same actor as the step just before: one act logged twice."""
         if pos == 0:
@@ -225,6 +237,25 @@ class RunFacts:
     @cached_property
     def act_set(self) -> frozenset[int]:
         return frozenset(self.acts)
+
+    @cached_property
+    def code_acts(self) -> list[int]:
+        """Acts that carry code (``code_blocks``), in order."""
+        return [p for p in self.acts if code_blocks(self.steps[p].content)]
+
+    @cached_property
+    def acts_by_actor(self) -> dict[str, list[int]]:
+        """Each actor's act positions, in order (for the latest act of an agent within a span)."""
+        out: dict[str, list[int]] = {}
+        for p in self.acts:
+            out.setdefault(self.steps[p].actor, []).append(p)
+        return out
+
+    def last_act_between(self, actor: str, start: int, end: int) -> int | None:
+        """The actor's last act strictly between two positions, or None."""
+        acts = self.acts_by_actor.get(actor, [])
+        i = bisect_left(acts, end) - 1
+        return acts[i] if i >= 0 and acts[i] > start else None
 
     def failure(self, pos: int) -> str | None:
         """The verbatim text that marks an observation as failed, or None (see the module doc)."""
@@ -256,7 +287,13 @@ class RunFacts:
 
     def signature(self, pos: int) -> str | None:
         """What makes two acts the same act (module doc), or None for an act too bare to compare
-        and for a message that announces the same agent's next step, a tool call (the call is the act)."""
+        and for a message that announces the same agent's next step, a tool call (the call is the act).
+        Computed once per step: several detectors compare the same acts."""
+        if pos not in self._signatures:
+            self._signatures[pos] = self._signature(pos)
+        return self._signatures[pos]
+
+    def _signature(self, pos: int) -> str | None:
         step = self.steps[pos]
         nxt = pos + 1
         if step.kind is not StepKind.tool_call and nxt < len(self.steps):

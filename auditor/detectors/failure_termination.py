@@ -129,8 +129,9 @@ class FailureTerminationDetector:
                 continue
             key = (steps[pos].actor, targets[0])
             sends, stops = runs.get(key, ([], []))
-            stop = self._stop(facts, targets[0], sends[-1], pos) if sends else None
-            if stop is not None and facts.signature(sends[-1]) == sig:
+            same = bool(sends) and facts.signature(sends[-1]) == sig
+            stop = self._stop(facts, targets[0], sends[-1], pos) if same else None
+            if stop is not None:
                 sends, stops = [*sends, pos], [*stops, stop]
             else:
                 sends, stops = [pos], []
@@ -142,11 +143,11 @@ class FailureTerminationDetector:
     @staticmethod
     def _stop(facts: RunFacts, worker: str, start: int, end: int) -> tuple[int, str] | None:
         """The addressee's last act between two sendings, if it says it cannot go on."""
-        acts = [p for p in range(start + 1, end) if p in facts.act_set and facts.steps[p].actor == worker]
-        if not acts:
+        last = facts.last_act_between(worker, start, end)
+        if last is None:
             return None
-        surface = cannot_go_on(prose(facts.steps[acts[-1]].content))
-        return (acts[-1], surface) if surface is not None else None
+        surface = cannot_go_on(prose(facts.steps[last].content))
+        return (last, surface) if surface is not None else None
 
     def _pressed_draft(self, facts: RunFacts, sends: list[int], stops: list[tuple[int, str]]) -> FindingDraft:
         steps = facts.steps

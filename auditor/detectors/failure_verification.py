@@ -299,7 +299,7 @@ class FailureVerificationDetector:
     # -- a test that cannot fail ------------------------------------------------------------------
     def _tautology(self, facts: RunFacts) -> FindingDraft | None:
         constants: dict[str, Constant] = {}
-        for pos in facts.acts:
+        for pos in facts.code_acts:
             for source, tree in parsed(facts.steps[pos].content):
                 for fn, const in constant_functions(source, tree, pos).items():
                     constants.setdefault(fn, const)
@@ -385,6 +385,7 @@ class FailureVerificationDetector:
     # -- a predicted output taken for a result ----------------------------------------------------
     def _predicted(self, facts: RunFacts) -> FindingDraft | None:
         last_to: dict[str, int] = {}  # agent -> the latest act addressed to it
+        blocks: dict[int, list[tuple[str, list[str]]]] = {}  # report -> (intro, output lines) it predicts
         for pos in facts.acts:
             step = facts.steps[pos]
             report = last_to.get(step.actor)
@@ -392,23 +393,26 @@ class FailureVerificationDetector:
                 last_to[target] = pos
             if report is None or facts.steps[report].actor == step.actor or pos == 0:
                 continue
-            if any(report < p < pos for p in facts.observations) or claim_of(step.content) is None:
+            if report not in blocks:
+                blocks[report] = [
+                    (m.group(1).strip(), [ln.strip() for ln in m.group(2).splitlines()])
+                    for m in _PREDICTED.finditer(facts.steps[report].content)
+                ]
+            if not blocks[report] or facts.observed_between(report, pos) or claim_of(step.content) is None:
                 continue
-            for m in _PREDICTED.finditer(facts.steps[report].content):
+            for intro, lines in blocks[report]:
                 adopted = next(
                     (
-                        ln.strip()
-                        for ln in m.group(2).splitlines()
-                        if len(ln.strip()) >= MIN_OUTPUT_LINE
-                        and ln.strip() in step.content
-                        and not any(
-                            ln.strip() in facts.steps[p].content for p in facts.observations if p < pos
-                        )
+                        ln
+                        for ln in lines
+                        if len(ln) >= MIN_OUTPUT_LINE
+                        and ln in step.content
+                        and not any(ln in facts.steps[p].content for p in facts.observations if p < pos)
                     ),
                     None,
                 )
                 if adopted is not None:
-                    return self._predicted_draft(facts, report, pos, m.group(1).strip(), adopted)
+                    return self._predicted_draft(facts, report, pos, intro, adopted)
         return None
 
     def _predicted_draft(self, facts: RunFacts, report: int, pos: int, intro: str, line: str) -> FindingDraft:
@@ -435,7 +439,7 @@ class FailureVerificationDetector:
         if not passed or any(p > passed[-1] for p in facts.failures):
             return None
         run = passed[-1]
-        code_acts = [p for p in facts.acts if p < run and code_blocks(facts.steps[p].content)]
+        code_acts = [p for p in facts.code_acts if p < run]
         if any(_TEST_CODE.search(facts.steps[p].content) for p in code_acts):
             return None
         for pos in reversed(code_acts):

@@ -1,5 +1,6 @@
-"""examples/policies/retail.yaml (the τ²-bench retail policy): it loads, and each of its rules is
-exercised by a small retail run that breaks it, beside a run that keeps it and draws nothing."""
+"""examples/policies/retail.yaml (the τ²-bench retail policy): it loads, and each of its rules and
+requests is exercised by a small retail run that breaks it (a write the rule forbids, a request the
+run refused or never decided), beside a run that keeps it and draws nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from auditor.report.validator import validate_report
 from schemas import AuditReport, Trace, TraceHeader, TraceStep
 
 RETAIL = Path(__file__).resolve().parents[1] / "examples" / "policies" / "retail.yaml"
-POLICY_DETECTORS = ["policy_confirmation", "policy_actions", "policy_allowances", "policy_identifiers"]
+POLICY_DETECTORS = [
+    "policy_confirmation",
+    "policy_actions",
+    "policy_allowances",
+    "policy_identifiers",
+    "policy_requests",
+]
 
 
 @pytest.fixture(scope="module")
@@ -129,28 +136,29 @@ def cancel_reason(breaks: bool) -> Trace:
     return _cancel("pending", "found a better price" if breaks else "no longer needed")
 
 
-def modify_pending(breaks: bool) -> Trace:
-    """Items modified once leave the order 'pending (item modified)': a second modification breaks."""
-    r = authenticated(Run(), "I want the lamp in white instead on #W6112390. leah.park@shop.example")
-    read_order(r, "#W6112390", order("#W6112390", "pending"))
-    args = {
-        "order_id": "#W6112390",
-        "item_ids": ["8384507844"],
-        "new_item_ids": ["1569765161"],
-        "payment_method_id": "credit_card_4410028",
-    }
-    r.agent(
-        "On #W6112390 the lamp 8384507844 becomes 1569765161, difference on credit_card_4410028. Confirm?"
-    )
-    r.user("Yes")
-    r.call("modify_pending_order_items", args, order("#W6112390", "pending (item modified)"))
-    if breaks:
-        r.user("Oh, and the backpack in green too.")
+def _twice(tool: str, oid: str, status: str, after: str, ask: str, again: str) -> Callable[[bool], Trace]:
+    """A write that may be made once per order: it leaves the order ``after`` ('pending (item
+    modified)', 'exchange requested'), no longer ``status``; breaks: a second write on it."""
+
+    def build(breaks: bool) -> Trace:
+        r = authenticated(Run(), f"{ask} {oid}. leah.park@shop.example")
+        read_order(r, oid, order(oid, status))
+        args = {
+            "order_id": oid,
+            "item_ids": ["8384507844"],
+            "new_item_ids": ["1569765161"],
+            "payment_method_id": "credit_card_4410028",
+        }
         more = {**args, "item_ids": ["3928046918"], "new_item_ids": ["7251508981"]}
-        r.agent("On #W6112390 the backpack 3928046918 becomes 7251508981. Confirm?")
-        r.user("Yes")
-        r.call("modify_pending_order_items", more, order("#W6112390", "pending (item modified)"))
-    return r.trace()
+        for n, call in enumerate([args, more] if breaks else [args]):
+            if n:
+                r.user(again)
+            r.agent(f"On {oid}: item {call['item_ids'][0]} becomes {call['new_item_ids'][0]}. Confirm?")
+            r.user("Yes")
+            r.call(tool, call, order(oid, after))
+        return r.trace()
+
+    return build
 
 
 def modify_payment(breaks: bool) -> Trace:
@@ -182,37 +190,125 @@ def refund_destination(breaks: bool) -> Trace:
     return _return("delivered", "credit_card_4410028" if breaks else "gift_card_6630911")
 
 
-def exchange_delivered(breaks: bool) -> Trace:
-    """A second exchange finds the order 'exchange requested', no longer 'delivered'."""
-    r = authenticated(Run(), "Exchange the lamp on #W2290471 for the brass one. leah.park@shop.example")
-    read_order(r, "#W2290471", order("#W2290471", "delivered"))
-    args = {
-        "order_id": "#W2290471",
-        "item_ids": ["8384507844"],
-        "new_item_ids": ["9083642334"],
-        "payment_method_id": "credit_card_4410028",
-    }
-    r.agent("Exchange on #W2290471: lamp 8384507844 for 9083642334, difference on credit_card_4410028. OK?")
-    r.user("Go ahead.")
-    r.call("exchange_delivered_order_items", args, order("#W2290471", "exchange requested"))
+def _refused(ask: str, oid: str, granted: str, refused: str) -> Callable[[bool], Trace]:
+    """The customer asks on their order; the agent reads it and declines. The request is granted
+    on the order's status: breaks when the order read has the status that grants it."""
+
+    def build(breaks: bool) -> Trace:
+        r = authenticated(Run(), f"{ask} {oid}. leah.park@shop.example")
+        read_order(r, oid, order(oid, granted if breaks else refused))
+        return r.agent(f"I'm sorry, I cannot do that for order {oid}.").trace()
+
+    return build
+
+
+def _unread(ask: str, oid: str, status: str, answer: str) -> Callable[[bool], Trace]:
+    """A request no record decides alone (new items, a new payment method): breaks when the agent
+    answers without reading the order at all; the same answer after reading it draws nothing."""
+
+    def build(breaks: bool) -> Trace:
+        r = authenticated(Run(), f"{ask} {oid}. leah.park@shop.example")
+        if not breaks:
+            read_order(r, oid, order(oid, status))
+        return r.agent(answer).trace()
+
+    return build
+
+
+USER = {
+    "user_id": "leah_park_7321",
+    "name": {"first_name": "Leah", "last_name": "Park"},
+    "address": {
+        "address1": "88 Lake Ave",
+        "address2": "",
+        "city": "Seattle",
+        "country": "USA",
+        "state": "WA",
+        "zip": "98105",
+    },
+    "email": "leah.park@shop.example",
+    "payment_methods": {"credit_card_4410028": {"source": "credit_card", "id": "credit_card_4410028"}},
+}
+
+
+def user_address(breaks: bool) -> Trace:
+    """A new default address is granted on any user record: read it and decline, and it is filed."""
+    r = authenticated(
+        Run(),
+        "I'm leah_park_7321 (leah.park@shop.example). Please update my default address to 12 Pine St, "
+        "Austin, TX 78701, USA.",
+    )
+    r.call("get_user_details", {"user_id": "leah_park_7321"}, USER)
     if breaks:
-        r.user("And the backpack for the grey one as well.")
-        more = {**args, "item_ids": ["3928046918"], "new_item_ids": ["5917587651"]}
-        r.agent("Exchange on #W2290471: backpack 3928046918 for 5917587651. OK?")
-        r.user("Go ahead.")
-        r.call("exchange_delivered_order_items", more, order("#W2290471", "exchange requested"))
-    return r.trace()
+        return r.agent("I'm sorry, I cannot change the address on your account.").trace()
+    new = {
+        "address1": "12 Pine St",
+        "address2": "",
+        "city": "Austin",
+        "country": "USA",
+        "state": "TX",
+        "zip": "78701",
+    }
+    r.agent("Your default address would become 12 Pine St, Austin TX 78701. Confirm?")
+    r.user("Yes")
+    args = {"user_id": "leah_park_7321", **new}
+    return r.call("modify_user_address", args, {**USER, "address": new}).trace()
 
 
 RULES: dict[str, Callable[[bool], Trace]] = {
     "explicit-confirmation": confirmation,
     "cancel-pending-only": cancel_pending,
     "cancel-reason": cancel_reason,
-    "modify-pending-only": modify_pending,
+    "modify-pending-only": _twice(
+        "modify_pending_order_items",
+        "#W6112390",
+        "pending",
+        "pending (item modified)",
+        "I want the lamp in white instead on",
+        "Oh, and the backpack in green too.",
+    ),
     "modify-payment-new-method": modify_payment,
     "return-delivered-only": return_delivered,
     "refund-to-original-or-gift-card": refund_destination,
-    "exchange-delivered-only": exchange_delivered,
+    "exchange-delivered-only": _twice(
+        "exchange_delivered_order_items",
+        "#W2290471",
+        "delivered",
+        "exchange requested",
+        "Exchange the lamp for the brass one on",
+        "And the backpack for the grey one as well.",
+    ),
+    # requests the order's status decides: refused on the status that grants them
+    "cancel-request": _refused(
+        "Please cancel my order, I no longer need it:", "#W7301858", "pending", "processed"
+    ),
+    "order-address-request": _refused(
+        "Please send it to 12 Pine St, Austin TX 78701 instead: the shipping address on",
+        "#W8803115",
+        "pending",
+        "processed",
+    ),
+    "return-request": _refused("I want to return the backpack from", "#W4417256", "delivered", "pending"),
+    "user-address-request": user_address,
+    # requests no record decides alone: left undecided when the agent never reads the order
+    "payment-change-request": _unread(
+        "Can I pay with my gift card instead on",
+        "#W9034121",
+        "pending",
+        "Your gift card balance does not cover the order total, so I cannot switch the payment.",
+    ),
+    "item-change-request": _unread(
+        "Could I get the desk lamp in a different color on",
+        "#W6112390",
+        "pending",
+        "The desk lamp is not available in another color, so the item cannot be modified.",
+    ),
+    "exchange-request": _unread(
+        "I'd like to exchange the backpack for a bigger one from",
+        "#W2290471",
+        "delivered",
+        "No bigger backpack of that model is available, so I cannot exchange it.",
+    ),
 }
 
 
@@ -234,6 +330,33 @@ def test_a_run_breaking_the_rule_draws_it(rule: str, retail: Policy) -> None:
 def test_a_run_keeping_the_rule_draws_nothing(rule: str, retail: Policy) -> None:
     report = audit(RULES[rule](False), retail)
     assert [f for f in report.findings if f.risk_class.value == "policy_violation"] == []
+
+
+@pytest.mark.parametrize("request_id", [k.id for k in load_policy(RETAIL).requests])
+def test_a_decided_request_is_refused_though_granted_the_others_undecided(
+    request_id: str, retail: Policy
+) -> None:
+    """decided_by (the order's status, or no condition at all) makes a declined request 'refused
+    though granted' (MAST 1.1); a request no record decides is only seen left undecided (3.1)."""
+    kind = next(k for k in retail.requests if k.id == request_id)
+    (f,) = [f for f in audit(RULES[request_id](True), retail).findings if f.policy_rule == request_id]
+    assert f.failure_mode == ("3.1" if kind.decided_by is None else "1.1")
+
+
+def test_a_handoff_passes_an_undecided_request_on(retail: Policy) -> None:
+    """Transferred to a human without reading the order: the request went on, it was not dropped."""
+    r = authenticated(Run(), "Can I pay with my gift card instead on #W9034121? leah.park@shop.example")
+    r.call(
+        "transfer_to_human_agents", {"summary": "wants to pay #W9034121 by gift card"}, "Transfer successful"
+    )
+    r.agent("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.")
+    assert [f for f in audit(r.trace(), retail).findings if f.detector == "policy_requests"] == []
+
+
+def test_every_write_is_some_request(retail: Policy) -> None:
+    writes = {t for c in retail.confirmations for t in c.tools}
+    assert writes == {t for r in retail.requests for t in r.tools}
+    assert retail.handoffs == ["transfer_to_human_agents"]
 
 
 def test_a_refused_write_is_intercepted_at_the_refusal(retail: Policy) -> None:

@@ -19,6 +19,7 @@ from auditor.detectors import AuditContext
 from auditor.report.validator import validate_report
 from graph import build_graph
 from schemas import GraphMode, Trace
+from tests.cli_helpers import run
 from tests.conftest import REPO
 from tests.test_detector_state_drift import load
 
@@ -103,35 +104,28 @@ def test_trace_text_reaches_the_model_only_inside_data_blocks(trace):
 
 def test_killed_audit_resumes_from_the_store(tmp_path):
     url = f"sqlite:///{tmp_path / 'auditor.db'}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "auditor.cli.main",
-        "--store",
-        url,
-        "review",
-        str(EXAMPLE),
-        "--engine",
-        "agent",
-        "--model",
-        replay("renewal_drift_v3_slow.jsonl"),
-        "--json",
-    ]
+    args = ["--store", url, "review", str(EXAMPLE), "--engine", "agent"]
+    args += ["--model", replay("renewal_drift_v3_slow.jsonl"), "--json"]
     env = {**os.environ, "COLUMNS": "200"}
+    # SIGKILL needs a process of its own; the resumed run below needs none
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+        [sys.executable, "-m", "auditor.cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
     )
     from auditor.store import open_store
 
     store = open_store(url)
     deadline = time.time() + 240
     while time.time() < deadline and store.stats()["by_type"].get("ModelCalled", 0) < 3:
-        time.sleep(0.5)
+        time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     calls_before = store.stats()["by_type"].get("ModelCalled", 0)
     assert 3 <= calls_before < 7
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    done = run(args, tmp_path)
     assert done.returncode == 1, done.stderr  # a realized finding
     assert "resumed from the event-store checkpoint" in done.stdout
     assert store.stats()["by_type"]["ModelCalled"] == 7  # nothing was called twice

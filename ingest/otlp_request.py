@@ -42,25 +42,19 @@ class ReceivedSpan:
     scope: dict[str, Any]
 
     def payload(self) -> dict[str, Any]:
-        """The stored form (the ``SpanReceived`` event's payload)."""
-        return {
-            "trace_id": self.trace_id,
-            "span_id": self.span_id,
-            "parent_span_id": self.parent_id,
-            "end_ns": self.end_ns,
-            "span": self.span,
-            "resource": self.resource,
-            "scope": self.scope,
-        }
+        """The stored form (the ``SpanReceived`` event's payload): the span as OTLP JSON, whose
+        normalised ids and end time are this object's, its resource and its scope."""
+        return {"span": self.span, "resource": self.resource, "scope": self.scope}
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> ReceivedSpan:
+        span = payload["span"]
         return cls(
-            payload["trace_id"],
-            payload["span_id"],
-            payload.get("parent_span_id"),
-            int(payload.get("end_ns") or 0),
-            payload["span"],
+            span["traceId"],
+            span["spanId"],
+            span.get("parentSpanId"),
+            int(span.get("endTimeUnixNano") or 0),
+            span,
             payload.get("resource") or {},
             payload.get("scope") or {},
         )
@@ -101,7 +95,14 @@ def _any_value(v: Any) -> dict[str, Any]:
 
 
 def _key_values(items: Any) -> list[dict[str, Any]]:
-    return [{"key": kv.key, "value": _any_value(kv.value)} for kv in items]
+    out = []
+    for kv in items:  # most values are strings: read them without the generic dispatch
+        value = kv.value
+        if value.WhichOneof("value") == "string_value":
+            out.append({"key": kv.key, "value": {"stringValue": value.string_value}})
+        else:
+            out.append({"key": kv.key, "value": _any_value(value)})
+    return out
 
 
 def _proto_span(sp: Any) -> dict[str, Any]:

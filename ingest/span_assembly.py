@@ -5,7 +5,12 @@ from several services. Nothing waits in memory for the rest:
 
 - **Every span is stored on arrival**: one ``SpanReceived`` event per span in the stream
   ``spans-{otel trace id}``, its idempotency key ``span:{trace id}:{span id}``, so a retried export
-  or a re-delivered Kafka record stores nothing twice. A batch's spans go in one transaction.
+  or a re-delivered Kafka record stores nothing twice. A batch's spans go in one transaction,
+  which concurrent batches share (``ingest.group_commit``: one writer, one fsync, each caller
+  answered once its spans are committed); the transaction also appends one ``SpanTracesOpened`` to
+  the stream ``span-traces`` naming the traces whose first span it stored, so that a restart finds
+  every trace without reading spans. With redaction on, spans are redacted before they are stored
+  (``ingest.span_redact``).
 - **A trace is complete** when its root span (no parent) has ended and no span of it arrived for
   ``idle_s``, or when a flush asks for it. A trace whose root never comes (it ended in a service
   that does not export here) is completed after ``rootless_s`` of silence. The store's clock
@@ -22,40 +27,47 @@ from several services. Nothing waits in memory for the rest:
   ``metadata.revises`` = the previous revision's id. A report is never replaced or merged: each
   revision gets its own.
 - **Restart-safe**: ``recover()`` rebuilds the open traces and finishes any completion that a crash
-  interrupted from the store alone; every step is idempotent (the trace's digest, the close's key,
-  the audit's marker).
+  interrupted from the store alone, reading the bookkeeping events of every trace and the spans of
+  the open ones only; every step is idempotent (the trace's digest, the close's key, the audit's
+  marker).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import AuditorError, InputError
+from auditor.errors import AuditorError, InputError, StoreError
 from auditor.store import EventStore
 from auditor.store.eventstore import EncodedEvent
 from auditor.store.hashing import compact_json
+from ingest.group_commit import GroupCommit
 from ingest.otlp_request import ReceivedSpan, otlp_document
-from ingest.stream_store import _execute, _in, _transaction, _versions
+from ingest.span_redact import SpanRedaction
+from ingest.stream_store import _execute, _in, _sql, _transaction, _versions
 from schemas.events import NewEvent, TraceClosed, trace_stream
-from schemas.trace import TraceHeader
+from schemas.trace import LabelsRecord, TraceHeader, TraceStep
 
 log = logging.getLogger("auditor.spans")
 
+OPENED = "SpanTracesOpened"  # in OPENED_STREAM: the traces whose first span a transaction stored
 RECEIVED = "SpanReceived"
 COMPLETED = "SpanTraceCompleted"
 ASSEMBLED = "SpanTraceAssembled"
 REJECTED = "SpanTraceRejected"
 PREFIX = "spans-"
+OPENED_STREAM = "span-traces"
 _CHUNK = 500
 
 
@@ -80,10 +92,12 @@ class AssemblySettings:
 
     @classmethod
     def from_env(cls) -> AssemblySettings:
-        """From ``AUDITOR_SPAN_IDLE_S`` and ``AUDITOR_SPAN_ROOTLESS_S`` (seconds), else the defaults."""
+        """From ``AUDITOR_SPAN_IDLE_S`` and ``AUDITOR_SPAN_ROOTLESS_S`` (seconds), else the defaults.
+        The tick is at most a quarter second: a trace waits for the next tick after its idle time,
+        and the check costs a pass over the open traces in memory."""
         idle = float(os.environ.get("AUDITOR_SPAN_IDLE_S", cls.idle_s))
         rootless = float(os.environ.get("AUDITOR_SPAN_ROOTLESS_S", max(cls.rootless_s, idle)))
-        return cls(idle, rootless, min(max(idle / 8, 0.05), 1.0))
+        return cls(idle, rootless, min(max(idle / 8, 0.05), 0.25))
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,14 @@ class Received:
 
     stored: int
     duplicates: int
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One ``receive`` call's spans (by idempotency key) and their events' metadata."""
+
+    spans: dict[str, ReceivedSpan]
+    meta: str
 
 
 @dataclass
@@ -159,12 +181,22 @@ class SpanAssembly:
     """Store spans as they arrive and turn each completed trace into a stored, closed trace.
 
     ``source`` names where spans come from (``otlp-http``, ``kafka:{topic}``) in the stored
-    trace headers; ``sink`` takes each assembled trace (an audit, a notice to the workers)."""
+    trace headers; ``sink`` takes each assembled trace (an audit, a notice to the workers);
+    ``redaction``, when given, redacts every span before it is stored."""
 
-    def __init__(self, store: EventStore, settings: AssemblySettings, source: str, sink: Sink) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        settings: AssemblySettings,
+        source: str,
+        sink: Sink,
+        redaction: SpanRedaction | None = None,
+    ) -> None:
         self.store, self.settings, self.source, self.sink = store, settings, source, sink
+        self.redaction = redaction
         self._open: dict[str, _Open] = {}
         self._lock = threading.Lock()  # the open-trace view; the store serialises the rest
+        self._commits: GroupCommit[_Batch, Received] = GroupCommit(self._store)
 
     @property
     def open_count(self) -> int:
@@ -172,37 +204,79 @@ class SpanAssembly:
 
     # -- arrival ---------------------------------------------------------------------------------
     def receive(self, spans: Iterable[ReceivedSpan], provenance: dict[str, Any] | None = None) -> Received:
-        """Append every new span of the batch in one transaction; spans already stored are skipped."""
+        """Store every new span of the batch; spans already stored are skipped. Returns once the
+        spans are committed (with those of concurrent calls, in one transaction)."""
         unique: dict[str, ReceivedSpan] = {}
         for s in spans:
             unique.setdefault(f"span:{s.trace_id}:{s.span_id}", s)
         if not unique:
             return Received(0, 0)
         meta = compact_json({"source": self.source, **(provenance or {})})
-        with _transaction(self.store) as cur:
-            held = self._held_keys(cur, list(unique))
-            fresh = [(k, s) for k, s in unique.items() if k not in held]
-            streams = list(dict.fromkeys(spans_stream(s.trace_id) for _, s in fresh))
-            versions = _versions(self.store, cur, streams) if streams else {}
-            events = []
-            for key, s in fresh:
-                stream = spans_stream(s.trace_id)
-                versions[stream] = versions.get(stream, 0) + 1
-                events.append(
-                    EncodedEvent(stream, versions[stream], RECEIVED, compact_json(s.payload()), meta, key)
-                )
-            self.store._insert_encoded_in(cur, events)
+        return self._commits.submit(_Batch(unique, meta))
+
+    def _store(self, batches: Sequence[_Batch]) -> list[Received]:
+        """Append the new spans of ``batches`` in one transaction (the group commit's writer)."""
+        dbapi = self.store.engine.dialect.loaded_dbapi
+        try:
+            with _transaction(self.store) as cur:
+                held = self._held_keys(cur, list(dict.fromkeys(k for b in batches for k in b.spans)))
+                fresh: list[list[tuple[str, ReceivedSpan, str]]] = []
+                for b in batches:  # a key in two batches of the group is stored for the first
+                    mine = [(k, s, b.meta) for k, s in b.spans.items() if k not in held]
+                    held.update(k for k, _, _ in mine)
+                    fresh.append(mine)
+                events = self._events(cur, [f for mine in fresh for f in mine])
+                self.store._insert_encoded_in(cur, events)
+        except dbapi.Error as exc:
+            raise StoreError(f"storing {sum(len(b.spans) for b in batches)} spans failed: {exc}") from exc
         now = time.time()
         with self._lock:
-            for _, s in fresh:
-                state = self._open.get(s.trace_id)
-                root = s.parent_id is None and s.end_ns > 0
-                if state is None:
-                    self._open[s.trace_id] = _Open(now, True if root else None)
-                else:
-                    state.last_at = now
-                    state.root = True if root or state.root else state.root
-        return Received(len(fresh), len(unique) - len(fresh))
+            for mine in fresh:
+                for _, s, _ in mine:
+                    state = self._open.get(s.trace_id)
+                    root = s.parent_id is None and s.end_ns > 0
+                    if state is None:
+                        self._open[s.trace_id] = _Open(now, True if root else None)
+                    else:
+                        state.last_at = now
+                        state.root = True if root or state.root else state.root
+        return [Received(len(mine), len(b.spans) - len(mine)) for b, mine in zip(batches, fresh, strict=True)]
+
+    def _events(self, cur: Any, fresh: list[tuple[str, ReceivedSpan, str]]) -> list[EncodedEvent]:
+        """The encoded events of the fresh spans, numbered after their streams' stored versions
+        (read under the append lock), and one ``SpanTracesOpened`` naming the traces whose first
+        span this is: what lets a restart find every trace without reading spans."""
+        if not fresh:
+            return []
+        streams = list(dict.fromkeys(spans_stream(s.trace_id) for _, s, _ in fresh))
+        versions = _versions(self.store, cur, [*streams, OPENED_STREAM])
+        existing = set(versions)
+        opened = [s.removeprefix(PREFIX) for s in streams if s not in existing]
+        events = []
+        for key, s, meta in fresh:
+            stream = spans_stream(s.trace_id)
+            if self.redaction is not None:
+                stored = partial(self._payloads, cur, stream) if stream in existing else tuple
+                s = self.redaction.span(s, stored)
+            versions[stream] = versions.get(stream, 0) + 1
+            events.append(
+                EncodedEvent(stream, versions[stream], RECEIVED, compact_json(s.payload()), meta, key)
+            )
+        if opened:
+            version = versions.get(OPENED_STREAM, 0) + 1
+            payload = compact_json({"trace_ids": opened})
+            events.append(
+                EncodedEvent(
+                    OPENED_STREAM, version, OPENED, payload, compact_json({"source": self.source}), None
+                )
+            )
+        return events
+
+    def _payloads(self, cur: Any, stream: str) -> list[str]:
+        """The stored span payloads of a stream, as text (for redaction's numbering)."""
+        query = _sql(self.store, "SELECT payload FROM events WHERE stream_id = ? AND type = ?")
+        _execute(self.store, cur, query, (stream, RECEIVED))
+        return [row[0] if isinstance(row[0], str) else json.dumps(row[0]) for row in cur.fetchall()]
 
     def _held_keys(self, cur: Any, keys: list[str]) -> set[str]:
         held: set[str] = set()
@@ -256,6 +330,8 @@ class SpanAssembly:
                 )
                 self.store._append_in(cur, stream, [event], state.version, True)
                 state.completed.append((revision, state.version))
+        if reason is not None and self.redaction is not None:
+            self.redaction.forget(otel_trace_id)
         with self._lock:
             if reason is not None or not state.pending_spans:
                 self._open.pop(otel_trace_id, None)
@@ -317,19 +393,8 @@ class SpanAssembly:
     ) -> AssembledTrace:
         """Import the revision's spans with the span importers, store it as a closed trace."""
         from auditor.traces import TraceDocument, write_traces
-        from ingest.registry import open_traces
 
-        with tempfile.TemporaryDirectory(prefix="auditor-spans-") as folder:
-            path = Path(folder) / f"otlp-{otel_trace_id}.json"
-            path.write_text(json.dumps(otlp_document(spans), ensure_ascii=False), encoding="utf-8")
-            try:
-                imported = next(iter(open_traces(path, "auto")))
-                header = imported.header  # validates every step
-                steps = list(imported.steps())
-                labels = imported.labels
-            except AuditorError as exc:
-                exc.args = (str(exc).replace(str(path), f"{self.source} trace {otel_trace_id}"),)
-                raise
+        header, steps, labels = self._import(otel_trace_id, spans)
         base = header.trace_id
         trace_id = revision_id(base, revision)
         metadata = {**header.metadata, "span_revision": revision}
@@ -351,33 +416,118 @@ class SpanAssembly:
         self.store.append(trace_stream(trace_id), [event])
         return AssembledTrace(trace_id, otel_trace_id, revision, len(steps), reason)
 
+    def _import(
+        self, otel_trace_id: str, spans: list[ReceivedSpan]
+    ) -> tuple[TraceHeader, list[TraceStep], LabelsRecord | None]:
+        """(header, steps, labels) of the spans as one OTLP document, read by the importer that
+        ``auditor ingest`` would pick for it."""
+        from ingest.registry import open_traces
+
+        with tempfile.TemporaryDirectory(prefix="auditor-spans-") as folder:
+            path = Path(folder) / f"otlp-{otel_trace_id}.json"
+            path.write_text(json.dumps(otlp_document(spans), ensure_ascii=False), encoding="utf-8")
+            try:
+                imported = next(iter(open_traces(path, "auto")))
+                header = imported.header  # validates every step
+                return header, list(imported.steps()), imported.labels
+            except AuditorError as exc:
+                exc.args = (str(exc).replace(str(path), f"{self.source} trace {otel_trace_id}"),)
+                raise
+
+    def warm_up(self) -> None:
+        """Import a one-span GenAI trace in memory (nothing is stored): the importers load on
+        first use, and the first real trace should not wait for that."""
+        tid, sid = "0" * 31 + "1", "0" * 15 + "1"
+        said = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "warm-up"}]}])
+        span = {
+            "traceId": tid,
+            "spanId": sid,
+            "name": "chat warm-up",
+            "startTimeUnixNano": "1",
+            "endTimeUnixNano": "2",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                {"key": "gen_ai.output.messages", "value": {"stringValue": said}},
+            ],
+        }
+        self._import(tid, [ReceivedSpan(tid, sid, None, 2, span, {"attributes": []}, {})])
+        importlib.import_module("auditor.traces")  # what an assembled trace is stored with
+
     # -- restart ---------------------------------------------------------------------------------
     def recover(self) -> list[AssembledTrace]:
         """Rebuild the open traces from the store and finish what a crash interrupted (a
-        completion without its assembly). Returns the revisions assembled now."""
-        last: dict[str, tuple[float, bool]] = {}  # trace -> (last span time, root ended)
-        through: dict[str, int] = {}
-        unfinished: dict[str, set[int]] = {}
-        latest: dict[str, int] = {}
-        for ev in self.store.read_all(types=[RECEIVED, COMPLETED, ASSEMBLED, REJECTED]):
-            tid = ev.stream_id.removeprefix(PREFIX)
-            if ev.type == RECEIVED:
-                at = datetime.fromisoformat(ev.recorded_at).timestamp()
-                root = ev.payload.get("parent_span_id") is None and int(ev.payload.get("end_ns") or 0) > 0
-                _, had_root = last.get(tid, (0.0, False))
-                last[tid] = (at, had_root or root)
-                latest[tid] = ev.stream_version
-            elif ev.type == COMPLETED:
-                through[tid] = int(ev.payload["through_version"])
-                unfinished.setdefault(tid, set()).add(int(ev.payload["revision"]))
-            else:
-                unfinished.get(tid, set()).discard(int(ev.payload["revision"]))
+        completion without its assembly). Returns the revisions assembled now.
+
+        Spans are read for the open traces only: the bookkeeping events (the traces opened, one
+        event per transaction; completed, assembled, rejected: a few per trace) and each trace's
+        stream version show which traces hold spans after their last completion, since versions
+        are dense."""
+        books = _books(self.store)
+        raw = self.store.engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            versions = _versions(self.store, cur, [spans_stream(t) for t in books])
+            open_streams: dict[str, _Stream] = {}
+            for tid, book in books.items():
+                marks_after = sum(1 for v in book.marks if v > book.through)
+                if versions.get(spans_stream(tid), 0) - book.through > marks_after:
+                    open_streams[tid] = _read_stream(self.store, cur, spans_stream(tid))
+            raw.rollback()
+        finally:
+            raw.close()
         with self._lock:
-            for tid, (at, root) in last.items():
-                if latest[tid] > through.get(tid, 0):
-                    self._open[tid] = _Open(at, root)
+            for tid, state in open_streams.items():
+                at = state.last_span_at.timestamp() if state.last_span_at is not None else time.time()
+                self._open[tid] = _Open(at, state.root_ended)
         done = []
-        for tid, revisions in unfinished.items():
-            if revisions:
+        for tid, book in books.items():
+            if book.completed - book.finished:
                 done += self.complete(tid)
         return done
+
+
+@dataclass
+class _Book:
+    """One spans stream's bookkeeping: the versions of its non-span events, the stream version
+    its last completion covers, and the revisions completed and finished."""
+
+    marks: list[int] = field(default_factory=list)
+    through: int = 0
+    completed: set[int] = field(default_factory=set)
+    finished: set[int] = field(default_factory=set)
+
+
+def _books(store: EventStore) -> dict[str, _Book]:
+    """The bookkeeping of every span trace, from the few events that are not spans."""
+    books: dict[str, _Book] = {}
+    for stream, version, kind, payload in _rows(
+        store,
+        _sql(store, "SELECT stream_id, stream_version, type, payload FROM events WHERE type IN (?, ?, ?, ?)"),
+        (OPENED, COMPLETED, ASSEMBLED, REJECTED),
+    ):
+        data = json.loads(payload) if isinstance(payload, str) else payload
+        if kind == OPENED:
+            for tid in data["trace_ids"]:
+                books.setdefault(tid, _Book())
+            continue
+        book = books.setdefault(stream.removeprefix(PREFIX), _Book())
+        book.marks.append(version)
+        if kind == COMPLETED:
+            book.through = max(book.through, int(data["through_version"]))
+            book.completed.add(int(data["revision"]))
+        else:
+            book.finished.add(int(data["revision"]))
+    return books
+
+
+def _rows(store: EventStore, query: str, params: tuple) -> Iterator[tuple]:
+    """A query's rows, fetched a page at a time (PostgreSQL: through a server-side cursor)."""
+    raw = store.engine.raw_connection()
+    try:
+        cur = raw.cursor(name="spans_recover") if store.dialect == "postgresql" else raw.cursor()
+        cur.execute(query, params)
+        while rows := cur.fetchmany(5000):
+            yield from rows
+        raw.rollback()
+    finally:
+        raw.close()

@@ -21,6 +21,7 @@ from typing import Any
 
 from auditor.store import EventStore
 from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
+from ingest.span_redact import SpanRedaction
 from ingest.stream_loop import BatchLoop, group_consumer, kafka_client, wait_sent
 from ingest.stream_metrics import Metrics, loop_metrics
 from ingest.stream_publish import StepPublisher, replay_file
@@ -66,7 +67,7 @@ class ConsumerConfig:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     retry_backoff_s: float = 1.0
     session_timeout_ms: int = 10000
-    redact: bool = False  # redact every record before storing (ingest.stream_redact)
+    redact: bool = False  # redact every record before storing (ingest.stream_redact, spans: span_redact)
     redact_patterns: dict[str, str] = field(default_factory=dict)
     # OTLP span records: when a trace counts as complete (AUDITOR_SPAN_IDLE_S, ingest.span_assembly)
     spans: AssemblySettings = field(default_factory=AssemblySettings.from_env)
@@ -121,7 +122,10 @@ class StreamConsumer:
         self.states: dict[str, TraceState] = {}  # the batch writer's view of open traces
         self._unsent: list[ClosedTrace] = []  # idle closes stored but not yet announced
         self.redaction = StreamRedaction(store, config.redact_patterns) if config.redact else None
-        self.spans = SpanAssembly(store, config.spans, f"kafka:{config.topic}", self._announce)
+        span_redaction = SpanRedaction(config.redact_patterns) if config.redact else None
+        self.spans = SpanAssembly(
+            store, config.spans, f"kafka:{config.topic}", self._announce, span_redaction
+        )
         scan_every = min(max(config.idle_close_s / 4, 0.2), 5.0, config.spans.tick_s)
         self.loop = BatchLoop(
             self.consumer, self.process, self.metrics, config.poll_ms, config.retry_backoff_s,
@@ -153,12 +157,9 @@ class StreamConsumer:
                 result = parse_record(r.key, r.value, r.headers, cfg.max_record_bytes)
                 coords = Coords(r.topic, r.partition, r.offset)
                 if isinstance(result, Parsed) and isinstance(result.item, SpanBatch):
-                    if self.redaction is not None:  # span assembly stores spans as they come
-                        result = Rejected(DeadKind.wrong_schema, "OTLP span records are not redacted yet")
-                    else:
-                        spans += result.item.spans
-                        self.metrics.inc("spans_rejected_total", result.item.rejected)
-                        continue
+                    spans += result.item.spans  # span assembly redacts them, when asked, as it stores
+                    self.metrics.inc("spans_rejected_total", result.item.rejected)
+                    continue
                 if isinstance(result, Rejected):
                     sends.append(self._dead_letter(r, result))
                     continue
@@ -256,6 +257,7 @@ class StreamConsumer:
     # -- the loop --------------------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None) -> None:
         """Consume until ``stop`` is set; a failed batch is rewound and retried after a pause."""
+        self.spans.warm_up()  # the importers load now, not when the first span trace completes
         # What is loaded by now lives as long as the process: out of the collector's sight, the
         # collections that a batch's allocations trigger scan only the batch (half the GC time).
         gc.freeze()

@@ -3,7 +3,7 @@ ExportTraceServiceRequest in ``otlp_proto`` (the exporter's default) or ``otlp_j
 ``format`` header, made by the OpenTelemetry SDK's own encoders from a toy agent's spans. A trace
 split over several records (as the collector's batch processor cuts it, no ``groupbytrace``) is
 assembled, closed and audited by the workers; a consumer restarted mid-trace loses no span; a
-header-named importer still reads a whole document."""
+header-named importer still reads a whole document; a redacting consumer stores the spans redacted."""
 
 from __future__ import annotations
 
@@ -44,15 +44,16 @@ def agent_spans(order: str) -> tuple[str, list]:
     return tid, list(exporter.get_finished_spans())
 
 
-def members(store: EventStore, bootstrap: str, t: dict[str, str]) -> tuple:
+def members(store: EventStore, bootstrap: str, t: dict[str, str], redact: bool = False) -> tuple:
     from auditor.workers import AuditWorker, WorkerConfig
     from ingest.stream import ConsumerConfig, StreamConsumer
 
     spans = AssemblySettings(idle_s=0.5, rootless_s=60.0, tick_s=0.05)
+    group = f"g-{t['steps']}"
     consumer = StreamConsumer(
         store,
         ConsumerConfig(
-            bootstrap, t["steps"], f"g-{t['steps']}", t["dlq"], t["closed"], poll_ms=100, spans=spans
+            bootstrap, t["steps"], group, t["dlq"], t["closed"], poll_ms=100, spans=spans, redact=redact
         ),
     )
     worker = AuditWorker(
@@ -125,3 +126,29 @@ def test_a_consumer_restarted_mid_trace_loses_no_span(store: EventStore) -> None
         audited_report(store, f"otel-{tid}")
     producer.close()
     assert len(load_trace(store, f"otel-{tid}").steps) == 5
+
+
+def test_a_redacting_consumer_stores_span_records_redacted(store: EventStore) -> None:
+    import json
+
+    from kafka import KafkaProducer
+
+    from tests.stream_support import read_topic
+
+    bootstrap = kafka_bootstrap()
+    t = new_topics(bootstrap, 1, "steps", "dlq", "closed", "reports", "alerts")
+    email = "dana.ruiz@northwind.example"
+    tid, spans = agent_spans(email)
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    consumer, worker = members(store, bootstrap, t, redact=True)
+    with running(consumer), running(worker):
+        producer.send(t["steps"], key=tid.encode(), value=encoded_spans(spans[:2]))
+        producer.send(t["steps"], key=tid.encode(), value=encoded_spans(spans[2:]))
+        producer.flush()
+        audited_report(store, f"otel-{tid}")
+    producer.close()
+    stored = json.dumps([e.payload for e in store.read_all()], ensure_ascii=False)
+    assert email not in stored and count_type(store, RECEIVED) == 4
+    steps = load_trace(store, f"otel-{tid}").steps
+    assert steps[0].content == "Please refund order [REDACTED_EMAIL_1], it arrived broken."
+    assert read_topic(bootstrap, t["dlq"], 1, timeout=2) == []  # nothing dead-lettered

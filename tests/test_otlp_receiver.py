@@ -2,7 +2,9 @@
 the spans of an instrumented toy agent (protobuf, plain and gzip; JSON bodies built by the SDK's
 encoder), configured only by the standard OTEL_EXPORTER_OTLP_* variables; each trace is audited
 with no file in between, its report is in the store and validates. The OTLP status codes and
-response bodies for bad input, and partial success."""
+response bodies for bad input, and partial success. A real span example of each convention (GenAI,
+OpenInference) sent through /v1/traces imports as the file importer reads it; a redacting server
+stores spans redacted."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,30 +47,36 @@ class Server:
         return {"Content-Type": media, "Authorization": f"Bearer {self.tokens[token]}"}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+@contextmanager
+def serving(folder: Path, config: ServerConfig) -> Iterator[Server]:
+    """`auditor serve`'s app on a free port, in a thread, over a SQLite store in ``folder``."""
     import uvicorn
 
-    folder: Path = tmp_path_factory.mktemp("otlp")
     store = open_store(f"sqlite:///{folder / 'auditor.db'}")
     tokens = {
         "ingest": create_token(store, "agent", ["ingest"])[0],
         "read": create_token(store, "reader", ["read"])[0],
     }
-    app = create_app(ServerConfig(), store=store)
+    app = create_app(config, store=store)
     app.state.span_settings = AssemblySettings(idle_s=IDLE, rootless_s=60.0, tick_s=0.05)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     srv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while not srv.started and time.monotonic() < deadline:
         time.sleep(0.05)
     yield Server(store, f"http://127.0.0.1:{sock.getsockname()[1]}", tokens)
     srv.should_exit = True
     thread.join(10)
     store.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(tmp_path_factory.mktemp("otlp"), ServerConfig()) as s:
+        yield s
 
 
 def audited_trace(server: Server, trace_id: str) -> None:
@@ -163,3 +172,74 @@ def test_status_codes_and_bodies(server: Server) -> None:
         and ExportTraceServiceResponse.FromString(r.content).partial_success.rejected_spans == 0
     )
     audited_trace(server, f"otel-{tid}")
+
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "real" / "openinference-genai"
+CONVENTIONS = {  # a real span example of each convention, from Arize-ai/openinference (SOURCES.md)
+    "genai": REAL / "otel_genai_client_span_tool_calls.json",
+    "openinference": REAL / "openinference_client_span_tool_calls.json",
+}
+
+
+@pytest.mark.parametrize("convention", sorted(CONVENTIONS))
+def test_a_conventions_span_example_sent_to_v1_traces_imports_as_the_file_importer_reads_it(
+    server: Server, convention: str
+) -> None:
+    """The example's attributes on one span of an SDK-instrumented service, exported by the SDK's
+    OTLP exporter: the stored trace has the steps that importing the example file gives. What the
+    file cannot say stays apart: the span's time, ids and name, and the service (its framework)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from ingest import open_traces
+
+    path = CONVENTIONS[convention]
+    exporter = OTLPSpanExporter(
+        endpoint=f"{server.origin}/v1/traces",
+        headers={"Authorization": f"Bearer {server.tokens['ingest']}"},
+    )
+    tp = provider(SimpleSpanProcessor(exporter), service=f"{convention}-service")
+    with tp.get_tracer("conformance").start_as_current_span("chat") as span:
+        span.set_attributes(json.loads(path.read_text(encoding="utf-8")))
+        tid = format(span.get_span_context().trace_id, "032x")
+    tp.shutdown()
+    r = httpx.post(
+        f"{server.origin}/api/otlp/flush",
+        params={"trace_id": tid},
+        headers=server.headers("application/json"),
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    [done] = r.json()["assembled"]
+    received = load_trace(server.store, done["trace_id"])
+    [from_file] = list(open_traces(path, "auto"))
+
+    def essence(step: dict) -> dict:
+        raw = {k: v for k, v in (step.get("raw") or {}).items() if k not in ("span_id", "span_name")}
+        return {**{k: v for k, v in step.items() if k not in ("timestamp", "raw")}, "raw": raw}
+
+    expected = [essence(s.model_dump(mode="json")) for s in from_file.steps()]
+    assert len(expected) == 5
+    assert [essence(s.model_dump(mode="json")) for s in received.steps] == expected
+    assert received.header.framework == f"{convention}-service"
+    assert all(s.timestamp is not None for s in received.steps)
+
+
+def test_a_redacting_server_stores_redacted_spans(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    email = "dana.ruiz@northwind.example"
+    exporter = InMemorySpanExporter()
+    tid = run_agent(provider(SimpleSpanProcessor(exporter)), order=email)
+    with serving(tmp_path, ServerConfig(redact=True)) as server:
+        body = encoded_spans(list(exporter.get_finished_spans()))
+        r = httpx.post(
+            f"{server.origin}/v1/traces", content=body, headers=server.headers("application/x-protobuf")
+        )
+        assert r.status_code == 200
+        wait_until(lambda: audited(server.store, f"otel-{tid}"), 20, "the audit")
+        stored = json.dumps([e.payload for e in server.store.read_all()], ensure_ascii=False)
+        steps = load_trace(server.store, f"otel-{tid}").steps
+    assert email not in stored
+    assert steps[0].content == "Please refund order [REDACTED_EMAIL_1], it arrived broken."

@@ -1,13 +1,12 @@
 """Span assembly in the store: spans of a real SDK-instrumented agent arrive in batches, are stored
 at once, completed when the root has ended and the trace is silent, imported by the span importers
 and audited; late spans make a new revision; a restart (a new assembly over the same store)
-loses nothing and finishes an interrupted completion."""
+loses nothing and finishes an interrupted completion. Each test runs on SQLite and PostgreSQL (the
+``store`` fixture)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,12 +16,13 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 from auditor.report.validator import validate_report
 from auditor.reports import list_reports
 from auditor.span_audits import InProcessAudit, audited
-from auditor.store import EventStore, open_store
+from auditor.store import EventStore
 from auditor.traces import load_trace
 from ingest.otlp_request import ReceivedSpan, decode_json, decode_protobuf
 from ingest.span_assembly import (
     ASSEMBLED,
     COMPLETED,
+    OPENED_STREAM,
     RECEIVED,
     REJECTED,
     AssembledTrace,
@@ -34,13 +34,6 @@ from ingest.span_assembly import (
 from tests.otel_toy_agent import encoded_spans, json_body, provider, run_agent
 
 IDLE = 0.3
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[EventStore]:
-    s = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
-    yield s
-    s.close()
 
 
 def agent_spans(late_note: bool = False, order: str = "A-1042") -> tuple[str, list[ReceivedSpan]]:
@@ -197,3 +190,142 @@ def test_a_flush_completes_a_trace_before_its_idle_time(store) -> None:
     assert asm.tick() == []
     [trace] = asm.flush()
     assert trace.reason == "flush" and audited(store, trace.trace_id)
+
+
+def test_concurrent_receives_share_transactions_and_store_each_span_once(store) -> None:
+    import threading
+
+    runs = [agent_spans(order=f"G-{i}") for i in range(8)]
+    asm = assembly(store)
+    # each run's spans, and the last run's again from a second client (a retried export)
+    batches = [spans for _, spans in runs] + [runs[-1][1]]
+    barrier = threading.Barrier(len(batches) + 1)
+    results: list[Received] = []
+
+    def export(spans: list[ReceivedSpan]) -> None:
+        barrier.wait()
+        results.append(asm.receive(spans))
+
+    threads = [threading.Thread(target=export, args=(b,)) for b in batches]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    for t in threads:
+        t.join()
+    assert sum(r.stored for r in results) == 32 and sum(r.duplicates for r in results) == 4
+    for tid, _ in runs:
+        events = list(store.read_stream(spans_stream(tid)))
+        assert [(e.type, e.stream_version) for e in events] == [(RECEIVED, v) for v in (1, 2, 3, 4)]
+    opened = [tid for e in store.read_stream(OPENED_STREAM) for tid in e.payload["trace_ids"]]
+    assert sorted(opened) == sorted(tid for tid, _ in runs)  # each trace named once, as it opened
+    assert asm.open_count == len(runs)
+
+
+def test_a_group_commit_answers_each_caller_only_after_the_write_holding_its_batch() -> None:
+    import threading
+
+    from ingest.group_commit import GroupCommit
+
+    writes: list[list[int]] = []
+    first_inside, release = threading.Event(), threading.Event()
+
+    def write(batches: list[int]) -> list[int]:
+        writes.append(list(batches))
+        if len(writes) == 1:  # the first writer holds the lock while the others queue
+            first_inside.set()
+            release.wait(10)
+        if -1 in batches:
+            raise RuntimeError("the store refused the group")
+        return [b * 10 for b in batches]
+
+    commits: GroupCommit[int, int] = GroupCommit(write)
+    answers: dict[int, object] = {}
+
+    def submit(n: int) -> None:
+        try:
+            answers[n] = commits.submit(n)
+        except RuntimeError as exc:
+            answers[n] = str(exc)
+
+    leader = threading.Thread(target=submit, args=(0,))
+    leader.start()
+    first_inside.wait(10)
+    queued = [threading.Thread(target=submit, args=(n,)) for n in (1, 2, 3)]
+    for t in queued:
+        t.start()
+    while len(commits._queue) < 3:  # all three waiting behind the first write
+        time.sleep(0.01)
+    assert answers == {}  # nobody is answered while the write holding their batch is not done
+    release.set()
+    for t in [leader, *queued]:
+        t.join(10)
+    assert writes[0] == [0] and sorted(writes[1]) == [1, 2, 3]  # the queued three: one write
+    assert answers == {0: 0, 1: 10, 2: 20, 3: 30}
+    failing = [threading.Thread(target=submit, args=(n,)) for n in (-1,)]
+    for t in failing:
+        t.start()
+        t.join(10)
+    assert answers[-1] == "the store refused the group"
+
+
+def test_recover_reads_the_spans_of_open_traces_only(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    done, late, still_open = (
+        agent_spans(order="R-done"),
+        agent_spans(order="R-late"),
+        agent_spans(order="R-open"),
+    )
+    asm = assembly(store)
+    asm.receive(done[1])
+    asm.receive(late[1][:3])
+    assert [t.otel_trace_id for t in asm.flush()] == [done[0], late[0]]  # completed: spans before
+    asm.receive(late[1][3:])  # a late span after the completion: open again
+    asm.receive(still_open[1])
+    read: list[str] = []
+    original = ReceivedSpan.from_payload
+
+    def counted(payload: dict) -> ReceivedSpan:
+        read.append(payload["span"]["traceId"])
+        return original(payload)
+
+    monkeypatch.setattr(ReceivedSpan, "from_payload", staticmethod(counted))
+    after = assembly(store)
+    assert after.recover() == []
+    assert sorted(after._open) == sorted([late[0], still_open[0]])
+    assert sorted(set(read)) == sorted([late[0], still_open[0]])  # the completed trace: no span read
+    time.sleep(IDLE + 0.1)
+    assert sorted((t.otel_trace_id, t.revision) for t in after.tick()) == sorted(
+        [(late[0], 2), (still_open[0], 1)]
+    )
+
+
+def test_spans_are_redacted_before_they_are_stored_with_one_placeholder_per_value(store) -> None:
+    import json
+
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ingest.span_redact import SpanRedaction
+
+    email, key = "dana.ruiz@northwind.example", "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2"
+    exporter = InMemorySpanExporter()
+    tid = run_agent(provider(SimpleSpanProcessor(exporter), service=f"refunds {key}"), order=email)
+    spans = decode_protobuf(encoded_spans(list(exporter.get_finished_spans()))).spans
+    asm = SpanAssembly(
+        store,
+        AssemblySettings(idle_s=IDLE, rootless_s=30.0),
+        "otlp-http",
+        InProcessAudit(store),
+        SpanRedaction(),
+    )
+    asm.receive(spans[:2])  # the trace's spans in two batches: one mapping across both
+    asm.receive(spans[2:])
+    stored = json.dumps([e.payload for e in store.read_all()], ensure_ascii=False)
+    assert email not in stored and key not in stored
+    assert "refunds [REDACTED_API_KEY_1]" in stored
+    [trace] = asm.flush(tid)
+    steps = load_trace(store, trace.trace_id).steps
+    assert steps[0].content == "Please refund order [REDACTED_EMAIL_1], it arrived broken."
+    assert steps[1].tool is not None and steps[1].tool.arguments == {"order": "[REDACTED_EMAIL_1]"}
+    assert "[REDACTED_EMAIL_1]" in steps[2].content and "[REDACTED_EMAIL_1]" in steps[-1].content
+    assert email not in json.dumps([e.payload for e in store.read_all()], ensure_ascii=False)
+    assert tid not in asm.redaction._open  # a completed trace's mapping is dropped

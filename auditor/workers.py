@@ -26,7 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from auditor.errors import InputError, StoreError, VerificationFailed
 from auditor.store import EventStore
 from auditor.store.checkpoint import CheckpointSettings, take_checkpoint
-from ingest.stream_loop import BatchLoop, Polled, group_consumer, kafka_client, wait_sent
+from ingest.stream_loop import BatchLoop, Polled, batch_producer, group_consumer, wait_sent
 from ingest.stream_metrics import LATENCY_BUCKETS, Metrics, loop_metrics
 from schemas.events import NewEvent
 from schemas.report import Severity
@@ -144,25 +144,18 @@ class AuditWorker:
         audit: AuditFn | None = None,
         metrics: Metrics | None = None,
     ) -> None:
-        from kafka import KafkaProducer
-
         self.store, self.config = store, config
         self.audit = audit or resolve_engine(config.engine)
         self.metrics = metrics or worker_metrics()
         self.consumer = group_consumer(
             config.closed_topic,
             bootstrap=config.bootstrap,
-            group_id=config.group,
-            group_instance_id=config.instance_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            max_poll_records=config.max_batch,
+            group=config.group,
+            instance_id=config.instance_id,
             session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=max(config.session_timeout_ms // 5, 500),
+            max_poll_records=config.max_batch,
         )
-        self.producer = kafka_client(
-            KafkaProducer, bootstrap=config.bootstrap, linger_ms=5, max_request_size=8 << 20
-        )
+        self.producer = batch_producer(config.bootstrap, max_request_size=8 << 20)
         self._warm = WARM_UPS.get(config.engine) if audit is None else None
         every = (config.checkpoints.every_s, self.checkpoint) if config.checkpoints else None
         self.loop = BatchLoop(

@@ -22,7 +22,7 @@ from typing import Any
 from auditor.store import EventStore
 from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
 from ingest.span_redact import SpanRedaction
-from ingest.stream_loop import BatchLoop, group_consumer, kafka_client, wait_sent
+from ingest.stream_loop import BatchLoop, batch_producer, group_consumer, wait_sent
 from ingest.stream_metrics import Metrics, loop_metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import (
@@ -98,25 +98,18 @@ class StreamConsumer:
     """One member of the ingestion consumer group."""
 
     def __init__(self, store: EventStore, config: ConsumerConfig, metrics: Metrics | None = None) -> None:
-        from kafka import KafkaProducer
-
         self.store, self.config = store, config
         self.metrics = metrics or consumer_metrics()
         self.consumer = group_consumer(
             config.topic,
             bootstrap=config.bootstrap,
-            group_id=config.group,
-            group_instance_id=config.instance_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
+            group=config.group,
+            instance_id=config.instance_id,
+            session_timeout_ms=config.session_timeout_ms,
             max_poll_records=config.max_batch,
             max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20),
-            session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=max(config.session_timeout_ms // 5, 500),
         )
-        self.producer = kafka_client(
-            KafkaProducer, bootstrap=config.bootstrap, linger_ms=5, max_request_size=4 << 20
-        )
+        self.producer = batch_producer(config.bootstrap, max_request_size=4 << 20)
         now = time.monotonic()
         self.open: dict[str, float] = {tid: now for tid in open_traces(store, config.topic)}
         self.states: dict[str, TraceState] = {}  # the batch writer's view of open traces

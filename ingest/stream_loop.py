@@ -39,8 +39,11 @@ def kafka_client(factory: Callable[..., Any], *args: Any, bootstrap: str, **conf
         ) from exc
 
 
-def group_consumer(topic: str, *, bootstrap: str, **config: Any) -> Any:
-    """A consumer-group member of ``topic`` that knows the topic's partitions before it joins.
+def group_consumer(
+    topic: str, *, bootstrap: str, group: str, instance_id: str | None, session_timeout_ms: int, **config: Any
+) -> Any:
+    """A consumer-group member of ``topic`` that commits by hand, starts from the earliest record,
+    and knows the topic's partitions before it joins.
 
     Subscribing at construction joins the group before any metadata arrives: the first assignment
     is empty and an immediate second rebalance follows, which kafka-python has been seen to stall
@@ -48,10 +51,28 @@ def group_consumer(topic: str, *, bootstrap: str, **config: Any) -> Any:
     """
     from kafka import KafkaConsumer
 
-    consumer = kafka_client(KafkaConsumer, bootstrap=bootstrap, **config)
+    consumer = kafka_client(
+        KafkaConsumer,
+        bootstrap=bootstrap,
+        group_id=group,
+        group_instance_id=instance_id,
+        enable_auto_commit=False,  # offsets follow durable effects (BatchLoop.commit)
+        auto_offset_reset="earliest",
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_interval_ms=max(session_timeout_ms // 5, 500),
+        **config,
+    )
     consumer.partitions_for_topic(topic)  # empty for a topic not created yet: it is found later
     consumer.subscribe([topic])
     return consumer
+
+
+def batch_producer(bootstrap: str, max_request_size: int) -> Any:
+    """The producer a batch's effects go out through (dead letters, notices, reports): a short
+    linger gathers one batch's sends into few requests."""
+    from kafka import KafkaProducer
+
+    return kafka_client(KafkaProducer, bootstrap=bootstrap, linger_ms=5, max_request_size=max_request_size)
 
 
 def wait_sent(producer: Any, futures: list[Any], timeout: float = 30.0) -> None:

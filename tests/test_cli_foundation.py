@@ -42,6 +42,20 @@ def test_missing_trace_is_a_clear_error(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nosuch"], "No such command 'nosuch'"),
+        (["review"], "Missing argument"),
+        (["review", "--nope", str(EXAMPLE)], "No such option: --nope"),
+    ],
+)
+def test_usage_mistakes_are_one_message_and_exit_2(tmp_path, args: list[str], message: str) -> None:
+    proc = run(args, tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def good_line(i: int) -> str:
     return json.dumps({"step_id": f"s{i}", "index": i, "actor": "a", "content": "x"})
 
@@ -94,10 +108,10 @@ def test_huge_line_fails_without_reading_it_whole(tmp_path, monkeypatch):
     from auditor.errors import InputError
     from ingest import canonical
 
-    monkeypatch.setattr(canonical, "MAX_LINE_BYTES", 1024)
+    monkeypatch.setenv("AUDITOR_MAX_DOCUMENT_MB", "0.001")  # 1,048 bytes: a line is a document
     path = tmp_path / "huge.jsonl"
     path.write_text(good_line(0) + "\n" + '{"content": "' + "x" * 5000 + '"}\n')
-    with pytest.raises(InputError, match=r"line 2.*longer than"):
+    with pytest.raises(InputError, match=r"line 2.*over the limit"):
         canonical.scan_canonical(path)
 
 

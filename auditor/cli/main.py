@@ -88,13 +88,15 @@ def run() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
+    except _usage_error() as exc:  # a missing argument, an unknown command or option
+        exc.show()
+        sys.exit(2)
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise
+
+def _usage_error() -> type[Exception]:
+    """The parser's usage-error base class: click's ClickException, or the copy of it that newer
+    typer releases carry inside (typer._click); found through typer's public BadParameter."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 if __name__ == "__main__":

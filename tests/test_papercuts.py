@@ -177,7 +177,7 @@ def test_whowhen_marks_cells_by_the_wilson_lower_bound_and_names_the_developer_h
     assert "in-sample" in proc.stdout and "not a held-out test" in proc.stdout
     rows = [m.groups() for line in proc.stdout.splitlines() if (m := ROW.match(line))]
     assert len(rows) == 3  # all files, odd half, even half
-    for *_, _agent, agent_low, _, step, step_low, _, bar_a, bar_s, mark_a, mark_s in rows:
+    for *_, _agent, agent_low, _, _step, step_low, _, bar_a, bar_s, mark_a, mark_s in rows:
         assert mark_a == ("yes" if float(agent_low) > float(bar_a) else "no")
         assert mark_s == ("yes" if float(step_low) > float(bar_s) else "no")
 

@@ -59,6 +59,7 @@ def run_rules_audit(
         findings.extend(file_finding(name, d, trace.header.trace_id) for d in drafts)
     run, attribution, findings, score = assess(ctx, findings, outcome)
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))
+    ctx.release()  # the graph goes when this function returns, before the report is validated
     digest = trace_digest(trace)
     key = "|".join(
         [digest, engine_version(), mode.value, policy.digest if policy else "-", *names, f"outcome={outcome}"]

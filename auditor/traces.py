@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from auditor.errors import InputError, NotFoundError, StoreError, TraceConflictError
+from auditor.lean import LeanSteps
 from auditor.store import EventStore, catch_up
 from auditor.store.hashing import canonical_json
 from schemas.events import (
@@ -279,14 +280,16 @@ def iter_trace_events(store: EventStore, trace_id: str) -> Iterator[RecordedEven
 
 
 def load_trace(store: EventStore, trace_id: str) -> Trace:
-    """Rebuild a trace from its stream (a projection computed on demand)."""
+    """Rebuild a trace from its stream (a projection computed on demand), its steps held lean
+    (auditor.lean): an audit holds every step of the trace at once."""
     header: TraceHeader | None = None
     steps: list[TraceStep] = []
+    lean = LeanSteps()
     for ev in iter_trace_events(store, trace_id):
         if ev.type == "TraceStarted":
             header = TraceHeader.model_validate(ev.payload["header"])
         elif ev.type == "StepRecorded":
-            steps.append(TraceStep.model_validate(ev.payload["step"]))
+            steps.append(lean.step(ev.payload["step"]))
     if header is None:
         raise NotFoundError(f"no trace with id '{trace_id}' in the store", hint="run 'auditor traces list'")
     steps.sort(key=lambda s: s.index)

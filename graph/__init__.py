@@ -24,7 +24,10 @@ Edges (stable refs)
     them. Unnamed recipients give an edge to ``unknown`` (never a guess, never "whoever spoke
     next"). The rules per step kind are in ``graph.build``. Edge attrs: ``edge_ref``, ``step_id``,
     ``index``, ``time``, ``channel`` (the step kind), ``actor``, ``basis`` (explicit, call_id,
-    unknown, sink) and, annotated only, ``summary``.
+    unknown, sink) and, annotated only, ``summary``: a read-only mapping (``graph.model.Edge``)
+    that reads them from the step when asked, so a million edges do not hold a million dicts.
+    ``graph.edges[ref]`` is the same object, with ``source``, ``target``, ``pos``, ``step_id`` and
+    ``channel`` as attributes.
 
 Annotation layer (annotated mode only; topology carries none of it)
     ``graph.annotations``: edge summaries, authority and permission labels, unconsulted

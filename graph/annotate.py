@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from graph.model import lower_text
 from graph.obligations import UnconsultedObligation, find_unconsulted
 from schemas import StepKind, TraceStep
 
@@ -107,21 +109,32 @@ class Annotations:
     permission: list[PermissionLabel] = field(default_factory=list)
     obligations: list[UnconsultedObligation] = field(default_factory=list)
 
-    def to_dict(self, ig: InteractionGraph) -> dict[str, Any]:
-        """Plain data for export: labels, merge points and each value's first appearance."""
+    def parts(self, ig: InteractionGraph) -> dict[str, Any]:
+        """Plain data for export: labels, merge points and each value's first appearance (the
+        values, one per distinct value of the trace, as an iterator: see ``graph.export``)."""
         prov = ig.provenance
         assert prov is not None
-        firsts = []
-        for (kind, norm), refs in sorted(prov.exact.items()):
-            steps = sorted({ig.trace.steps[p].step_id for p, _ in refs}, key=ig.step_pos.__getitem__)
-            firsts.append({"kind": kind, "value": norm, "first_step": steps[0], "carriers": len(steps)})
         return {
             "authority": [asdict(a) for a in self.authority],
             "permission": [asdict(p) for p in self.permission],
             "unconsulted_obligations": [asdict(o) for o in self.obligations],
             "merge_points": [asdict(m) for m in prov.merge_points],
-            "values": firsts,
+            "values": _first_appearances(ig),
         }
+
+    def to_dict(self, ig: InteractionGraph) -> dict[str, Any]:
+        """``parts`` with every list made."""
+        return {k: list(v) if k == "values" else v for k, v in self.parts(ig).items()}
+
+
+def _first_appearances(ig: InteractionGraph) -> Iterator[dict[str, Any]]:
+    prov = ig.provenance
+    assert prov is not None
+    steps_at = ig.trace.steps
+    for kind, norm in sorted(prov.exact):
+        codes = prov.exact[kind, norm]
+        steps = sorted({steps_at[c // prov.stride].step_id for c in codes}, key=ig.step_pos.__getitem__)
+        yield {"kind": kind, "value": norm, "first_step": steps[0], "carriers": len(steps)}
 
 
 def summarise(step: TraceStep) -> str:
@@ -142,11 +155,17 @@ def _quote(text: str, m: re.Match[str]) -> str:
     return text[m.start() : m.end()].strip()
 
 
+def _cued(ig: InteractionGraph) -> list[int]:
+    """Positions of the steps whose text holds a label cue. The lower-cased text is made here and
+    dropped, not kept on the graph (which makes its own when a query searches text)."""
+    blob, starts = lower_text(ig.trace)
+    trigger = _TRIGGERS[blob.isascii()]
+    return sorted({bisect_right(starts, m.start()) - 1 for m in trigger.finditer(blob)})
+
+
 def _labels_from_steps(ig: InteractionGraph, ann: Annotations) -> None:
     """Run the label patterns on the steps where one cheap pass over all the text found a cue."""
-    trigger = _TRIGGERS[ig.text_blob.isascii()]
-    cued = sorted({bisect_right(ig.text_starts, m.start()) - 1 for m in trigger.finditer(ig.text_blob)})
-    for pos in cued:
+    for pos in _cued(ig):
         step = ig.trace.steps[pos]
         text, first_edge = step.content, ig.step_edges[pos][0]
         for basis, pattern in _AUTHORITY:

@@ -19,8 +19,17 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from graph.annotate import summarise
-from graph.model import FINAL_OUTPUT, UNKNOWN, EdgeRecord, InteractionGraph, edge_ref, participant_node
+import networkx as nx
+
+from graph.model import (
+    FINAL_OUTPUT,
+    UNKNOWN,
+    AnnotatedEdge,
+    Edge,
+    InteractionGraph,
+    edge_ref,
+    participant_node,
+)
 from graph.results import DocumentRead
 from schemas import GraphMode, StepKind, Trace, TraceStep
 
@@ -78,7 +87,7 @@ class _Builder:
 
     def __init__(self, ig: InteractionGraph) -> None:
         self.ig = ig
-        self.summaries = ig.mode == GraphMode.annotated
+        self.edge_type = AnnotatedEdge if ig.mode == GraphMode.annotated else Edge
         self.call_actor: dict[str, str] = {}
         self.untyped: set[str] = set()  # participants seen only as recipients: kind still unknown
         ig.g.add_node(UNKNOWN, kind="unknown", name=UNKNOWN)
@@ -155,24 +164,12 @@ class _Builder:
         channel = step.kind.value
         ig.by_kind.setdefault(channel, []).append(pos)
         ig.step_kind.append(channel)
-        extra = {"summary": summarise(step)} if self.summaries else {}
         refs: list[str] = []
         for n, (src, dst, basis) in enumerate(self.endpoints(step, actor)):
             ref = edge_ref(step.step_id, n)
-            ig.g.add_edge(
-                src,
-                dst,
-                key=ref,
-                edge_ref=ref,
-                step_id=step.step_id,
-                index=step.index,
-                time=step.timestamp,
-                channel=channel,
-                actor=step.actor,
-                basis=basis,
-                **extra,
-            )
-            ig.edges[ref] = EdgeRecord(src, dst, pos, channel, step.step_id)
+            edge = self.edge_type(src, dst, pos, n, basis, step)
+            _link(ig.g, edge, ref)
+            ig.edges[ref] = edge
             ig.out_edges.setdefault(src, []).append(ref)
             ig.in_edges.setdefault(dst, []).append(ref)
             refs.append(ref)
@@ -181,21 +178,23 @@ class _Builder:
                 ig.doc_reads.append(
                     DocumentRead(name, step.actor, step.step_id, step.index, ref, step.timestamp)
                 )
-        ig.step_edges.append(tuple(refs))
+        ig.step_edges.append(refs)
         ig.step_source.append(ig.edges[refs[0]].source)
         if step.kind == StepKind.final_output:
             ig.final_positions.append(pos)
 
 
+def _link(g: nx.MultiDiGraph, edge: Edge, ref: str) -> None:
+    """Add ``edge`` to networkx's adjacency under the key ``ref``, as itself: ``add_edge`` would copy
+    its attributes into a new dict per edge. Both endpoints are nodes already; the successor and
+    predecessor maps share one key dict per node pair, as ``add_edge`` makes them."""
+    keys = g._succ[edge.source].get(edge.target)
+    if keys is None:
+        keys = g._succ[edge.source][edge.target] = g._pred[edge.target][edge.source] = {}
+    keys[ref] = edge
+
+
 def _add_topology(ig: InteractionGraph) -> None:
     builder = _Builder(ig)
-    texts: list[str] = []
     for pos, step in enumerate(ig.trace.steps):
         builder.add_step(pos, step)
-        texts.append(step.content.lower())
-    starts, offset = [], 0
-    for text in texts:
-        starts.append(offset)
-        offset += len(text) + 1
-    ig.text_blob = "\x00".join(texts)
-    ig.text_starts = starts

@@ -17,9 +17,10 @@ a regex call is paid per trace, not per step); ``extract_mentions`` is the one-t
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, TypeVar
 
 from graph import patterns as P
 from graph.vocab import (
@@ -33,9 +34,11 @@ from graph.vocab import (
 
 VALUE_KINDS = ("amount", "id", "email", "date", "status")
 SEP = "\n\x00\n"
+STRETCH = 2048  # steps scanned at once (see _Scanner)
 _NEWLINE = re.compile("\n")
 _UUID_CORE = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
 _Hit = tuple[int, int, str, "re.Match[str]"]  # start, pass rank, group, match
+T = TypeVar("T")
 
 
 class Mention(NamedTuple):
@@ -114,7 +117,7 @@ def _label(content: str, line_start: int, start: int) -> str | None:
     return None
 
 
-def _attributions(blob: str, lower: str, newlines: list[int], passes: P.Passes) -> dict[int, list[str]]:
+def _attributions(blob: str, lower: str, newlines: Sequence[int], passes: P.Passes) -> dict[int, list[str]]:
     """Attribution sources per (global) line: 'finance team' for 'according to the finance team'."""
     found: dict[int, list[str]] = {}
     for m in passes.attribution.finditer(lower):
@@ -131,36 +134,55 @@ def _attributions(blob: str, lower: str, newlines: list[int], passes: P.Passes) 
     return found
 
 
-def _scan(blob: str, lower: str, passes: P.Passes) -> list[_Hit]:
-    """Every candidate match over the joined text, each pass once, with its priority rank."""
-    hits: list[_Hit] = []
-    at, end = blob.find("@"), 0
-    while at != -1:
-        m = P.EMAIL.search(blob, max(end, at - 64), at + 256)
-        if m is not None and m.start() <= at < m.end():
-            hits.append((m.start(), 0, "email", m))
-            end = m.end()
-        at = blob.find("@", max(at + 1, end))
-    for core in _UUID_CORE.finditer(blob):
-        m = P.UUID.match(blob, core.start() - 8)
-        if m is not None:
-            hits.append((m.start(), 1, "id", m))
-    hits.extend((m.start(), 2, "date", m) for m in passes.isodate.finditer(blob))
-    hits.extend((m.start(), 3, "id", m) for m in passes.id_code.finditer(blob))
-    hits.extend((m.start(), 3, "id", m) for m in passes.id_ticket.finditer(blob))
-    hits.extend((m.start(), 4, "date", m) for m in passes.usdate.finditer(blob))
-    for year in P.YEAR.finditer(blob):
-        m = P.NAMED_DATE.search(blob, max(0, year.start() - P.NAMED_DATE_REACH), year.end())
-        if m is not None and m.end() == year.end():
-            hits.append((m.start(), 5, "date", m))
-    hits.extend((m.start(), 6, "amount", m) for m in passes.amount_currency.finditer(blob))
-    hits.extend((m.start(), 6, "amount", m) for m in passes.amount_number.finditer(blob))
-    status_of = P.STATUS_OF
-    for m in passes.phrases.finditer(lower):
-        group = "status" if m.group().replace("’", "'") in status_of else "hedge"
-        hits.append((m.start(), 7, group, m))
-    return hits
+class _Scanner:
+    """Every pass over the joined text, one stretch of whole steps at a time: a stretch's
+    candidate matches (a match object each) are grouped into mentions before the next stretch is
+    scanned, instead of every match of the trace at once. Each pass still reads the whole text
+    around a stretch (look-behinds, the windows before a year or an ``@``), so the matches are
+    those of one scan of the whole text."""
 
+    def __init__(self, blob: str, lower: str, passes: P.Passes) -> None:
+        self.blob, self.lower, self.passes = blob, lower, passes
+        self.email_end = 0  # where the last e-mail ended: the e-mail pass runs on across stretches
+
+    def hits(self, lo: int, hi: int) -> list[_Hit]:
+        """The candidate matches that start in ``blob[lo:hi]``, each with its priority rank;
+        ``hi`` is where a step starts (or the end), so no match runs past it (none crosses SEP)."""
+        blob, lower, passes = self.blob, self.lower, self.passes
+        hits: list[_Hit] = []
+        end = self.email_end
+        at = blob.find("@", max(lo, end), hi)
+        while at != -1:
+            m = P.EMAIL.search(blob, max(end, at - 64), at + 256)
+            if m is not None and m.start() <= at < m.end():
+                hits.append((m.start(), 0, "email", m))
+                end = m.end()
+            at = blob.find("@", max(at + 1, end), hi)
+        self.email_end = end
+        for core in _UUID_CORE.finditer(blob, lo, hi):
+            m = P.UUID.match(blob, core.start() - 8)
+            if m is not None:
+                hits.append((m.start(), 1, "id", m))
+        hits.extend((m.start(), 2, "date", m) for m in passes.isodate.finditer(blob, lo, hi))
+        hits.extend((m.start(), 3, "id", m) for m in passes.id_code.finditer(blob, lo, hi))
+        hits.extend((m.start(), 3, "id", m) for m in passes.id_ticket.finditer(blob, lo, hi))
+        hits.extend((m.start(), 4, "date", m) for m in passes.usdate.finditer(blob, lo, hi))
+        for year in P.YEAR.finditer(blob, lo, hi):
+            m = P.NAMED_DATE.search(blob, max(0, year.start() - P.NAMED_DATE_REACH), year.end())
+            if m is not None and m.end() == year.end():
+                hits.append((m.start(), 5, "date", m))
+        hits.extend((m.start(), 6, "amount", m) for m in passes.amount_currency.finditer(blob, lo, hi))
+        hits.extend((m.start(), 6, "amount", m) for m in passes.amount_number.finditer(blob, lo, hi))
+        status_of = P.STATUS_OF
+        for m in passes.phrases.finditer(lower, lo, hi):
+            group = "status" if m.group().replace("’", "'") in status_of else "hedge"
+            hits.append((m.start(), 7, group, m))
+        return hits
+
+
+# One object per distinct text (and precision) among a trace's mentions: a value that recurs in a
+# hundred thousand steps is held once, not once per mention. Only during one extraction.
+_Keep = Callable[[T, T], T]
 
 # What qualifies every mention on one line: hedges, attributions, status, anchor (a plain tuple:
 # one is made per line with a mention, and a tuple costs a fraction of a frozen dataclass).
@@ -170,24 +192,28 @@ _Line = tuple[tuple[str, ...], tuple[str, ...], str | None, str | None]
 def extract_all(contents: Sequence[str]) -> list[tuple[Mention, ...]]:
     """The mentions of each text, in text order, each with its line's qualifiers."""
     blob = SEP.join(contents)
-    starts, offset = [], 0
+    starts, offset = array("q"), 0
     for c in contents:
         starts.append(offset)
         offset += len(c) + len(SEP)
     lower = blob.lower()
     if len(lower) != len(blob):  # a rare letter whose lower case is longer: fold it away
         lower = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in blob)
-    newlines = [m.start() for m in _NEWLINE.finditer(blob)]
+    newlines = array("q", (m.start() for m in _NEWLINE.finditer(blob)))
     passes = P.passes_for(blob)
-    per_step: dict[int, list[_Hit]] = {}
-    for hit in _scan(blob, lower, passes):
-        per_step.setdefault(bisect_right(starts, hit[0]) - 1, []).append(hit)
     attributions = _attributions(blob, lower, newlines, passes)
+    scanner = _Scanner(blob, lower, passes)
+    keep: _Keep = {}.setdefault  # type: ignore[assignment]
     out: list[tuple[Mention, ...]] = [()] * len(contents)
-    for pos, hits in per_step.items():
-        base = starts[pos]
-        multiline = blob.find("\n", base, base + len(contents[pos])) != -1
-        out[pos] = _step_mentions(blob, base, hits, newlines, multiline, attributions)
+    for first in range(0, len(contents), STRETCH):
+        last = min(first + STRETCH, len(contents))
+        per_step: dict[int, list[_Hit]] = {}
+        for hit in scanner.hits(starts[first], starts[last] if last < len(contents) else len(blob)):
+            per_step.setdefault(bisect_right(starts, hit[0]) - 1, []).append(hit)
+        for pos, hits in per_step.items():
+            base = starts[pos]
+            multiline = blob.find("\n", base, base + len(contents[pos])) != -1
+            out[pos] = _step_mentions(blob, base, hits, newlines, multiline, attributions, keep)
     return out
 
 
@@ -200,9 +226,10 @@ def _step_mentions(
     blob: str,
     base: int,
     hits: list[_Hit],
-    newlines: list[int],
+    newlines: Sequence[int],
     multiline: bool,
     attributions: dict[int, list[str]],
+    keep: _Keep,
 ) -> tuple[Mention, ...]:
     """One step's mentions. Lines are numbered within the step; a one-line step skips the
     per-hit line lookup."""
@@ -225,13 +252,14 @@ def _step_mentions(
         end = m.end()
         line = bisect_right(newlines, start) - first_line if multiline else 0
         if group == "hedge":
-            hedges.setdefault(line, []).append(m.group().lower())
+            hedges.setdefault(line, []).append(_kept(keep, m.group().lower()))
             continue
         if group == "status":
-            extra = _status(blob, base, m)
+            extra = _kept(keep, _status(blob, base, m))
             statuses.setdefault(line, extra)  # type: ignore[arg-type]
         elif group == "id":
-            anchors.setdefault(line, m.group().upper())
+            extra = _kept(keep, m.group().upper())  # the id's norm, and the anchor of its line
+            anchors.setdefault(line, extra)  # type: ignore[arg-type]
         kept.append((hit, line, extra))
     lines: dict[int, _Line] = {}
     found = []
@@ -245,7 +273,7 @@ def _step_mentions(
                 anchors.get(line),
             )
         line_start = newlines[first_line + line - 1] + 1 if first_line + line else 0
-        mention = _mention(blob, group, m, start - base, line, line_start, ctx, extra)
+        mention = _mention(blob, group, m, start - base, line, line_start, ctx, extra, keep)
         if mention is not None:
             found.append(mention)
     return tuple(found)
@@ -263,29 +291,44 @@ def _status(blob: str, base: int, m: re.Match[str]) -> str:
 _new = tuple.__new__  # builds a Mention in C, skipping NamedTuple's Python-level __new__
 
 
+def _kept(keep: _Keep, text: str) -> str:
+    return keep(text, text)
+
+
 def _mention(
-    blob: str, group: str, m: re.Match[str], start: int, line: int, line_start: int, ctx: _Line, extra: object
+    blob: str,
+    group: str,
+    m: re.Match[str],
+    start: int,
+    line: int,
+    line_start: int,
+    ctx: _Line,
+    extra: object,
+    keep: _Keep,
 ) -> Mention | None:
-    """Build one mention; ``extra`` is the parsed amount or the status computed earlier."""
-    text = m.group()
+    """Build one mention; ``extra`` is the parsed amount, the status or the id's norm computed
+    earlier."""
+    text = _kept(keep, m.group())
     h, a, st, anchor = ctx
     if group == "amount":
         value, quantum, cur = extra  # type: ignore[misc]
-        norm = f"{cur} {_fmt(value)}" if cur else _fmt(value)
-        label = _label(blob, line_start, m.start()) if anchor else None
+        norm = _kept(keep, f"{cur} {_fmt(value)}" if cur else _fmt(value))
+        label = _kept(keep, lbl) if anchor and (lbl := _label(blob, line_start, m.start())) else None
+        quantum = keep(quantum, quantum)  # a positive power of ten: equal ones are alike
         return _new(
             Mention, ("amount", text, norm, start, line, value, quantum, cur, label, st, anchor, h, a)
         )
     if group == "id":
-        return _new(Mention, ("id", text, text.upper(), start, line, None, None, None, None, st, None, h, a))
+        return _new(Mention, ("id", text, extra, start, line, None, None, None, None, st, None, h, a))
     if group == "email":
-        return _new(
-            Mention, ("email", text, text.lower(), start, line, None, None, None, None, st, None, h, a)
-        )
+        norm = _kept(keep, text.lower())
+        return _new(Mention, ("email", text, norm, start, line, None, None, None, None, st, None, h, a))
     if group == "status":
         own = str(extra)
         return _new(Mention, ("status", text, own, start, line, None, None, None, None, own, anchor, h, a))
     iso = _date(m)
     if iso is None:
         return None
-    return _new(Mention, ("date", text, iso, start, line, None, None, None, None, st, None, h, a))
+    return _new(
+        Mention, ("date", text, _kept(keep, iso), start, line, None, None, None, None, st, None, h, a)
+    )

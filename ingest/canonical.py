@@ -1,8 +1,9 @@
 """The native canonical JSONL format: an optional header line, then one step per line.
 
-Reading streams line by line with a bounded line length, so a 1 GB file is never held whole and a
-single runaway line fails clearly instead of exhausting memory. A file is checked completely before
-anything is appended, so bad input never leaves a half-written trace.
+Reading streams line by line with a bounded line length (a line is a document: ingest.limits), so
+a 1 GB file is never held whole and a single runaway line fails clearly instead of exhausting
+memory. A file is checked completely before anything is appended, so bad input never leaves a
+half-written trace.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from ingest.base import ImportedTrace, head_text
 from ingest.textlines import bounded_lines
 from schemas.trace import CANONICAL_FORMAT_VERSION, TraceHeader, TraceStep
 
-MAX_LINE_BYTES = 16 * 1024 * 1024
 _FIX = 'each line must be one JSON object: a header ({"record": "header", …}) first, then steps'
 
 # The first key of a canonical record, for a first line that does not parse: it is then refused
@@ -153,7 +153,7 @@ def _records(path: Path, scanned: bool = False) -> Iterator[tuple[int, TraceHead
     name = str(path)
     version = CANONICAL_FORMAT_VERSION
     with path.open("rb") as stream:
-        for lineno, offset, raw in bounded_lines(stream, name, MAX_LINE_BYTES):
+        for lineno, offset, raw in bounded_lines(stream, name):
             if not raw.strip():
                 continue
             if version == CANONICAL_FORMAT_VERSION and b'"header"' not in raw:

@@ -36,10 +36,9 @@ from ingest.base import ImportedTrace, file_digest, head_text
 from ingest.chat_langchain import kind_of
 from ingest.chat_runs import runs_of, trace_of
 from ingest.jsonstream import JsonReader
+from ingest.limits import max_document_bytes, size_text, too_large
 from ingest.textlines import bounded_lines
 
-MAX_DOC_BYTES = 256 * (1 << 20)
-MAX_LINE_BYTES = 64 * (1 << 20)
 CHAT_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
 _decoder = json.JSONDecoder()
@@ -169,14 +168,11 @@ def _sniff(jsonl_suffix: bool, head: bytes) -> tuple[str, str] | None:
 
 
 def read_document(path: Path) -> Any:
-    """The whole JSON document (bounded: see MAX_DOC_BYTES); errors name line and byte."""
-    size = path.stat().st_size
-    if size > MAX_DOC_BYTES:
-        raise InputError(
-            f"a chat document is read whole and may be at most {MAX_DOC_BYTES >> 20} MiB ({size} bytes)",
-            path=str(path),
-            hint="write one run per line and import it as chat-jsonl",
-        )
+    """The whole JSON document (a document: at most the limit of ingest.limits); errors name line
+    and byte."""
+    size, limit = path.stat().st_size, max_document_bytes()
+    if size > limit:
+        raise too_large("the chat document (read whole)", size_text(size), limit, path=str(path))
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
         try:
@@ -221,7 +217,7 @@ class ChatJsonlImporter:
         digest = file_digest(path)
         where = str(path)
         with path.open("rb") as stream:
-            for lineno, offset, raw in bounded_lines(stream, where, MAX_LINE_BYTES):
+            for lineno, offset, raw in bounded_lines(stream, where):
                 if not raw.strip():
                     continue
                 try:

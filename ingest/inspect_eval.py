@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
-from ingest.jsonstream import MAX_VALUE_CHARS
+from ingest.limits import max_document_bytes, size_text, too_large
 
 HEADERS = ("header.json", "_journal/start.json")
 SAMPLES_DIR = "samples/"
@@ -53,8 +53,9 @@ class EvalArchive:
         """One JSON member, decoded; errors name the archive, the member and the byte."""
         where = f"{self.path}!{name}"
         info = self.zip.getinfo(name)  # the last member of that name
-        if info.file_size > MAX_VALUE_CHARS:
-            raise InputError(f"member is larger than {MAX_VALUE_CHARS >> 20} MiB", path=where)
+        limit = max_document_bytes()
+        if info.file_size > limit:
+            raise too_large("the archive member", size_text(info.file_size), limit, path=where)
         try:
             data = self.zip.read(info)
         except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as exc:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from auditor.errors import InputError
+from ingest.limits import max_document_bytes, size_text, too_large
 
 CHUNK = 1 << 20
-MAX_VALUE_CHARS = 256 * (1 << 20)
 _WS = " \t\r\n"
 _SEE = "see docs/input.md"
 
@@ -50,8 +51,11 @@ _decoder = json.JSONDecoder(object_pairs_hook=_object)
 class JsonReader:
     """A cursor over one JSON document read from a binary stream in growing windows."""
 
-    def __init__(self, stream: BinaryIO, path: str, max_value_chars: int = MAX_VALUE_CHARS) -> None:
-        self.stream, self.path, self.max_value_chars = stream, path, max_value_chars
+    def __init__(self, stream: BinaryIO, path: str, max_value_chars: int | None = None) -> None:
+        """``max_value_chars``: the most text one value decoded whole may take; a value is a
+        document, so by default the document limit (ingest.limits), counted in characters."""
+        self.stream, self.path = stream, path
+        self.max_value_chars = max_document_bytes() if max_value_chars is None else max_value_chars
         self._utf8 = codecs.getincrementaldecoder("utf-8-sig")("strict")
         self.buf = ""
         self.pos = 0
@@ -131,6 +135,8 @@ class JsonReader:
                 if not self.eof and len(self.buf) - self.pos < self.max_value_chars:
                     self._fill(len(self.buf) - self.pos)  # double the window: linear in the value size
                     continue
+                if not self.eof:
+                    raise self._too_large(None) from None
                 raise self.error(
                     f"malformed JSON: {exc.msg}", exc.pos, hint="the file is truncated or not valid JSON"
                 ) from exc
@@ -142,9 +148,26 @@ class JsonReader:
                 raise self.error("an integer of more than 4,300 digits", hint=_SEE) from None
             if end == len(self.buf) and not self.eof and self._fill():
                 continue  # a number or literal may continue past the window
+            if end - self.pos > self.max_value_chars:  # whole, but over the limit all the same
+                raise self._too_large(end - self.pos)
             self.value_start, self.pos = self.pos, end
             self._reads += 1
             return obj
+
+    def _too_large(self, chars: int | None) -> InputError:
+        """The value starting here is ``chars`` long, or (None) runs on past the limit unread; the
+        file's size is said too when known."""
+        line, offset = self.where()
+        try:
+            whole = f" (the file is {size_text(os.fstat(self.stream.fileno()).st_size)})"
+        except (AttributeError, OSError, ValueError):  # a stream without a file behind it
+            whole = ""
+        size = (
+            size_text(chars) if chars is not None else f"more than {size_text(self.max_value_chars)}"
+        ) + whole
+        return too_large(
+            "a JSON value read whole", size, self.max_value_chars, path=self.path, line=line, offset=offset
+        )
 
     def array(self) -> Iterator[Any]:
         """The elements of the array that starts here, one at a time."""

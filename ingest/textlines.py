@@ -11,28 +11,25 @@ from pathlib import Path
 from typing import BinaryIO
 
 from auditor.errors import InputError
-
-MAX_LINE_BYTES = 16 * 1024 * 1024
+from ingest.limits import max_document_bytes, size_text, too_large
 
 
 def bounded_lines(
-    stream: BinaryIO, path: str, max_bytes: int = MAX_LINE_BYTES
+    stream: BinaryIO, path: str, max_bytes: int | None = None
 ) -> Iterator[tuple[int, int, bytes]]:
-    """Yield (line number, byte offset, raw line) without ever reading more than one bounded line."""
+    """Yield (line number, byte offset, raw line) without ever reading more than one bounded line:
+    a line is a document, so ``max_bytes`` is the document limit (ingest.limits) unless given."""
+    limit = max_document_bytes() if max_bytes is None else max_bytes
     offset = 0
     lineno = 0
     while True:
-        raw = stream.readline(max_bytes + 1)
+        raw = stream.readline(limit + 1)
         if not raw:
             return
         lineno += 1
-        if len(raw) > max_bytes and not raw.endswith(b"\n"):
-            raise InputError(
-                f"line is longer than {max_bytes // (1024 * 1024)} MiB",
-                path=path,
-                line=lineno,
-                offset=offset,
-                hint="split the record; one line should hold one record",
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            raise too_large(
+                "the line", _line_size(stream, len(raw)), limit, path=path, line=lineno, offset=offset
             )
         if b"\x00" in raw:
             raise InputError(
@@ -42,7 +39,20 @@ def bounded_lines(
         offset += len(raw)
 
 
-def file_lines(path: Path, max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
+def _line_size(stream: BinaryIO, read: int, most: int = 1 << 30) -> str:
+    """The size of an over-long line of which ``read`` bytes were read, as text: the rest is read
+    on in chunks to its end, counted and never held ("more than" past ``most`` bytes more)."""
+    size = read
+    while chunk := stream.readline(1 << 20):
+        size += len(chunk)
+        if chunk.endswith(b"\n"):
+            return size_text(size)
+        if size - read > most:
+            return f"more than {size_text(size)}"
+    return size_text(size)
+
+
+def file_lines(path: Path, max_bytes: int | None = None) -> Iterator[str]:
     """Decoded lines of a text file, newline kept; bad UTF-8 names its line and byte."""
     name = str(path)
     with path.open("rb") as stream:

@@ -29,6 +29,7 @@ FLOOR_OF_PREFIX = {
     "auditor.local_model": "ground",
     "auditor.installed": "ground",
     "auditor.traces": "ground",
+    "auditor.lean": "ground",
     "auditor.reports": "ground",
     "auditor.verbatim": "ground",
     "auditor.markdown": "ground",

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
+from auditor.lean import share_fields_sets
 from auditor.report.disposition import DISPOSITION_SEVERITY, derive_disposition
 from schemas import (
     CONTROLS,
@@ -61,7 +62,15 @@ class AuditContext:
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._pos = {s.step_id: i for i, s in enumerate(self.trace.steps)}
+        self._pos = self.graph.step_pos  # the graph's own index of the same steps: not a second copy
+
+    def release(self) -> None:
+        """Drop what detectors kept on the context for one another (facts built once per audit,
+        such as ``failure_facts.RunFacts``). Those facts refer back to the context, so without this
+        they, and the graph with them, outlive the audit until the cycle collector finds them."""
+        kept = {f.name for f in fields(self)} | {"_pos"}
+        for key in [k for k in self.__dict__ if k not in kept]:
+            del self.__dict__[key]
 
     @property
     def annotated(self) -> bool:
@@ -132,7 +141,8 @@ class FindingDraft:
 
 
 def file_finding(detector: str, draft: FindingDraft, trace_id: str) -> Finding:
-    """A schema-valid Finding; its id is unique per trace and stable per finding (SARIF fingerprints)."""
+    """A schema-valid Finding; its id is unique per trace and stable per finding (SARIF fingerprints).
+    Held lean (auditor.lean): a long trace can yield tens of thousands of findings."""
     disposition = derive_disposition(
         draft.criteria,
         intercepted_at=draft.intercepted_at,
@@ -140,7 +150,7 @@ def file_finding(detector: str, draft: FindingDraft, trace_id: str) -> Finding:
         operational=draft.operational,
     )
     key = f"{trace_id}|{detector}|{draft.risk_class}|{draft.boundary_edge}|{draft.first_anomalous_step}|{draft.title}"
-    return Finding(
+    finding = Finding(
         finding_id="f-" + hashlib.sha256(key.encode()).hexdigest()[:12],
         risk_class=draft.risk_class,
         detector=detector,
@@ -160,6 +170,7 @@ def file_finding(detector: str, draft: FindingDraft, trace_id: str) -> Finding:
         failure_mode=draft.failure_mode,
         evidence=list(dict.fromkeys(draft.evidence)),
     )
+    return share_fields_sets(finding)
 
 
 class Detector(Protocol):

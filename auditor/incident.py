@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 
+from auditor.attribution.evidence import Citer
 from auditor.attribution.facts import TraceFacts, agent_name
 from auditor.attribution.result import Vote, assemble
 from auditor.attribution.rules import RulesStrategy
 from auditor.detectors.base import AuditContext, FindingDraft, criterion, file_finding
 from auditor.detectors.policy_facts import result_failed
-from schemas import ActorKind, Criteria, Disposition, Finding, RiskClass, StepKind, Trace
+from schemas import ActorKind, Criteria, Disposition, Finding, RiskClass, StepKind
 from schemas.failure import Attribution, OutcomeSource, OutcomeValue, RunOutcome
 
 RISK_WEIGHT = {
@@ -127,10 +128,12 @@ def _failed(ctx: AuditContext, step_id: str, reason: str) -> RunOutcome:
     return RunOutcome(value=OutcomeValue.failed, source=OutcomeSource.inferred, reason=reason, evidence=units)
 
 
-def attribute_failure(trace: Trace, findings: list[Finding]) -> Attribution:
-    """The rules strategy's votes plus the findings' votes (never at a human's step)."""
+def attribute_failure(ctx: AuditContext, findings: list[Finding]) -> Attribution:
+    """The rules strategy's votes plus the findings' votes (never at a human's step), cited over
+    the audit's graph."""
+    trace = ctx.trace
     facts = TraceFacts(trace)
-    votes = RulesStrategy().votes(trace, facts)
+    votes = RulesStrategy().votes(trace, facts, cite=Citer(trace, ctx))
     human = {s.step_id for s in trace.steps if s.actor_kind is ActorKind.human}
     votes = [v for v in votes if v.step_id not in human]
     for f in findings:
@@ -178,7 +181,7 @@ def assess(
     run = decide_outcome(ctx, findings, flag)
     if run.value is not OutcomeValue.failed:
         return run, None, findings, score
-    attribution = attribute_failure(ctx.trace, findings)
+    attribution = attribute_failure(ctx, findings)
     known = run.source in (OutcomeSource.flag, OutcomeSource.trace)  # an inferred failure is a finding's
     if known and not any(f.first_anomalous_step == attribution.step_id for f in findings):
         decisive = decisive_finding(ctx, attribution, run)

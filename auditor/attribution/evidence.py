@@ -3,8 +3,6 @@ the step exists, the edge is one of its edges, the quote stands verbatim in its 
 
 from __future__ import annotations
 
-from functools import cached_property
-
 from auditor.detectors.base import AuditContext
 from schemas import EvidenceUnit, GraphMode, Trace
 
@@ -12,18 +10,23 @@ QUOTE_LIMIT = 200
 
 
 class Citer:
-    """Builds evidence units over a trace's topology graph (built once, on first use)."""
+    """Builds evidence units over the audit's graph when one is given (a review: a second graph of
+    a large trace would cost as much memory as the first), else over a topology graph of its own,
+    built once, on first use."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, ctx: AuditContext | None = None) -> None:
         self.trace = trace
+        self._ctx = ctx
 
-    @cached_property
+    @property
     def ctx(self) -> AuditContext:
-        from graph import build_graph
+        if self._ctx is None:
+            from graph import build_graph
 
-        graph = build_graph(self.trace, GraphMode.topology)
-        assert graph is not None
-        return AuditContext(trace=self.trace, graph=graph, mode=GraphMode.topology)
+            graph = build_graph(self.trace, GraphMode.topology)
+            assert graph is not None
+            self._ctx = AuditContext(trace=self.trace, graph=graph, mode=GraphMode.topology)
+        return self._ctx
 
     def cite(self, step_id: str, needle: str | None = None) -> list[EvidenceUnit]:
         """One unit quoting the line around ``needle`` (or the step's first line with substance);

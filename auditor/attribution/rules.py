@@ -44,9 +44,12 @@ class RulesStrategy:
         votes = self.votes(trace, facts, ground_truth)
         return assemble(trace, self.name, votes, used_ground_truth=bool(ground_truth), notes=facts.notes)
 
-    def votes(self, trace: Trace, facts: TraceFacts, ground_truth: str | None = None) -> list[Vote]:
-        """The signals' votes (the review adds its findings' votes to these)."""
-        cite = Citer(trace)
+    def votes(
+        self, trace: Trace, facts: TraceFacts, ground_truth: str | None = None, cite: Citer | None = None
+    ) -> list[Vote]:
+        """The signals' votes (the review adds its findings' votes to these, and cites over its own
+        graph through ``cite``)."""
+        cite = cite or Citer(trace)
         votes: list[Vote] = []
         if facts.coordinator:
             votes += _coordinated(facts, cite)

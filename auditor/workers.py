@@ -147,14 +147,7 @@ class AuditWorker:
         self.store, self.config = store, config
         self.audit = audit or resolve_engine(config.engine)
         self.metrics = metrics or worker_metrics()
-        self.consumer = group_consumer(
-            config.closed_topic,
-            bootstrap=config.bootstrap,
-            group=config.group,
-            instance_id=config.instance_id,
-            session_timeout_ms=config.session_timeout_ms,
-            max_poll_records=config.max_batch,
-        )
+        self.consumer = group_consumer(config.closed_topic, config)
         self.producer = batch_producer(config.bootstrap, max_request_size=8 << 20)
         self._warm = WARM_UPS.get(config.engine) if audit is None else None
         every = (config.checkpoints.every_s, self.checkpoint) if config.checkpoints else None

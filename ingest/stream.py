@@ -101,13 +101,7 @@ class StreamConsumer:
         self.store, self.config = store, config
         self.metrics = metrics or consumer_metrics()
         self.consumer = group_consumer(
-            config.topic,
-            bootstrap=config.bootstrap,
-            group=config.group,
-            instance_id=config.instance_id,
-            session_timeout_ms=config.session_timeout_ms,
-            max_poll_records=config.max_batch,
-            max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20),
+            config.topic, config, max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20)
         )
         self.producer = batch_producer(config.bootstrap, max_request_size=4 << 20)
         now = time.monotonic()

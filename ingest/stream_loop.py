@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from auditor.errors import InputError
 from ingest.stream_metrics import Metrics
@@ -39,9 +39,17 @@ def kafka_client(factory: Callable[..., Any], *args: Any, bootstrap: str, **conf
         ) from exc
 
 
-def group_consumer(
-    topic: str, *, bootstrap: str, group: str, instance_id: str | None, session_timeout_ms: int, **config: Any
-) -> Any:
+class GroupMember(Protocol):
+    """What a consumer-group member's configuration says (ConsumerConfig, WorkerConfig)."""
+
+    bootstrap: str
+    group: str
+    instance_id: str | None
+    session_timeout_ms: int
+    max_batch: int
+
+
+def group_consumer(topic: str, member: GroupMember, **config: Any) -> Any:
     """A consumer-group member of ``topic`` that commits by hand, starts from the earliest record,
     and knows the topic's partitions before it joins.
 
@@ -53,13 +61,14 @@ def group_consumer(
 
     consumer = kafka_client(
         KafkaConsumer,
-        bootstrap=bootstrap,
-        group_id=group,
-        group_instance_id=instance_id,
+        bootstrap=member.bootstrap,
+        group_id=member.group,
+        group_instance_id=member.instance_id,
         enable_auto_commit=False,  # offsets follow durable effects (BatchLoop.commit)
         auto_offset_reset="earliest",
-        session_timeout_ms=session_timeout_ms,
-        heartbeat_interval_ms=max(session_timeout_ms // 5, 500),
+        max_poll_records=member.max_batch,
+        session_timeout_ms=member.session_timeout_ms,
+        heartbeat_interval_ms=max(member.session_timeout_ms // 5, 500),
         **config,
     )
     consumer.partitions_for_topic(topic)  # empty for a topic not created yet: it is found later

@@ -183,7 +183,9 @@ def test_a_recorded_round_limit_on_a_real_run() -> None:
     "folder", ["whowhen/algorithm-generated", "whowhen/hand-crafted", "taubench/airline/runs"]
 )
 def test_no_human_is_ever_responsible_and_reports_validate(folder: str) -> None:
-    for path in sorted((DATA / folder).glob("*.json")):
+    paths = sorted((DATA / folder).glob("*.json"))
+    assert paths, f"no runs in {folder}"
+    for path in paths:
         trace = real(path)
         report = run_rules_audit(trace, detectors=list(FAILURE_DETECTORS))
         assert validate_report(report.model_dump(mode="json"), trace).ok, path.name

@@ -35,8 +35,11 @@ never acts and it is never the responsible participant of a finding.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from array import array
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -85,6 +88,28 @@ class Declared:
 
     pos: int
     surface: str
+
+
+class Positions:
+    """A set of step positions as one byte a step (a million-step trace: 1 MB, where a frozenset
+    of ints costs some 70 MB): membership only, which is all the detectors ask of it."""
+
+    __slots__ = ("_flags",)
+
+    def __init__(self, size: int, members: Iterable[int]) -> None:
+        self._flags = bytearray(size)
+        for pos in members:
+            self._flags[pos] = 1
+
+    def __contains__(self, pos: object) -> bool:
+        return isinstance(pos, int) and 0 <= pos < len(self._flags) and self._flags[pos] == 1
+
+
+def compact_signature(signature: str) -> str:
+    """A signature as its kind and a 128-bit digest of the whole: equal signatures stay equal (a
+    collision is out of reach) and an act's cached signature no longer copies its text."""
+    kind, _, body = signature.partition(":")
+    return f"{kind}:{hashlib.blake2b(body.encode(), digest_size=16).hexdigest()}"
 
 
 def collapse(text: str) -> str:
@@ -143,7 +168,8 @@ class RunFacts:
         self.ctx = ctx
         self.steps = ctx.trace.steps
         self.tf = TraceFacts(ctx.trace)
-        self._signatures: dict[int, str | None] = {}
+        self._signatures: list[str | bool | None] = [False] * len(self.steps)  # False: not computed
+        self._interned: dict[str, str] = {}
 
     @staticmethod
     def of(ctx: AuditContext) -> RunFacts:
@@ -226,17 +252,20 @@ class RunFacts:
         return prev.actor == step.actor and prev.kind == step.kind and prev.content == step.content
 
     @cached_property
-    def acts(self) -> list[int]:
+    def acts(self) -> array[int]:
         """Positions of agents' own acts (not observations, not echoes, never a human's step)."""
-        return [
-            p
-            for p in range(len(self.steps))
-            if self.is_agent(p) and p not in self.observations and not self.echo(p)
-        ]
+        return array(
+            "q",
+            (
+                p
+                for p in range(len(self.steps))
+                if self.is_agent(p) and p not in self.observations and not self.echo(p)
+            ),
+        )
 
     @cached_property
-    def act_set(self) -> frozenset[int]:
-        return frozenset(self.acts)
+    def act_set(self) -> Positions:
+        return Positions(len(self.steps), self.acts)
 
     @cached_property
     def code_acts(self) -> list[int]:
@@ -244,16 +273,16 @@ class RunFacts:
         return [p for p in self.acts if code_blocks(self.steps[p].content)]
 
     @cached_property
-    def acts_by_actor(self) -> dict[str, list[int]]:
+    def acts_by_actor(self) -> dict[str, array[int]]:
         """Each actor's act positions, in order (for the latest act of an agent within a span)."""
-        out: dict[str, list[int]] = {}
+        out: dict[str, array[int]] = {}
         for p in self.acts:
-            out.setdefault(self.steps[p].actor, []).append(p)
+            out.setdefault(self.steps[p].actor, array("q")).append(p)
         return out
 
     def last_act_between(self, actor: str, start: int, end: int) -> int | None:
         """The actor's last act strictly between two positions, or None."""
-        acts = self.acts_by_actor.get(actor, [])
+        acts = self.acts_by_actor.get(actor, array("q"))
         i = bisect_left(acts, end) - 1
         return acts[i] if i >= 0 and acts[i] > start else None
 
@@ -288,10 +317,16 @@ class RunFacts:
     def signature(self, pos: int) -> str | None:
         """What makes two acts the same act (module doc), or None for an act too bare to compare
         and for a message that announces the same agent's next step, a tool call (the call is the act).
-        Computed once per step: several detectors compare the same acts."""
-        if pos not in self._signatures:
-            self._signatures[pos] = self._signature(pos)
-        return self._signatures[pos]
+        Computed once per step, kept compact and shared between equal acts: several detectors
+        compare the same acts, and only for equality and kind."""
+        cached = self._signatures[pos]
+        if cached is False:
+            full = self._signature(pos)
+            if full is not None:
+                short = compact_signature(full)
+                full = self._interned.setdefault(short, short)
+            self._signatures[pos] = cached = full
+        return cached  # type: ignore[return-value]
 
     def _signature(self, pos: int) -> str | None:
         step = self.steps[pos]

@@ -15,6 +15,7 @@ from auditor.detectors import AuditContext, available_detectors, file_finding, l
 from auditor.detectors.base import CitationError, control_for
 from auditor.policy import Policy
 from auditor.report.disposition import ACTIONABLE
+from auditor.report.validator import CitedEdges
 from auditor.traces import trace_digest
 from schemas import AuditReport, Decision, Disposition, Finding, GraphMode, RepairPlanItem, Trace
 from schemas.controls import CONTROLS
@@ -33,6 +34,18 @@ def run_rules_audit(
 ) -> AuditReport:
     """``outcome`` (failed | succeeded | unknown | None: the source's record, else inferred) decides
     whether the report attributes the failure (auditor/incident.py)."""
+    return rules_audit(trace, mode, policy, detectors, outcome)[0]
+
+
+def rules_audit(
+    trace: Trace,
+    mode: GraphMode | str = GraphMode.annotated,
+    policy: Policy | None = None,
+    detectors: Sequence[str] | None = None,
+    outcome: str | None = None,
+) -> tuple[AuditReport, CitedEdges]:
+    """``run_rules_audit``, with the edges its report cites in the audit's graph: the review
+    validates the report against them once the graph is gone."""
     from auditor.incident import assess
     from graph import build_graph, graph_digest
 
@@ -60,11 +73,12 @@ def run_rules_audit(
     run, attribution, findings, score = assess(ctx, findings, outcome)
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))
     ctx.release()  # the graph goes when this function returns, before the report is validated
+    cited = CitedEdges.of(graph, findings)
     digest = trace_digest(trace)
     key = "|".join(
         [digest, engine_version(), mode.value, policy.digest if policy else "-", *names, f"outcome={outcome}"]
     )
-    return AuditReport(
+    report = AuditReport(
         report_id="rpt-" + hashlib.sha256(key.encode()).hexdigest()[:16],
         trace_id=trace.header.trace_id,
         trace_digest=digest,
@@ -81,6 +95,7 @@ def run_rules_audit(
         notes=ctx.notes + ([f"policy {policy.name} ({policy.digest})"] if policy else []),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    return report, cited
 
 
 def _decision(findings: list[Finding]) -> Decision:

@@ -11,7 +11,7 @@ from typing import Any
 
 from auditor.errors import ContractError
 from auditor.policy import Policy
-from auditor.report.validator import ValidationResult, validate_report
+from auditor.report.validator import CitedEdges, ValidationResult, validate_report
 from auditor.reports import store_report
 from auditor.store import EventStore
 from auditor.traces import load_trace
@@ -81,10 +81,11 @@ def audit_trace(
     Reports of the rules engine and the V3 agent contract must validate (else it is a bug and
     nothing is filed); naive-contract reports are filed with their validation, which measures them.
     """
+    edges: CitedEdges | None = None  # None: validation builds the trace's topology graph
     if engine == "rules":
-        from auditor.engine import run_rules_audit
+        from auditor.engine import rules_audit
 
-        report = run_rules_audit(trace, mode, policy, detectors, outcome=outcome)
+        report, edges = rules_audit(trace, mode, policy, detectors, outcome=outcome)
     elif engine == "agent":
         from auditor.agent import run_agent_audit
 
@@ -103,7 +104,7 @@ def audit_trace(
         raise ContractError(
             f"engine '{engine}' is not available", hint="use --engine rules or --engine agent"
         )
-    validation = validate_report(report.model_dump(mode="json"), trace)
+    validation = validate_report(report.model_dump(mode="json"), trace, edges)
     naive = engine == "agent" and (agent or AgentOptions()).contract == "naive"
     if not validation.ok and not naive:  # an engine must never emit an unresolvable unit: refuse to file it
         problems = (

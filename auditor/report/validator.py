@@ -10,13 +10,49 @@ The validator also checks reports made elsewhere (another engine, a model), unit
 from __future__ import annotations
 
 import json
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from auditor.verbatim import normalise
-from schemas import Trace
+from schemas import Finding, Trace
+
+if TYPE_CHECKING:
+    from graph.model import InteractionGraph
+
+
+class EdgeIndex(Protocol):
+    """What validation reads of the trace's graph: its edge refs, and each step's."""
+
+    edges: Container[str]
+
+    def edges_of_step(self, step_id: str) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class CitedEdges:
+    """The part of an audit's graph that its own report cites (each cited step's edge refs, and
+    the cited boundary edges that exist), kept when the graph is dropped: the review validates
+    its report against the graph it audited instead of building a second one."""
+
+    steps: dict[str, list[str]]
+    edges: frozenset[str]
+
+    @classmethod
+    def of(cls, graph: InteractionGraph, findings: Iterable[Finding]) -> CitedEdges:
+        steps: dict[str, list[str]] = {}
+        boundaries: set[str] = set()
+        for finding in findings:
+            boundaries.add(finding.boundary_edge)
+            for unit in finding.evidence:
+                if unit.step_id not in steps and unit.step_id in graph.step_pos:
+                    steps[unit.step_id] = graph.edges_of_step(unit.step_id)
+        return cls(steps, frozenset(b for b in boundaries if b in graph.edges))
+
+    def edges_of_step(self, step_id: str) -> list[str]:
+        return self.steps[step_id]
 
 
 @dataclass(frozen=True)
@@ -65,7 +101,9 @@ def _validator():  # -> jsonschema validator for the committed V3 schema
     return jsonschema.Draft202012Validator(schema)
 
 
-def validate_report(report: dict[str, Any], trace: Trace) -> ValidationResult:
+def validate_report(report: dict[str, Any], trace: Trace, graph: EdgeIndex | None = None) -> ValidationResult:
+    """``graph``: the trace's graph (or the ``CitedEdges`` of the report's own audit) when the
+    caller has it; else the trace's topology graph is built here."""
     from graph import build_graph
 
     result = ValidationResult()
@@ -76,9 +114,11 @@ def validate_report(report: dict[str, Any], trace: Trace) -> ValidationResult:
         result.reference_errors.append(
             f"report audits trace '{report.get('trace_id')}', not '{trace.header.trace_id}'"
         )
-    graph = build_graph(trace, "topology")
-    assert graph is not None
-    steps = {s.step_id: s for s in trace.steps}
+    if graph is None:
+        graph = build_graph(trace, "topology")
+        assert graph is not None
+    cited = _cited_steps(report)
+    steps = {s.step_id: s for s in trace.steps if s.step_id in cited}
     contents: dict[str, str] = {}
     for f_index, finding in enumerate(_list(report.get("findings"))):
         fid = str(finding.get("finding_id", f"#{f_index}")) if isinstance(finding, dict) else f"#{f_index}"
@@ -101,6 +141,20 @@ def validate_report(report: dict[str, Any], trace: Trace) -> ValidationResult:
         for u_index, unit in enumerate(_list(finding.get("evidence"))):
             result.units.append(_resolve(fid, u_index, unit, steps, graph, contents))
     return result
+
+
+def _cited_steps(report: dict[str, Any]) -> set[Any]:
+    """Every step id the report's findings name: only those steps are looked up in the trace."""
+    cited: set[Any] = set()
+    for finding in _list(report.get("findings")):
+        if not isinstance(finding, dict):
+            continue
+        cited.update(finding.get(name) for name in ("first_anomalous_step", "intercepted_at"))
+        for item in _list(finding.get("propagation_path")) + _list(finding.get("evidence")):
+            if isinstance(item, dict):
+                cited.add(item.get("step_id"))
+    cited.discard(None)
+    return cited
 
 
 def _list(value: Any) -> list[Any]:

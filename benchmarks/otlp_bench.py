@@ -239,19 +239,6 @@ def run_http(args: argparse.Namespace, folder: Path) -> Figures:
 
 
 # -- Kafka -----------------------------------------------------------------------------------------
-def _topics(bootstrap: str, partitions: int, *names: str) -> dict[str, str]:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    suffix = uuid.uuid4().hex[:8]
-    topics = {n: f"otlp-bench-{n}-{suffix}" for n in names}
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(t, partitions, 1) for t in topics.values()])
-    finally:
-        admin.close()
-    return topics
-
-
 def _consume_args(store_url: str, bootstrap: str, t: dict[str, str]) -> list[str]:
     return [
         "--store", store_url, "stream", "consume", "--bootstrap", bootstrap, "--topic", t["steps"],
@@ -290,7 +277,9 @@ class Progress:
 def kafka_throughput(store_url: str, bootstrap: str, records: int, log: Path) -> tuple[int, float]:
     from kafka import KafkaProducer
 
-    t = _topics(bootstrap, 2, "steps", "dlq", "closed")
+    from tests.stream_support import new_topics
+
+    t = new_topics(bootstrap, 2, "steps", "dlq", "closed", prefix="otlp-bench")
     producer = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=4 << 20, linger_ms=20)
     for body in agent_batches(records, "K"):
         producer.send(t["steps"], value=body)
@@ -316,7 +305,9 @@ def kafka_latency(
 ) -> tuple[dict[str, float], list[float]]:
     from kafka import KafkaProducer
 
-    t = _topics(bootstrap, 2, "steps", "dlq", "closed", "reports", "alerts")
+    from tests.stream_support import new_topics
+
+    t = new_topics(bootstrap, 2, "steps", "dlq", "closed", "reports", "alerts", prefix="otlp-bench")
     workers = [
         "--store", store_url, "stream", "workers", "--bootstrap", bootstrap, "--closed-topic", t["closed"],
         "--group", f"w-{t['closed']}", "--reports-topic", t["reports"], "--alerts-topic", t["alerts"],

@@ -28,12 +28,12 @@ def kafka_bootstrap() -> str:
     return addr
 
 
-def new_topics(bootstrap: str, partitions: int = 1, *names: str) -> dict[str, str]:
+def new_topics(bootstrap: str, partitions: int = 1, *names: str, prefix: str = "test") -> dict[str, str]:
     """Create uniquely named topics (one suffix for the set) and return {name: unique name}."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     suffix = uuid.uuid4().hex[:8]
-    topics = {n: f"test-{n}-{suffix}" for n in names}
+    topics = {n: f"{prefix}-{n}-{suffix}" for n in names}
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.create_topics([NewTopic(t, partitions, 1) for t in topics.values()])

@@ -66,13 +66,12 @@ class FailureTerminationDetector:
 
     def _work_after_done(self, facts: RunFacts) -> tuple[int, int] | None:
         """(the declaration, the first work after it) for the first declaration followed by work."""
-        acts = set(facts.acts)
         for decl in facts.declarations:
             for pos in range(decl.pos + 1, len(facts.steps)):
                 step = facts.steps[pos]
                 if step.actor_kind in (ActorKind.human, ActorKind.system):
                     break  # a new instruction: the framework or the user asked for more
-                if pos in acts and self._is_work(facts, pos):
+                if pos in facts.act_set and self._is_work(facts, pos):
                     return decl.pos, pos
         return None
 

@@ -6,6 +6,13 @@ one class whose every field was given share one such set here. Sharing changes n
 can observe: pydantic only adds names to the set (on assignment; every name is in it already) and
 copies it for ``model_copy``; a model with fields left unset keeps its own.
 
+A model's fields live in its ``__dict__``, a dict of its own with room to grow: 464 bytes for a
+trace step's twelve fields. ``share_keys`` gives a model instead the dict CPython makes for an
+ordinary object's attributes, which keeps only the values and shares its keys with every other
+such dict of the class (about 180 bytes fewer per step). It is still a dict with the same keys in
+the same order: equality, ``model_dump`` and ``model_copy`` see no difference; an interpreter that
+does not share keys gives an ordinary dict, the same contents at the old size.
+
 Names (actors, recipients) and often whole contents (a retried call, a relayed message, a status
 line) repeat across a trace's steps: ``Names`` keeps one string per distinct text, and
 ``LeanSteps`` one list per distinct recipient list and one empty ``raw`` dict per trace (trace
@@ -23,7 +30,22 @@ from schemas.trace import TraceStep
 M = TypeVar("M", bound=BaseModel)
 
 _ALL_GIVEN: dict[type[BaseModel], set[str]] = {}
+_KEY_OWNERS: dict[type[BaseModel], type] = {}
 _set = object.__setattr__  # pydantic's own way to set its private slots
+
+
+def share_keys(model: M) -> M:
+    """``model`` with its fields in a key-sharing dict (module doc): the attribute dict of a plain
+    object of a class kept per model class, filled in the fields' order."""
+    cls = type(model)
+    owner = _KEY_OWNERS.get(cls)
+    if owner is None:
+        owner = _KEY_OWNERS[cls] = type(f"{cls.__name__}Fields", (), {"__module__": __name__})
+    holder = owner()
+    for name, value in model.__dict__.items():
+        _set(holder, name, value)
+    _set(model, "__dict__", holder.__dict__)
+    return model
 
 
 def share_fields_set(model: M) -> M:
@@ -89,4 +111,4 @@ class LeanSteps:
             fields["recipients"] = self._recipients.setdefault(names, list(names))
         if not step.raw:
             fields["raw"] = self._no_raw
-        return step
+        return share_keys(step)

@@ -72,6 +72,7 @@ _TRIGGER = (  # over the graph's lower-cased text blob
 # indexed by text.isascii(): on ASCII text \b means the same under re.ASCII, without a call into
 # the Unicode database at every position
 _TRIGGERS = (re.compile(_TRIGGER), re.compile(_TRIGGER, re.ASCII))
+CUE_STRETCH = 4096  # steps whose text is searched for cues at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +157,17 @@ def _quote(text: str, m: re.Match[str]) -> str:
 
 
 def _cued(ig: InteractionGraph) -> list[int]:
-    """Positions of the steps whose text holds a label cue. The lower-cased text is made here and
-    dropped, not kept on the graph (which makes its own when a query searches text)."""
-    blob, starts = lower_text(ig.trace)
-    trigger = _TRIGGERS[blob.isascii()]
-    return sorted({bisect_right(starts, m.start()) - 1 for m in trigger.finditer(blob)})
+    """Positions of the steps whose text holds a label cue. The lower-cased text is made one
+    stretch of steps at a time and dropped, not kept on the graph (which makes its own when a
+    query searches text): a whole trace's copy would cost as much memory as its content. No cue
+    spans two steps (the text between steps is a NUL), so the stretches find what one pass would."""
+    steps = ig.trace.steps
+    cued: list[int] = []
+    for lo in range(0, len(steps), CUE_STRETCH):
+        blob, starts = lower_text(steps[lo : lo + CUE_STRETCH])
+        trigger = _TRIGGERS[blob.isascii()]
+        cued += sorted({lo + bisect_right(starts, m.start()) - 1 for m in trigger.finditer(blob)})
+    return cued
 
 
 def _labels_from_steps(ig: InteractionGraph, ann: Annotations) -> None:

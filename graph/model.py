@@ -150,10 +150,10 @@ class StepEdges(Sequence[tuple[str, ...]]):
             yield refs if type(refs) is tuple else (refs,)
 
 
-def lower_text(trace: Trace) -> tuple[str, array[int]]:
+def lower_text(steps: Sequence[TraceStep]) -> tuple[str, array[int]]:
     """Every step's content, lower-cased, in one string (steps joined by NUL), and the offset
     where each step starts in it: a substring search over the whole trace is one ``str.find``."""
-    texts = [step.content.lower() for step in trace.steps]
+    texts = [step.content.lower() for step in steps]
     starts = array("q")
     offset = 0
     for text in texts:
@@ -196,7 +196,7 @@ class InteractionGraph(TopologyQueries, ProvenanceQueries):
         """``lower_text`` of the trace, made on the first text search: an audit seldom searches
         text, and the copy costs as much memory as the trace's content."""
         if self._text is None:
-            self._text = lower_text(self.trace)
+            self._text = lower_text(self.trace.steps)
         return self._text
 
     @property

@@ -321,3 +321,32 @@ def test_mast_harness_on_the_real_traces(capsys: pytest.CaptureFixture[str]) -> 
     pooled = result["pooled_covered"]
     assert pooled["tp"] + pooled["fp"] + pooled["fn"] + pooled["tn"] == 19 * 8
     assert {row["file"][:2] for row in result["per_trace"]} == {f"{i:02d}" for i in range(19)}
+
+
+# -- what makes two messages the same act -----------------------------------------------------------
+def _status_loop(texts: list[str]) -> list[str]:
+    """The repetition findings' first anomalous steps when one agent posts ``texts`` in turn, with
+    the other agent's unchanged acknowledgement between them (nothing new comes back)."""
+    steps = []
+    for text in texts:
+        steps.append(_step(len(steps), "ops", "message", text))
+        steps.append(_step(len(steps), "lead", "message", "Noted, thank you for the update."))
+    report = run_rules_audit(_trace(*steps), detectors=["failure_repetition"])
+    return [f.first_anomalous_step for f in report.findings]
+
+
+def test_another_ticket_or_date_is_another_act() -> None:
+    """Numbers that name something (a ticket, a date, an amount) make another message; the
+    acknowledgement between them is the same each time, so only the signature decides."""
+    assert (
+        _status_loop([f"Ticket OPS-{n} is closed; the review moves to 2026-11-0{n}." for n in (1, 2, 3)])
+        == []
+    )
+    assert _status_loop([f"The refund of ${n}00 for order W{n} has been sent." for n in (1, 2, 3)]) == []
+    same = "Ticket OPS-7 is closed; the review moves to 2026-11-04."
+    assert _status_loop([same, same, same]) == ["s2", "s3"]  # and the acknowledgements, with nothing new
+
+
+def test_a_progress_counter_or_clock_time_does_not_make_another_act() -> None:
+    texts = [f"Executing step {n}/20 of the migration plan at 10:0{n}:00 now." for n in (1, 2, 3)]
+    assert _status_loop(texts) == ["s2"]

@@ -61,3 +61,19 @@ def test_magentic_one_addressed_messages_become_edges(traces: list[Trace]) -> No
     g = build_graph(trace, "topology")
     assert g is not None
     assert g.edge(g.edges_of_step(step.step_id)[0])["basis"] == "explicit"
+
+
+def test_label_cues_are_found_the_same_one_stretch_at_a_time(
+    traces: list[Trace], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The annotation layer searches the lower-cased text a stretch of steps at a time (a whole
+    trace's copy would cost as much memory as its content): any stretch finds the same cued steps
+    as one pass over the whole trace, including non-ASCII text."""
+    from graph import annotate
+
+    graphs = [build_graph(t, "topology") for t in traces]
+    whole = [annotate._cued(g) for g in graphs]
+    assert sum(map(len, whole)) > 100 and any(not t.steps[0].content.isascii() for t in traces if t.steps)
+    for stretch in (1, 7, 64):
+        monkeypatch.setattr(annotate, "CUE_STRETCH", stretch)
+        assert [annotate._cued(g) for g in graphs] == whole

@@ -14,8 +14,10 @@ Decided from structure, never from wording alone:
   like a status code in business text never counts;
 - an *act* is an agent's step that is not an observation; its *signature* is what makes two acts
   the same act: the tool and its exact arguments, else its fenced code (whitespace collapsed),
-  else its text lower-cased with whitespace collapsed and digits masked (at least four words,
-  so that bare protocol words are never acts);
+  else its text lower-cased with whitespace collapsed and progress counters ("step 13/20") and
+  clock times masked (at least four words, so that bare protocol words are never acts). Other
+  numbers stay: a message about ticket OPS-31 or 2026-11-04 is not the same act as one about
+  OPS-1 or 2026-11-02;
 - the run *declares itself done* with a protocol marker: a ``TERMINATE`` line, a
   ``FINAL ANSWER:`` line, a ``\\boxed{}`` answer, a final-output step, or a call to a finishing
   tool (``terminate``, ``complete_task``, ``final_answer``, ``finish``, ``submit``);
@@ -55,7 +57,8 @@ _ERROR_PREFIX = re.compile(r"\A\s*(?:Error|ERROR):[^\n]*")
 _SUCCESS_FALSE = re.compile(r"""["']success["']\s*:\s*(?:False|false)\b""")
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)
 _WORDS = re.compile(r"\w+")
-_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+# a progress counter ("Executing step 13/20") or a clock time: says nothing about what an act is
+COUNTER = re.compile(r"\b\d+\s*/\s*\d+\b|\b\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?\b")
 _SPACE = re.compile(r"\s+")
 _TERMINATE = re.compile(r"(?m)^[ \t*]*TERMINATE\W*$")
 _FINAL = re.compile(r"FINAL ANSWER:[^\n]*")
@@ -342,7 +345,7 @@ class RunFacts:
         code = code_of(step.content)
         if code:
             return f"code:{code}"
-        text = _DIGITS.sub("#", collapse(step.content).lower())
+        text = COUNTER.sub("#", collapse(step.content).lower())
         if len(_WORDS.findall(text)) < MIN_ACT_WORDS:
             return None
         return f"text:{text}"

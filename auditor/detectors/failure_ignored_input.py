@@ -2,7 +2,7 @@
 agent it was addressed to does the same thing again, unchanged.
 
 Two facts, both decided by the act's signature (``failure_facts``: the same tool with the same
-arguments, the same code, the same text up to whitespace and numbers):
+arguments, the same code, the same text up to whitespace, progress counters and clock times):
 
 - *an error ignored*: an agent's act was answered by a failed observation (by structure), and
   that agent's next act on the same check (the same tool, or code again), with nothing but its own

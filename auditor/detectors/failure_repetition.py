@@ -1,7 +1,7 @@
 """Step repetition (MAST 1.3): the same act performed again and again while nothing new comes back.
 
 An agent's act is the same act when its signature matches (the same tool with the same arguments,
-the same code, the same message up to whitespace and numbers; see ``failure_facts``). Between two
+the same code, the same message up to whitespace, progress counters and clock times; see ``failure_facts``). Between two
 performances, *new information* is any step of another participant whose text (whitespace
 collapsed, lower-cased; framework records with their progress counters and clock times masked)
 did not occur earlier in the trace. A tool call or code act repeats without new information only
@@ -22,12 +22,16 @@ progress, never a loop.
 
 from __future__ import annotations
 
-import re
+import hashlib
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Iterable
 from itertools import pairwise
 
 from auditor.detectors.base import AuditContext, FindingDraft
 from auditor.detectors.failure_facts import (
+    COUNTER,
     RunFacts,
     collapse,
     failure_draft,
@@ -36,33 +40,45 @@ from auditor.detectors.failure_facts import (
 )
 from schemas import ActorKind, RiskClass
 
-# a framework record's progress counter ("Executing step 13/20") or clock time says nothing new
-_COUNTER = re.compile(r"\b\d+\s*/\s*\d+\b|\b\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?\b")
-
 LOOP_LENGTH = 3
 
 
-def novelty_keys(facts: RunFacts) -> list[str | None]:
-    """Each step's text as compared for novelty (None for a step with no text)."""
-    keys: list[str | None] = []
-    for step in facts.steps:
-        text = collapse(step.content).lower()
-        if step.actor_kind is ActorKind.system:
-            text = _COUNTER.sub("#", text)
-        keys.append(text or None)
-    return keys
+class Novelty:
+    """Where the trace said something new: the steps whose text (as compared for novelty: module
+    doc) no earlier step had. Kept as positions and running counts, not as the texts (a trace of
+    a million steps would hold each text twice): a step is new information for an actor when it
+    is new and another participant's."""
 
+    def __init__(self, facts: RunFacts) -> None:
+        self.facts = facts
+        seen: set[bytes] = set()  # 128-bit digests of the texts said so far
+        self.new = array("q")  # positions of the new steps, in order
+        self.by_actor: dict[str, array[int]] = {}  # the same, per actor
+        for pos, step in enumerate(facts.steps):
+            text = collapse(step.content).lower()
+            if step.actor_kind is ActorKind.system:
+                text = COUNTER.sub("#", text)  # a record's progress counter or clock time says nothing new
+            if not text:
+                continue
+            key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+            if key not in seen:
+                seen.add(key)
+                self.new.append(pos)
+                self.by_actor.setdefault(step.actor, array("q")).append(pos)
 
-def new_information(facts: RunFacts, keys: list[str | None], actor: str) -> list[bool]:
-    """Per position: whether another participant's step there says something not said before."""
-    seen: set[str] = set()
-    out = []
-    for pos, step in enumerate(facts.steps):
-        key = keys[pos]
-        out.append(key is not None and step.actor != actor and key not in seen)
-        if key is not None:
-            seen.add(key)
-    return out
+    def between(self, actor: str, lo: int, hi: int) -> int:
+        """How many steps in positions ``lo`` .. ``hi - 1`` were new information for ``actor``."""
+        own = self.by_actor.get(actor, ())
+        everyone = bisect_left(self.new, hi) - bisect_left(self.new, lo)
+        return everyone - (bisect_left(own, hi) - bisect_left(own, lo))
+
+    def next_after(self, actor: str, pos: int) -> int | None:
+        """The first step after ``pos`` that was new information for ``actor``, or None."""
+        steps = self.facts.steps
+        for i in range(bisect_right(self.new, pos), len(self.new)):
+            if steps[self.new[i]].actor != actor:
+                return self.new[i]
+        return None
 
 
 class FailureRepetitionDetector:
@@ -72,42 +88,35 @@ class FailureRepetitionDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         facts = RunFacts.of(ctx)
-        keys = novelty_keys(facts)
-        by_actor: dict[str, list[tuple[int, str]]] = {}
-        for pos in facts.acts:
-            sig = facts.signature(pos)
-            if sig is not None:
-                by_actor.setdefault(facts.steps[pos].actor, []).append((pos, sig))
+        novelty = Novelty(facts)
         drafts = []
-        seen = [0]
-        for pos in range(len(facts.steps)):
-            seen.append(seen[-1] + (pos in facts.observations))
-        for actor, acts in by_actor.items():
-            fresh = new_information(facts, keys, actor)
-            prefix = [0]
-            for flag in fresh:
-                prefix.append(prefix[-1] + flag)
+        for actor, acts in facts.acts_by_actor.items():
             covered = -1
-            for loop in sorted(self._loops(acts, prefix)):
-                answered = all(seen[b] - seen[a + 1] > 0 for a, b in pairwise(loop))
+            for loop in sorted(self._loops(facts, novelty, actor, acts)):
+                answered = all(facts.observed_between(a, b) for a, b in pairwise(loop))
                 if loop[0] <= covered:
                     continue  # interleaved with a loop already filed (a thought between two retries)
                 if answered or facts.signature(loop[0]).startswith("text:"):  # type: ignore[union-attr]
-                    drafts.append(self._draft(facts, loop, fresh))
+                    drafts.append(self._draft(facts, loop, novelty))
                     covered = loop[-1]
         return drafts
 
-    def _loops(self, acts: list[tuple[int, str]], prefix: list[int]) -> Iterable[list[int]]:
-        """Runs of one act whose consecutive performances had no new information between them,
-        each with the performance just before the run (its answer may have been new: the first
-        answer always is); a loop has at least ``LOOP_LENGTH`` performances in all."""
+    def _loops(self, facts: RunFacts, novelty: Novelty, actor: str, acts: array[int]) -> Iterable[list[int]]:
+        """Runs of one act of ``actor`` whose consecutive performances had no new information
+        between them, each with the performance just before the run (its answer may have been
+        new: the first answer always is); a loop has at least ``LOOP_LENGTH`` performances in all.
+        Only acts performed that often are grouped (a long trace's acts are mostly distinct)."""
+        often = {sig for sig, n in Counter(facts.signature(p) for p in acts).items() if n >= LOOP_LENGTH}
+        often.discard(None)
         by_sig: dict[str, list[int]] = {}
-        for pos, sig in acts:
-            by_sig.setdefault(sig, []).append(pos)
+        for pos in acts:
+            sig = facts.signature(pos)
+            if sig in often:
+                by_sig.setdefault(sig, []).append(pos)  # type: ignore[arg-type]
         for positions in by_sig.values():
             loop = positions[:1]
             for pos in positions[1:]:
-                if prefix[pos] - prefix[loop[-1] + 1] == 0:
+                if novelty.between(actor, loop[-1] + 1, pos) == 0:
                     loop.append(pos)
                     continue
                 if len(loop) >= LOOP_LENGTH:
@@ -116,7 +125,7 @@ class FailureRepetitionDetector:
             if len(loop) >= LOOP_LENGTH:
                 yield loop
 
-    def _draft(self, facts: RunFacts, loop: list[int], fresh: list[bool]) -> FindingDraft:
+    def _draft(self, facts: RunFacts, loop: list[int], novelty: Novelty) -> FindingDraft:
         first, second, last = loop[0], loop[1], loop[-1]
         n = len(loop)
         step = facts.steps[second]
@@ -142,7 +151,7 @@ class FailureRepetitionDetector:
                     "the repeated act kept failing and never passed before the run ended",
                     f"{n} performances of one act failed the same way; what it was for was never achieved",
                 )
-        elif (later := next((p for p in range(last + 1, len(facts.steps)) if fresh[p]), None)) is not None:
+        elif (later := novelty.next_after(step.actor, last)) is not None:
             effect = intercepted(
                 facts.steps[later].step_id,
                 f"new information arrived at step {facts.steps[later].step_id} and the loop stopped",

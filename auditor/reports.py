@@ -20,19 +20,11 @@ def store_report(store: EventStore, report: AuditReport, validation: dict | None
 
     The payload carries the report model itself: the store's encoder (pydantic-core) writes it
     straight to the same JSON text as its ``model_dump(mode="json")``, without that dict beside the
-    model (several hundred MB for a report of a million steps). A text that spells NaN or Infinity
-    goes to the standard encoder, which takes plain values only: then the report goes as that dict.
+    model (several hundred MB for a report of a million steps).
     """
-    try:
-        return _append(store, report, report, validation)
-    except TypeError:
-        return _append(store, report, report.model_dump(mode="json"), validation)
-
-
-def _append(store: EventStore, report: AuditReport, body: object, validation: dict | None) -> int:
     event = NewEvent(
         type="ReportFiled",
-        payload={"trace_id": report.trace_id, "report": body, "validation": validation},
+        payload={"trace_id": report.trace_id, "report": report, "validation": validation},
         idempotency_key=f"report:{report.report_id}",
     )
     return store.append(report_stream(report.report_id), [event])[0].global_position

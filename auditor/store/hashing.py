@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from pydantic_core import to_json as _fast_json
+from pydantic_core import to_jsonable_python
 
 GENESIS_HASH = "0" * 64
 
@@ -24,10 +25,11 @@ def compact_json(value: Any) -> str:
     key order need not be canonical here (verification re-hashes the same text), nor the spelling
     of a float's exponent. pydantic-core's encoder writes it at a third of the standard library's
     cost (the hot path of every append); where its output holds NaN or Infinity (a non-finite
-    float, or those words inside a string) the standard encoder decides, and refuses the float."""
+    float, or those words inside a string) the standard encoder decides, and refuses the float
+    (models in the value go to it as their plain data, non-finite floats kept as such)."""
     text = _fast_json(value).decode()
     if "NaN" in text or "Infinity" in text:
-        return _compact(value)
+        return _compact(to_jsonable_python(value, inf_nan_mode="constants"))
     return text
 
 

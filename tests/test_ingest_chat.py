@@ -241,6 +241,34 @@ def test_mistral_parallel_calls_share_one_id_and_pair_in_order():
     assert trace.header.metadata["fields"]["tools"][0]["function"]["name"] == "send_email"
 
 
+def test_mistral_runs_counted_by_hand():
+    """parallel_calls.json, counted by hand from its 8 messages: the user's request, one call and
+    its result, the answer, a second request, two calls in one message and their two results."""
+    [steps] = _steps(MISTRAL)
+    assert [(s.kind.value, s.actor, s.actor_kind.value) for s in steps] == [
+        ("message", "user", "human"),
+        ("tool_call", "assistant", "agent"),
+        ("tool_result", "send_email", "tool"),
+        ("message", "assistant", "agent"),
+        ("message", "user", "human"),
+        ("tool_call", "assistant", "agent"),
+        ("tool_call", "assistant", "agent"),
+        ("tool_result", "send_email", "tool"),
+        ("tool_result", "send_email", "tool"),
+    ]
+    [weather] = _steps(REAL / "mistral-common" / "get_weather_full.json")
+    assert len(weather) == 13  # 13 messages by hand (two system prompts), one step each
+
+
+def test_a_bare_message_list_in_a_json_file_is_the_same_run(tmp_path):
+    messages = json.loads(MISTRAL.read_text())["messages"]
+    bare = _write(tmp_path, "bare.json", messages)
+    assert detect(bare)[0] == "openai-chat"
+    assert [(s.kind, s.actor, s.content) for s in _steps(bare)[0]] == [
+        (s.kind, s.actor, s.content) for s in _steps(MISTRAL)[0]
+    ]
+
+
 def test_anthropic_request_from_litellm():
     assert detect(LITELLM)[0] == "anthropic-messages"
     [trace] = open_traces(LITELLM)

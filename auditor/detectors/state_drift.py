@@ -100,15 +100,19 @@ class StateDriftDetector:
         (or anything further along): the boundary made the status up, it did not carry it."""
         steps = led.ctx.trace.steps
         further = {APPROVED} if axis is UPGRADE else SUBMITTED | DECIDED
+        first_further = led.first_delivered(
+            sorted({p for p in led.by_pos if led.states(p) & further} | led.decisions)
+        )
         for pos in sorted(led.by_pos):
             if not (led.participant(pos) and axis.carries(led, pos)):
                 continue
             stated = next((s for s in led.by_pos[pos] if s.status in further), None)
             if stated is None or led.authored(pos, stated.status):
                 continue
-            got = led.delivered(steps[pos].actor, pos)
-            if any(led.states(p) & further or p in led.decisions for p in got):
+            reached = first_further(steps[pos].actor)
+            if reached is not None and reached < pos:  # the actor had received it, or more
                 continue
+            got = led.delivered(steps[pos].actor, pos)
             source = self._source(led, axis, pos, got)
             if source is not None:
                 return _Shift(axis, stated, *source)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,6 +154,29 @@ class StatusLedger:
             if step.actor == actor or (step.recipients is None and step.kind in _BROADCAST):
                 got.add(pos)
         return sorted(got)
+
+    def first_delivered(self, positions: list[int]) -> Callable[[str], int | None]:
+        """For ``positions`` in order: per actor, the first of them whose content reached it by
+        ``delivered``'s rule (``first(actor) < pos`` says whether any did before ``pos``). One pass
+        over these positions, instead of a pass over the trace for every step that asks."""
+        g, steps = self.ctx.graph, self.ctx.trace.steps
+        by_node: dict[str, int] = {}
+        by_actor: dict[str, int] = {}
+        broadcast: list[int] = []
+        for pos in positions:
+            step = steps[pos]
+            by_actor.setdefault(step.actor, pos)
+            if not broadcast and step.recipients is None and step.kind in _BROADCAST:
+                broadcast.append(pos)
+            for ref in g.step_edges[pos]:
+                by_node.setdefault(g.edges[ref].target, pos)
+
+        def first(actor: str) -> int | None:
+            node = g.participants.get(actor, actor)
+            found = [p for p in (by_node.get(node), by_actor.get(actor), *broadcast) if p is not None]
+            return min(found, default=None)
+
+        return first
 
     def says(self, pos: int, status: str) -> bool:
         """The step states ``status`` (a first-person decision states approval)."""

@@ -8,6 +8,7 @@ trace stored before it has changed; a refused input stores nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.errors import InputError
-from auditor.store import EventStore, verify_chain
+from auditor.store import EventStore, open_store, verify_chain
 from ingest.canonical import iter_canonical, scan_canonical, write_canonical
 from ingest.registry import open_traces
 from schemas.events import trace_stream
@@ -234,6 +235,22 @@ def _unchanged(store: EventStore, before: Snapshot, *, stored_nothing: bool = Tr
         assert store.last_position() == position
     assert {s: [e.hash for e in store.read_stream(s)] for s in streams} == streams
     assert verify_chain(store).ok
+
+
+def cli_store(folder: Path) -> contextlib.closing[EventStore]:
+    """The store the CLI opens in ``folder`` (./auditor.db), opened for a check and closed after."""
+    return contextlib.closing(open_store(f"sqlite:///{folder / 'auditor.db'}"))
+
+
+def cli_unchanged(folder: Path, before: Snapshot, *, stored_nothing: bool = True) -> Snapshot:
+    """``_unchanged`` on the CLI's store in ``folder``, and `auditor store verify` says intact;
+    returns the snapshot to hold the next case against."""
+    with cli_store(folder) as store:
+        _unchanged(store, before, stored_nothing=stored_nothing)
+        after = _snapshot(store)
+    verify = run(["store", "verify"], folder)
+    assert verify.returncode == 0 and "hash chain intact" in verify.stdout, verify.stdout + verify.stderr
+    return after
 
 
 def _seed(store: EventStore) -> EventStore:
@@ -484,10 +501,12 @@ def test_api_read_parameters_are_400s(served: Served) -> None:
 
 
 def test_api_report_events_after_a_huge_position_is_a_400(served: Served) -> None:
+    before = _snapshot(served.store)
     r = served.client.get(
         "/api/events/reports", params={"after": "99999999999999999999", "limit": 1}, headers=served.headers
     )  # type: ignore[attr-defined]
     assert "query parameter 'after'" in _problem(r)
+    _unchanged(served.store, before)
 
 
 def test_api_every_accepted_id_opens(served: Served) -> None:
@@ -495,13 +514,18 @@ def test_api_every_accepted_id_opens(served: Served) -> None:
     looks hostile to HTML is data like any other."""
     trace_id = "run:7@host+x=1~<b>&é"
     TraceHeader(trace_id=trace_id)  # the contract accepts it
+    before = _snapshot(served.store)
     r = served.client.post(
         "/api/audit", params={"trace_id": trace_id}, content=EXAMPLE.read_bytes(), headers=served.headers
     )  # type: ignore[attr-defined]
     assert r.status_code == 201, r.text
     assert served.store.stream_version(trace_stream(trace_id)) == 9
+    assert served.store.last_position() == before[0] + 9 + 1  # its events and its report, nothing else
+    _unchanged(served.store, before, stored_nothing=False)  # the seeded traces as they were
+    before = _snapshot(served.store)
     segment = quote(trace_id, safe="")
     summary = served.client.get(f"/api/traces/{segment}", headers=served.headers)  # type: ignore[attr-defined]
     assert summary.status_code == 200 and summary.json()["trace_id"] == trace_id
     page = served.client.get(f"/api/traces/{segment}/steps", headers=served.headers).json()  # type: ignore[attr-defined]
     assert page["trace_id"] == trace_id and len(page["steps"]) == 8
+    _unchanged(served.store, before)  # reading it stored nothing

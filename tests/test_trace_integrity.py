@@ -24,6 +24,7 @@ from schemas.events import trace_stream
 from schemas.trace import Trace
 from tests.cli_helpers import events_in, run, run_process
 from tests.conftest import DATA, REPO
+from tests.test_hostile_inputs import cli_store
 
 EXAMPLE = REPO / "examples" / "renewal_drift.jsonl"
 EXAMPLE_ID = "example-renewal-drift"
@@ -390,27 +391,46 @@ def _feed_fifo(path: Path, data: bytes) -> threading.Thread:
     return thread
 
 
+def _cli_case(
+    folder: Path, before: tuple[int, dict[str, str]], appended: int = 0
+) -> tuple[int, dict[str, str]]:
+    """After one CLI case on the store in ``folder``: exactly ``appended`` events added, every trace
+    stored before it as it was, the chain intact; the snapshot to hold the next case against."""
+    with cli_store(folder) as store:
+        _unchanged(store, before, appended)
+        return _snapshot(store)
+
+
 def test_a_fifo_and_stdin_are_read_once(tmp_path: Path) -> None:
+    with cli_store(tmp_path) as store:
+        before = _snapshot(store)
     fifo = tmp_path / "trace.jsonl"
     os.mkfifo(fifo)
     _feed_fifo(fifo, EXAMPLE.read_bytes())
     proc = run(["ingest", str(fifo), "--json"], tmp_path)  # hung before: the FIFO was opened 3 times
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["appended"] == 9
+    before = _cli_case(tmp_path, before, appended=9)
 
     _feed_fifo(fifo, _clash(tmp_path).read_bytes())
     clash = run(["review", str(fifo)], tmp_path)
     assert clash.returncode == 2 and f"error: {fifo}: trace '{EXAMPLE_ID}'" in clash.stderr
     assert "auditor-spool" not in clash.stderr
+    before = _cli_case(tmp_path, before)  # refused: nothing appended, the example as stored
 
     _feed_fifo(fifo, _clash(tmp_path).read_bytes())
     renamed = run(["review", str(fifo), "--trace-id", "from-fifo", "--format", "json"], tmp_path)
     assert renamed.returncode in (0, 1), renamed.stderr
     assert json.loads(renamed.stdout)["trace_id"] == "from-fifo"
+    before = _cli_case(tmp_path, before, appended=9 + 1)  # the renamed trace and its report
 
     # /dev/stdin is the process's own fd 0: only a real interpreter with a real pipe shows it read once
     piped = run_process(["review", "/dev/stdin", "--format", "json"], tmp_path, stdin=WHOWHEN.read_bytes())
     assert piped.returncode in (0, 1), piped.stderr
+    with cli_store(tmp_path) as store:  # the Who&When trace, its labels and its report
+        added = store.stream_version(trace_stream(json.loads(piped.stdout)["trace_id"])) + 1 + 1
+    before = _cli_case(tmp_path, before, appended=added)
     dash = run(["review", "-", "--format", "json"], tmp_path, stdin=WHOWHEN.read_bytes())
     assert json.loads(dash.stdout)["trace_digest"] == json.loads(piped.stdout)["trace_digest"]
+    _cli_case(tmp_path, before)  # the same trace again: stored and reported already, nothing new
     assert events_in(tmp_path) > 9 and run(["store", "verify"], tmp_path).returncode == 0

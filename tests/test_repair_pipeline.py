@@ -36,6 +36,16 @@ def run(args: list[str], cwd: Path) -> Ran:
     return Ran(result.exit_code, result.stdout, "")
 
 
+def _head(cwd: Path) -> int:
+    from auditor.store import open_store
+
+    store = open_store(f"sqlite:///{cwd / 'auditor.db'}")
+    try:
+        return store.last_position()
+    finally:
+        store.close()
+
+
 def test_cli_propose_review_retest_decide_from_a_report_file(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     policy = str(REPO / "examples" / "policies" / "d1.yaml")
@@ -47,6 +57,13 @@ def test_cli_propose_review_retest_decide_from_a_report_file(tmp_path: Path, mon
     assert (
         no_policy.returncode == 2 and "--policy" in no_policy.stderr and "Traceback" not in no_policy.stderr
     )
+    head = _head(tmp_path)
+    refused = run(
+        ["repair", "propose", "rep.json", "--workflow", wf, "--policy", policy, "--out", "/dev/null"],
+        tmp_path,
+    )
+    assert refused.returncode == 2 and "not a regular file" in refused.stderr
+    assert _head(tmp_path) == head  # refused before the repair was stored
     proposed = run(
         ["repair", "propose", "rep.json", "--workflow", wf, "--policy", policy, "--json"], tmp_path
     )
@@ -62,6 +79,10 @@ def test_cli_propose_review_retest_decide_from_a_report_file(tmp_path: Path, mon
     git = ["git", "-C", str(cfg), "-c", "user.name=t", "-c", "user.email=t@example.org"]
     subprocess.run([*git, "add", "d1.yaml"], check=True)
     subprocess.run([*git, "commit", "-qm", "configs"], check=True)
+    head = _head(tmp_path)
+    refused = run(["repair", "decide", repair_id, "--repo", str(cfg), "--pr-out", "/dev/null"], tmp_path)
+    assert refused.returncode == 2 and "not a regular file" in refused.stderr
+    assert _head(tmp_path) == head  # refused before the decision was stored
     decided = run(
         ["repair", "decide", repair_id, "--repo", str(cfg), "--pr-out", "pr.md", "--json"], tmp_path
     )

@@ -3,8 +3,7 @@ FIFO is refused without being replaced, `-o -` is standard output.
 
 Each case runs on a store already holding a real Who&When trace: afterwards the hash chain verifies
 (`auditor store verify` says intact) and that trace's events are as they were. A refused output
-should store nothing at all; today the refusal comes after the review has stored the trace and
-filed its report (the xfail below, strict: it fails once that is mended)."""
+stores nothing at all: the target is checked before the review appends anything."""
 
 from __future__ import annotations
 
@@ -57,10 +56,6 @@ def test_a_fifo_or_device_is_refused_and_left_alone(tmp_path: Path) -> None:
     cli_unchanged(tmp_path, before)  # the same trace again: its report is filed already, nothing new
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review checks -o only when it writes, after the trace and its report are stored",
-)
 @pytest.mark.parametrize("target", ["pipe", "/dev/null"])
 def test_a_refused_output_stores_nothing(target: str, tmp_path: Path) -> None:
     """A command refused with exit 2 leaves the store as it was: the output target is checked

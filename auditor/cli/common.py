@@ -78,16 +78,10 @@ def spool_stdin(suffix: str = ".jsonl") -> Path:
     return Path(tmp.name)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a whole file or nothing: a crash or error never leaves a half-written result.
-
-    ``-`` is standard output. A symlink is followed (its target is replaced, the link stays); an
-    existing path that is not a regular file (a device, a FIFO, a directory) is refused: replacing
-    ``/dev/null`` with a report is never what was meant."""
-    if str(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
+def output_target(path: Path) -> Path:
+    """The file an output option writes (a symlink's target), or an InputError when it is not a
+    regular file. Commands that store what they compute call it before storing anything, so a
+    refused output leaves the store as it was."""
     if path.is_symlink():
         path = path.resolve()
     if path.exists() and not path.is_file():
@@ -98,6 +92,20 @@ def write_atomic(path: Path, text: str) -> None:
             path=str(path),
             hint="name a file, or '-o -' for standard output",
         )
+    return path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a whole file or nothing: a crash or error never leaves a half-written result.
+
+    ``-`` is standard output. A symlink is followed (its target is replaced, the link stays); an
+    existing path that is not a regular file (a device, a FIFO, a directory) is refused: replacing
+    ``/dev/null`` with a report is never what was meant."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = output_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table, write_atomic
+from auditor.cli.common import console, open_cli_store, output_target, print_json, print_table, write_atomic
 
 
 def _report(store: Any, ref: str):  # -> schemas.AuditReport
@@ -142,6 +142,8 @@ def register(app: typer.Typer) -> None:
         from repair.stream import load_repair
         from worlds import Workflow
 
+        if out is not None:
+            output_target(out)  # refused before the repair is stored
         store = open_cli_store()
         rep = _report(store, report)
         wf = Workflow.load(workflow)
@@ -200,6 +202,8 @@ def register(app: typer.Typer) -> None:
         from repair.service import decide_step, pr_step
         from repair.stream import load_repair
 
+        if pr_out is not None:
+            output_target(pr_out)  # refused before the decision is stored
         store = open_cli_store()
         decision = decide_step(store, repair_id)
         if decision.accepted and repo is not None:

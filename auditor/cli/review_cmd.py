@@ -15,6 +15,7 @@ from auditor.cli.common import (
     REDACT_PATTERN,
     console,
     open_cli_store,
+    output_target,
     print_json,
     redaction,
     spool_stdin,
@@ -131,6 +132,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(
                 f"unknown outcome '{outcome}'", field="--outcome", hint="failed, succeeded or unknown"
             )
+        if output is not None and str(output) != "-":
+            output_target(output)  # refused before anything is stored
         redact, patterns = redaction(redact, redact_pattern)
         loaded_policy = None
         if policy is not None:

@@ -466,6 +466,8 @@ class SpanAssembly:
         raw = self.store.engine.raw_connection()
         try:
             cur = raw.cursor()
+            for tid in _unbooked_traces(self.store, cur):
+                books.setdefault(tid, _Book())
             versions = _versions(self.store, cur, [spans_stream(t) for t in books])
             open_streams: dict[str, _Stream] = {}
             for tid, book in books.items():
@@ -518,6 +520,26 @@ def _books(store: EventStore) -> dict[str, _Book]:
         else:
             book.finished.add(int(data["revision"]))
     return books
+
+
+def _unbooked_traces(store: EventStore, cur: Any) -> list[str]:
+    """Span traces that no ``SpanTracesOpened`` names: those whose spans were stored before the
+    store's first such event (a store written before that stream existed). Found by reading the
+    stream ids of the spans before it, a part of the store that no later write grows; nothing is
+    read when the store's first span comes after it (or the store holds no span)."""
+    first = "SELECT global_position FROM events WHERE {} ORDER BY global_position LIMIT 1"
+    _execute(store, cur, _sql(store, first.format("stream_id = ?")), (OPENED_STREAM,))
+    opened = cur.fetchone()
+    _execute(store, cur, _sql(store, first.format("type = ?")), (RECEIVED,))
+    span = cur.fetchone()
+    if span is None or (opened is not None and span[0] > opened[0]):
+        return []
+    spans = "SELECT DISTINCT stream_id FROM events WHERE type = ?"
+    if opened is None:
+        _execute(store, cur, _sql(store, spans), (RECEIVED,))
+    else:
+        _execute(store, cur, _sql(store, spans + " AND global_position < ?"), (RECEIVED, opened[0]))
+    return [row[0].removeprefix(PREFIX) for row in cur.fetchall()]
 
 
 def _rows(store: EventStore, query: str, params: tuple) -> Iterator[tuple]:

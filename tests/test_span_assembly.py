@@ -298,6 +298,36 @@ def test_recover_reads_the_spans_of_open_traces_only(store, monkeypatch: pytest.
     )
 
 
+def test_recover_finds_the_open_traces_of_a_store_older_than_the_span_traces_stream(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spans stored by a version that wrote no ``SpanTracesOpened``: a restart still finds the
+    trace left open there (and not the one completed), beside one opened by today's code."""
+    done, legacy, fresh = (
+        agent_spans(order="L-done"),
+        agent_spans(order="L-open"),
+        agent_spans(order="N-open"),
+    )
+    asm = assembly(store)
+    events = SpanAssembly._events
+    with monkeypatch.context() as old_version:
+        old_version.setattr(
+            SpanAssembly,
+            "_events",
+            lambda self, cur, spans: [e for e in events(self, cur, spans) if e.stream_id != OPENED_STREAM],
+        )
+        asm.receive(done[1])
+        assert [t.otel_trace_id for t in asm.flush()] == [done[0]]
+        asm.receive(legacy[1])
+    asm.receive(fresh[1])
+    assert [e.payload["trace_ids"] for e in store.read_stream(OPENED_STREAM)] == [[fresh[0]]]  # only today's
+    after = assembly(store)
+    assert after.recover() == []
+    assert sorted(after._open) == sorted([legacy[0], fresh[0]])
+    time.sleep(IDLE + 0.1)
+    assert sorted(t.otel_trace_id for t in after.tick()) == sorted([legacy[0], fresh[0]])
+
+
 def test_spans_are_redacted_before_they_are_stored_with_one_placeholder_per_value(store) -> None:
     import json
 

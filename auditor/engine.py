@@ -7,7 +7,7 @@ digest of them), so re-running an audit files nothing new in the store.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import version
 
@@ -43,19 +43,23 @@ def rules_audit(
     policy: Policy | None = None,
     detectors: Sequence[str] | None = None,
     outcome: str | None = None,
+    phases: Callable[[str], None] = lambda _: None,
 ) -> tuple[AuditReport, CitedEdges]:
     """``run_rules_audit``, with the edges its report cites in the audit's graph: the review
-    validates the report against them once the graph is gone."""
+    validates the report against them once the graph is gone. ``phases`` is told each phase as
+    it starts (auditor.review.Phases)."""
     from auditor.incident import assess
     from graph import build_graph, graph_digest
 
     mode = GraphMode(mode)
+    phases("building the interaction graph")
     graph = build_graph(trace, GraphMode.topology if mode is GraphMode.none else mode)
     assert graph is not None
     ctx = AuditContext(trace=trace, graph=graph, mode=mode, policy=policy)
     names = list(detectors) if detectors else available_detectors()
     findings: list[Finding] = []
-    for name in names:
+    for i, name in enumerate(names, 1):
+        phases(f"detector {i}/{len(names)}: {name}")
         try:
             detector = load_detector(name)
         except (ImportError, AttributeError) as exc:  # one broken detector never breaks the rest
@@ -70,6 +74,7 @@ def rules_audit(
             ctx.notes.append(f"detector {name} failed: {exc}")
             continue
         findings.extend(file_finding(name, d, trace.header.trace_id) for d in drafts)
+    phases("assessing the outcome")
     run, attribution, findings, score = assess(ctx, findings, outcome)
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))
     ctx.release()  # the graph goes when this function returns, before the report is validated

@@ -5,6 +5,7 @@ The CLI, the streaming workers and the server call this; it never prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,14 @@ from auditor.reports import store_report
 from auditor.store import EventStore
 from auditor.traces import load_trace
 from schemas import AuditReport, GraphMode, Trace
+
+Phases = Callable[[str], None]
+"""Told what a review is doing now ("building the graph", "detector state_drift"): a long trace
+takes minutes, and the CLI shows the phase instead of a silent terminal."""
+
+
+def _quiet(_: str) -> None:
+    """The default ``Phases``: nobody is watching."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ def audit_trace(
     detectors: list[str] | None = None,
     agent: AgentOptions | None = None,
     outcome: str | None = None,
+    phases: Phases = _quiet,
 ) -> tuple[AuditReport, ValidationResult]:
     """Audit one trace, validate the report, and file it in the store when one is given.
 
@@ -85,11 +95,12 @@ def audit_trace(
     if engine == "rules":
         from auditor.engine import rules_audit
 
-        report, edges = rules_audit(trace, mode, policy, detectors, outcome=outcome)
+        report, edges = rules_audit(trace, mode, policy, detectors, outcome=outcome, phases=phases)
     elif engine == "agent":
         from auditor.agent import run_agent_audit
 
         opts = agent or AgentOptions()
+        phases("the Auditor Agent")
         report = run_agent_audit(
             trace,
             opts.model,
@@ -104,6 +115,7 @@ def audit_trace(
         raise ContractError(
             f"engine '{engine}' is not available", hint="use --engine rules or --engine agent"
         )
+    phases("validating the report")
     validation = validate_report(report.model_dump(mode="json"), trace, edges)
     naive = engine == "agent" and (agent or AgentOptions()).contract == "naive"
     if not validation.ok and not naive:  # an engine must never emit an unresolvable unit: refuse to file it
@@ -114,6 +126,7 @@ def audit_trace(
         )
         raise ContractError(f"the {engine} engine produced an invalid report: {'; '.join(problems[:3])}")
     if store is not None:
+        phases("filing the report")
         store_report(store, report, validation.to_dict())
     return report, validation
 
@@ -133,6 +146,7 @@ def review_file(
     source: str | None = None,
     trace_id: str | None = None,
     outcome: str | None = None,
+    phases: Phases = _quiet,
 ) -> list[ReviewOutcome]:
     """Store every trace of a file (in one transaction), then audit each as the store holds it:
     a report is computed from, and bound to, the stored trace's digest, never the file's copy
@@ -142,9 +156,12 @@ def review_file(
     a one-trace file under a new id."""
     from ingest import ingest_path
 
+    phases("reading and storing the input")
     stored = ingest_path(store, path, fmt, redact=redact, patterns=patterns, source=source, trace_id=trace_id)
     outcomes = []
-    for summary in stored:
+    for n, summary in enumerate(stored, 1):
+        of = f"trace {n}/{len(stored)}: " if len(stored) > 1 else ""
+        phases(f"{of}loading {summary.steps:,} steps")
         trace = load_trace(store, summary.trace_id)
         report, validation = audit_trace(
             store,
@@ -155,6 +172,7 @@ def review_file(
             detectors=detectors,
             agent=agent,
             outcome=outcome,
+            phases=lambda phase, of=of: phases(of + phase),
         )
         outcomes.append(ReviewOutcome(trace, report, validation, summary.importer, summary.appended))
     return outcomes

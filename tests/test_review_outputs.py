@@ -44,3 +44,36 @@ def test_validate_names_a_report_whose_trace_is_not_in_the_file(tmp_path: Path) 
     checked = run(["validate", str(other), "--trace", str(two_traces)], tmp_path)
     assert checked.returncode == 2
     assert "not-there" in checked.stderr and "Traceback" not in checked.stderr
+
+
+def test_a_review_names_each_phase_as_it_starts(tmp_path: Path) -> None:
+    """What the terminal's progress line shows: storing, loading, the graph, each detector in
+    turn, the outcome, validation and filing, per trace (prefixed when the file holds several)."""
+    from auditor.detectors import available_detectors
+    from auditor.review import review_file
+    from auditor.store import open_store
+
+    runs = sorted((DATA / "taubench" / "airline" / "runs").glob("airline-task041-*.json"))[:2]
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text("".join(json.dumps(json.loads(p.read_text())) + "\n" for p in runs))
+    phases: list[str] = []
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    outcomes = review_file(store, lines, phases=phases.append)
+    names = available_detectors()
+    per_trace = [
+        "building the interaction graph",
+        *(f"detector {i}/{len(names)}: {name}" for i, name in enumerate(names, 1)),
+        "assessing the outcome",
+        "validating the report",
+        "filing the report",
+    ]
+    expected = ["reading and storing the input"]
+    for n, o in enumerate(outcomes, 1):
+        expected += [f"trace {n}/2: " + p for p in [f"loading {len(o.trace.steps):,} steps", *per_trace]]
+    assert phases == expected
+    single: list[str] = []
+    review_file(store, REPO / "examples" / "renewal_drift.jsonl", phases=single.append)
+    assert (
+        single[:2] == ["reading and storing the input", "loading 8 steps"]
+        and single[-1] == "filing the report"
+    )

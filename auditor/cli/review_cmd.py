@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from auditor.cli.common import (
     REDACT,
     REDACT_PATTERN,
     console,
+    err_console,
     open_cli_store,
     output_target,
     print_json,
@@ -36,6 +37,18 @@ def _frozen_heap() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+@contextmanager
+def _phase_line(quiet: bool) -> Iterator[Callable[[str], None]]:
+    """A transient line on a terminal's stderr naming the review's phase and the time spent: a
+    trace of a million steps takes minutes. Nothing is drawn for --json or off a terminal."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("reviewing: {task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True, disable=quiet) as progress:
+        task = progress.add_task("starting", total=None)
+        yield lambda phase: progress.update(task, description=phase)
 
 
 def _render(outcome, fmt: str) -> str:  # type: ignore[no-untyped-def]
@@ -155,7 +168,7 @@ def register(app: typer.Typer) -> None:
             )
         file = spool_stdin() if path == "-" else Path(path)
         try:
-            with _frozen_heap():
+            with _frozen_heap(), _phase_line(quiet=as_json) as phases:
                 outcomes = review_file(
                     open_cli_store(),
                     file,
@@ -170,6 +183,7 @@ def register(app: typer.Typer) -> None:
                     source="stdin" if path == "-" else None,
                     trace_id=trace_id,
                     outcome=outcome,
+                    phases=phases,
                 )
         finally:
             if path == "-":

@@ -58,3 +58,38 @@ def test_schema_errors_point_at_the_field(audited):
     bad["findings"][0]["disposition"] = "maybe"
     result = validate_report(bad, trace)
     assert any(e.startswith("findings/0/disposition") for e in result.schema_errors)
+
+
+def test_the_inlined_schema_finds_what_the_committed_one_finds(audited):
+    """The validator checks against the committed schema with its references inlined (fast on a
+    report of thousands of findings): for reports broken in every part, the same errors at the
+    same places as the committed schema read as it is."""
+    import json
+    from importlib.resources import files
+
+    import jsonschema
+
+    from auditor.report.validator import _validator
+
+    committed = json.loads((files("schemas") / "json" / "audit_report_v3.schema.json").read_text())
+    plain = jsonschema.Draft202012Validator(committed)
+    _, report = audited
+    breaks = [
+        lambda r: r["findings"][0]["evidence"][0].update(quote=5),
+        lambda r: r["findings"][0].update(severity="dire"),
+        lambda r: r["findings"][0]["criteria"].pop("R2"),
+        lambda r: r["findings"][0]["propagation_path"][0].update(extra=1),
+        lambda r: r["repair_plan"].append({"item_id": 3}),
+        lambda r: r.update(decision=None, graph_mode="cubist"),
+        lambda r: r["outcome"].update(value="maybe") if r.get("outcome") else r.update(outcome=7),
+        lambda r: r["attribution"].update(agent=[]) if r.get("attribution") else r.update(attribution="x"),
+        lambda r: r.update(findings=[{"finding_id": 1}], risk_score="high"),
+    ]
+    for brk in breaks:
+        bad = copy.deepcopy(report)
+        brk(bad)
+
+        def errors(v: jsonschema.Validator, doc: dict = bad) -> list[tuple[list, str]]:
+            return sorted((list(e.absolute_path), e.message) for e in v.iter_errors(doc))
+
+        assert errors(plain) and errors(_validator()) == errors(plain)

@@ -62,7 +62,8 @@ def _undeclared(folders: list[str], declared: set[str]) -> list[str]:
             f"{top} ({', '.join(sorted(DISTS.get(top, ()))) or 'not installed'}) in {path.relative_to(REPO)}"
             for folder in folders
             for top, path in _imports(folder)
-            if not DISTS.get(top, set()) & declared
+            if not (DISTS.get(top) or {top.lower().replace("_", "-")})
+            & declared  # not installed: by its name
         }
     )
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from ingest import detect, names
-from tests.conftest import REPO
+from tests.conftest import DATA, REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 SECTION = README[
@@ -32,6 +32,10 @@ def test_every_importer_has_a_row_and_every_row_an_example() -> None:
 @pytest.mark.parametrize("line", ROWS, ids=[", ".join(_row(r)[0]) for r in ROWS])
 def test_each_example_reads_a_file_of_its_format(line: str) -> None:
     formats, command = _row(line)
-    path = REPO / command.split()[-1]
+    named = command.split()[-1]
+    shared = named.removeprefix("../shared/data/")  # the README's layout; conftest finds the data
+    if shared != named and not DATA.is_dir():
+        pytest.skip("real data not present (../shared/data)")
+    path = DATA / shared if shared != named else REPO / named
     assert path.is_file(), command
     assert detect(path)[0] in formats, (command, detect(path))

@@ -1,23 +1,23 @@
 """Step repetition (MAST 1.3): the same act performed again and again while nothing new comes back.
 
 An agent's act is the same act when its signature matches (the same tool with the same arguments,
-the same code, the same message up to whitespace, progress counters and clock times; see ``failure_facts``). Between two
-performances, *new information* is any step of another participant whose text (whitespace
-collapsed, lower-cased; framework records with their progress counters and clock times masked)
-did not occur earlier in the trace. A tool call or code act repeats without new information only
-when its answer is in the trace: with no observation at all between two performances (a log that
-does not record results) nothing is known about what came back, and no loop is claimed. A loop is ``LOOP_LENGTH`` (3) or more performances of one act by one agent with no new
-information between consecutive ones, except that the first answer may be new (the same failing
-command run three times, with the same error twice); the second performance is the first
-anomalous act.
+the same code, the same message up to whitespace, progress counters and clock times; see
+``failure_facts``). Between two performances, *new information* is any step of another
+participant whose text (whitespace collapsed, lower-cased; framework records with their progress
+counters and clock times masked) did not occur earlier in the trace. A tool call or code act
+repeats without new information only when its answer is in the trace: with no observation at all
+between two performances (a log that does not record results) nothing is known about what came
+back, and no loop is claimed. A loop is ``LOOP_LENGTH`` (3) or more performances of one act by
+one agent with no new information between consecutive ones, except that the first answer may be
+new (the same failing command run three times, with the same error twice); the second
+performance is the first anomalous act.
 
 Disposition: a loop of failing performances is intercepted only where a later performance of
 the same check (the same tool, or the same agent's code) passed, naming that result; otherwise
 its purpose was never achieved (realized). A loop whose answers did not fail is realized when the
 run ends with nothing new after its last performance, and intercepted by the first new
-observation after it otherwise. Repeating an
-act that brings a different answer each time (skipping to the next song, paging a listing) is
-progress, never a loop.
+observation after it otherwise. Repeating an act that brings a different answer each time
+(skipping to the next song, paging a listing) is progress, never a loop.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ _GUARD = re.compile(  # case-sensitive: "May" the month is no modal ("may"); see
     r"can|could|may|might|want to|wish to|would you|do you)\b|\?"
 )
 _IRREGULAR = {"send": "sent", "run": "ran", "get": "got", "find": "found", "buy": "bought", "pay": "paid"}
+_PAST_IRREGULAR = frozenset(_IRREGULAR.values())
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 MIN_VERB = 4
 
@@ -122,6 +123,9 @@ class FailureMismatchDetector:
             if _guarded(sentence):
                 continue
             for word in re.findall(r"[A-Za-z]+", sentence):
+                lower = word.lower()
+                if not (lower.endswith("ed") or lower in _PAST_IRREGULAR):
+                    continue  # no past form (past_form's own test, made once per word, not per verb)
                 verb = next((v for v in vocab if past_form(v, word)), None)
                 if verb is None or not self._states_done(sentence, word):
                     continue

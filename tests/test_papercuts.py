@@ -288,3 +288,34 @@ def test_serve_on_a_busy_port_fails_before_its_banner(tmp_path: Path) -> None:
     [line] = proc.stderr.strip().splitlines()
     assert f"port {port}" in line and "in use" in line
     assert not (tmp_path / "auditor.db").exists()  # the store was never opened
+
+
+def test_a_summary_of_many_findings_prints_the_most_severe_and_counts_the_rest() -> None:
+    """A long trace files thousands of findings: the terminal gets the 20 most severe, under their
+    numbers in the report, and one line counting the others by detector and saying how to see them."""
+    import re
+
+    from rich.console import Console
+
+    from auditor.engine import run_rules_audit
+    from auditor.report.render_summary import SHOWN, print_summary
+    from auditor.report.validator import validate_report
+    from benchmarks.render_bench import embedded_trace
+
+    trace = embedded_trace(3000)
+    report = run_rules_audit(trace)
+    assert len(report.findings) > SHOWN
+    validation = validate_report(report.model_dump(mode="json"), trace)
+    console = Console(width=100, file=StringIO(), color_system=None)
+    print_summary(console, report, trace, validation, "canonical")
+    text = console.file.getvalue()
+    numbers = [int(n) for n in re.findall(r"(?m)^(\d+)\. ", text)]
+    assert len(numbers) == SHOWN and numbers == sorted(numbers)
+    drift = next(
+        i for i, f in enumerate(report.findings, 1) if f.risk_class.value == "information_state_drift"
+    )
+    assert drift in numbers  # the one high-severity finding, wherever it sits
+    rest = len(report.findings) - SHOWN
+    assert f"… {rest:,} more finding(s), none more severe than those above (failure_repetition {rest:,})" in (
+        " ".join(text.split())
+    )

@@ -15,6 +15,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from auditor.report.render_text import incident_lines
+from schemas import Severity
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from schemas import AuditReport, Finding, Trace
 
 INDENT = 3
+SHOWN = 20  # findings printed in full; a long trace can file thousands
+_SEVERITY = list(Severity)
 
 
 def print_summary(
@@ -38,12 +41,37 @@ def print_summary(
     _indented(console, Text(report.summary), 1)
     for label, text in incident_lines(report):
         console.print(Text.assemble((f"{label.lower()}: ", "bold"), text))
+    shown = _most_severe(report.findings, SHOWN)
     for i, finding in enumerate(report.findings):
-        _print_finding(console, i + 1, finding)
+        if i in shown:
+            _print_finding(console, i + 1, finding)
+    if len(shown) < len(report.findings):
+        console.print(_not_shown(report.findings, shown))
     for note in report.notes:
         console.print(Text.assemble(("note:", "yellow"), f" {note}"))
     console.print(
         f"validated: schema ok, {validation.resolved}/{len(validation.units)} evidence units resolve"
+    )
+
+
+def _most_severe(findings: list[Finding], limit: int) -> set[int]:
+    """The indexes of the ``limit`` most severe findings (the earlier first among equals): they
+    are printed in the report's order, under their numbers in the report."""
+    ranked = sorted(range(len(findings)), key=lambda i: (-_SEVERITY.index(findings[i].severity), i))
+    return set(ranked[:limit])
+
+
+def _not_shown(findings: list[Finding], shown: set[int]) -> Text:
+    """One line for the findings left out: how many, of which detectors, and how to see them."""
+    counts: dict[str, int] = {}
+    for i, f in enumerate(findings):
+        if i not in shown:
+            counts[f.detector] = counts.get(f.detector, 0) + 1
+    by = ", ".join(f"{d} {n:,}" for d, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    rest = len(findings) - len(shown)
+    return Text(
+        f"… {rest:,} more finding(s), none more severe than those above ({by}); "
+        "the whole report: -o report.json or --format md"
     )
 
 

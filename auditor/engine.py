@@ -20,6 +20,14 @@ from auditor.traces import trace_digest
 from schemas import AuditReport, Decision, Disposition, Finding, GraphMode, RepairPlanItem, Trace
 from schemas.controls import CONTROLS
 
+Phases = Callable[[str], None]
+"""Told what an audit is doing now ("building the interaction graph", "detector 3/18: state_drift"):
+a long trace takes minutes, and the CLI shows the phase instead of a silent terminal."""
+
+
+def quiet(_: str) -> None:
+    """The default ``Phases``: nobody is watching."""
+
 
 def engine_version() -> str:
     return f"rules/{version('agent-auditor')}"
@@ -43,11 +51,11 @@ def rules_audit(
     policy: Policy | None = None,
     detectors: Sequence[str] | None = None,
     outcome: str | None = None,
-    phases: Callable[[str], None] = lambda _: None,
+    phases: Phases = quiet,
 ) -> tuple[AuditReport, CitedEdges]:
     """``run_rules_audit``, with the edges its report cites in the audit's graph: the review
     validates the report against them once the graph is gone. ``phases`` is told each phase as
-    it starts (auditor.review.Phases)."""
+    it starts."""
     from auditor.incident import assess
     from graph import build_graph, graph_digest
 

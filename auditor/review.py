@@ -5,11 +5,11 @@ The CLI, the streaming workers and the server call this; it never prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditor.engine import Phases, quiet
 from auditor.errors import ContractError
 from auditor.policy import Policy
 from auditor.report.validator import CitedEdges, ValidationResult, validate_report
@@ -17,14 +17,6 @@ from auditor.reports import store_report
 from auditor.store import EventStore
 from auditor.traces import load_trace
 from schemas import AuditReport, GraphMode, Trace
-
-Phases = Callable[[str], None]
-"""Told what a review is doing now ("building the graph", "detector state_drift"): a long trace
-takes minutes, and the CLI shows the phase instead of a silent terminal."""
-
-
-def _quiet(_: str) -> None:
-    """The default ``Phases``: nobody is watching."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +76,7 @@ def audit_trace(
     detectors: list[str] | None = None,
     agent: AgentOptions | None = None,
     outcome: str | None = None,
-    phases: Phases = _quiet,
+    phases: Phases = quiet,
 ) -> tuple[AuditReport, ValidationResult]:
     """Audit one trace, validate the report, and file it in the store when one is given.
 
@@ -146,7 +138,7 @@ def review_file(
     source: str | None = None,
     trace_id: str | None = None,
     outcome: str | None = None,
-    phases: Phases = _quiet,
+    phases: Phases = quiet,
 ) -> list[ReviewOutcome]:
     """Store every trace of a file (in one transaction), then audit each as the store holds it:
     a report is computed from, and bound to, the stored trace's digest, never the file's copy

@@ -79,6 +79,11 @@ def _read(value: str) -> list[tuple[str, str]]:
     return [(m.status, m.surface) for m in extract_mentions(value) if m.kind == "status" and m.status]
 
 
+def _broadcast(step: TraceStep) -> bool:
+    """A message or handoff naming no recipient: it reached every participant."""
+    return step.recipients is None and step.kind in _BROADCAST
+
+
 class StatusLedger:
     """Every status statement of a trace, who could read it, and where a decision was authored."""
 
@@ -151,7 +156,7 @@ class StatusLedger:
         node = g.participants.get(actor, actor)
         got = {g.edges[r].pos for r in g.in_edges.get(node, []) if g.edges[r].pos < before}
         for pos, step in enumerate(self.ctx.trace.steps[:before]):
-            if step.actor == actor or (step.recipients is None and step.kind in _BROADCAST):
+            if step.actor == actor or _broadcast(step):
                 got.add(pos)
         return sorted(got)
 
@@ -162,18 +167,15 @@ class StatusLedger:
         g, steps = self.ctx.graph, self.ctx.trace.steps
         by_node: dict[str, int] = {}
         by_actor: dict[str, int] = {}
-        broadcast: list[int] = []
+        broadcast = next((pos for pos in positions if _broadcast(steps[pos])), None)
         for pos in positions:
-            step = steps[pos]
-            by_actor.setdefault(step.actor, pos)
-            if not broadcast and step.recipients is None and step.kind in _BROADCAST:
-                broadcast.append(pos)
+            by_actor.setdefault(steps[pos].actor, pos)
             for ref in g.step_edges[pos]:
                 by_node.setdefault(g.edges[ref].target, pos)
 
         def first(actor: str) -> int | None:
             node = g.participants.get(actor, actor)
-            found = [p for p in (by_node.get(node), by_actor.get(actor), *broadcast) if p is not None]
+            found = [p for p in (by_node.get(node), by_actor.get(actor), broadcast) if p is not None]
             return min(found, default=None)
 
         return first

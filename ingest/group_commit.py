@@ -7,7 +7,9 @@ ms between tries instead of waking when the lock is free. Here every caller queu
 first caller that finds the writer free takes every batch queued by then and writes them with one
 call (one transaction, one fsync); the others wait for the commit that holds theirs, or take the
 writer next. Nothing is acknowledged from memory: ``submit`` returns only once its batch is
-committed, or raises the error that refused the group.
+committed, or raises the error that refused it. One caller's bad batch must not cost the others
+their data (an OTLP exporter does not retry a 500): when a group of several fails, nothing of it
+was committed, and each batch is written again on its own, so the error reaches only its callers.
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ class GroupCommit(Generic[B, R]):
     def _commit(self, group: list[_Pending[B, R]]) -> None:
         try:
             results = self._write([p.batch for p in group])
+        except Exception as exc:
+            if len(group) > 1:  # the transaction rolled back: find whose batch it was
+                for p in group:
+                    self._commit([p])
+                return
+            group[0].error, group[0].done = exc, True
+            return
         except BaseException as exc:
             for p in group:
                 p.error, p.done = exc, True

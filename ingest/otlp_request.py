@@ -10,6 +10,14 @@ A span that cannot be used (no valid trace or span id, a malformed field) is rej
 and counted, the way OTLP's partial success reports it; a body that is not a request at all is an
 ``InputError``. In OTLP JSON, ids are hex as the specification says; base64 ids (what a generic
 protobuf-to-JSON mapping writes) are accepted too, since some exporters send them.
+
+Everything decoded here can be stored: a request that could not be (it would fail the group commit
+it shares with other clients' requests) is refused whole, before it is stored. A double that is
+not finite (the SDK sends ``set_attribute("s", float("nan"))`` as NaN) is kept as the proto3 JSON
+mapping writes it, the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``; in OTLP JSON that
+string, the bare words and a literal beyond a double's range (``1e400``) are read as such a double.
+A non-finite number anywhere else, and objects and arrays nested deeper than
+``strictjson.MAX_DEPTH`` levels, refuse the request (docs/otlp.md).
 """
 
 from __future__ import annotations
@@ -17,11 +25,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.errors import InputError
+from ingest.strictjson import MAX_DEPTH, TOO_DEEP, dotted
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -75,6 +85,13 @@ class DecodedRequest:
 
 
 # -- protobuf ------------------------------------------------------------------------------------
+def _double(value: float) -> float | str:
+    """A double as OTLP JSON holds it: a number, or (not finite) proto3's ``"NaN"``/``"Infinity"``."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
 def _any_value(v: Any) -> dict[str, Any]:
     kind = v.WhichOneof("value")
     if kind == "string_value":
@@ -84,7 +101,7 @@ def _any_value(v: Any) -> dict[str, Any]:
     if kind == "int_value":
         return {"intValue": str(v.int_value)}
     if kind == "double_value":
-        return {"doubleValue": v.double_value}
+        return {"doubleValue": _double(v.double_value)}
     if kind == "array_value":
         return {"arrayValue": {"values": [_any_value(x) for x in v.array_value.values]}}
     if kind == "kvlist_value":
@@ -269,6 +286,30 @@ def _objects(value: Any, where: str) -> Iterator[dict[str, Any]]:
         yield item
 
 
+def _storable(data: Any, where: str) -> None:
+    """Make a parsed request storable in place, or refuse it: a non-finite ``doubleValue`` becomes
+    its proto3 JSON string; another non-finite number, or a nesting deeper than ``MAX_DEPTH``, is an
+    ``InputError`` naming the field. Iterative, so no nesting can exhaust the stack."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    while stack:
+        item, path = stack.pop()
+        if len(path) >= MAX_DEPTH:
+            raise InputError(TOO_DEEP, path=where, field=dotted(path), hint="flatten the attribute values")
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, value in pairs:
+            if isinstance(value, dict | list):
+                stack.append((value, (*path, str(key))))
+            elif isinstance(value, float) and not math.isfinite(value):
+                if key != "doubleValue":
+                    raise InputError(
+                        f"the number {value} is not JSON; only a double ('doubleValue') may be "
+                        "NaN or infinite",
+                        path=where,
+                        field=dotted((*path, str(key))),
+                    )
+                item[key] = _double(value)
+
+
 def decode_json_document(data: Any, where: str = "request body") -> DecodedRequest:
     """Spans of an OTLP JSON request already parsed (``{"resourceSpans": [...]}``)."""
     if not isinstance(data, dict) or "resourceSpans" not in data:
@@ -278,11 +319,17 @@ def decode_json_document(data: Any, where: str = "request body") -> DecodedReque
             field="resourceSpans",
             hint="send OTLP JSON with Content-Type application/json",
         )
+    _storable(data, where)
     out = DecodedRequest()
     for rs in _objects(data.get("resourceSpans"), "resourceSpans"):
         res = rs.get("resource") if isinstance(rs.get("resource"), dict) else {}
         attrs = res.get("attributes")
         resource = {"attributes": attrs if isinstance(attrs, list) else []}
+        try:
+            _check_attributes(resource["attributes"], "resource.attributes")
+            json.dumps(resource, ensure_ascii=False).encode("utf-8")  # lone surrogates: see _json_span
+        except (ValueError, UnicodeEncodeError) as exc:
+            raise InputError(str(exc), path=where, field="resourceSpans.resource.attributes") from None
         scoped = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")
         for ss in _objects(scoped, "resourceSpans.scopeSpans"):
             sc = ss.get("scope") or ss.get("instrumentationLibrary")
@@ -304,6 +351,8 @@ def decode_json(body: bytes, where: str = "request body") -> DecodedRequest:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"malformed JSON: {exc}", path=where, hint="send one OTLP JSON request") from exc
+    except RecursionError:
+        raise InputError(TOO_DEEP, path=where, hint="flatten the attribute values") from None
     return decode_json_document(data, where)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 MAX_DEPTH = 200  # objects and arrays nested in one record, the record itself level 1 (pydantic's limit)
 MAX_INT_DIGITS = 4300  # Python's (and pydantic's) limit for converting an int to and from text
-_TOO_DEEP = f"objects and arrays nested deeper than {MAX_DEPTH} levels"
+TOO_DEEP = f"objects and arrays nested deeper than {MAX_DEPTH} levels"
 
 
 class StrictJsonError(ValueError):
@@ -86,12 +86,12 @@ def loads(text: str) -> Any:
     try:
         value = _decoder.decode(text)
     except RecursionError:
-        raise StrictJsonError(_TOO_DEEP, "") from None
+        raise StrictJsonError(TOO_DEEP, "") from None
     _check(value)
     return value
 
 
-def _field(path: tuple[str, ...]) -> str:
+def dotted(path: tuple[str, ...]) -> str:
     """A dotted path, cut after eight steps (a hostile nesting's path is hundreds long)."""
     return ".".join(path) if len(path) <= 8 else ".".join(path[:8]) + ".…"
 
@@ -103,20 +103,20 @@ def _check(value: Any) -> None:
     while stack:
         item, path, depth = stack.pop()
         if isinstance(item, _Refused):
-            raise StrictJsonError(item.why, _field(path))
+            raise StrictJsonError(item.why, dotted(path))
         if isinstance(item, dict):
             if depth > MAX_DEPTH:
-                raise StrictJsonError(_TOO_DEEP, _field(path))
+                raise StrictJsonError(TOO_DEEP, dotted(path))
             if isinstance(item, _Repeated):
                 raise StrictJsonError(
                     f"the key {_cut(item.key)!r} appears more than once in one object; JSON readers "
                     "keep only one of its values",
-                    _field((*path, item.key)),
+                    dotted((*path, item.key)),
                 )
             stack.extend((v, (*path, k), depth + 1) for k, v in reversed(item.items()))
         elif isinstance(item, list):
             if depth > MAX_DEPTH:
-                raise StrictJsonError(_TOO_DEEP, _field(path))
+                raise StrictJsonError(TOO_DEEP, dotted(path))
             stack.extend((v, (*path, str(i)), depth + 1) for i, v in reversed(list(enumerate(item))))
 
 
@@ -141,7 +141,7 @@ def head_problem(head: bytes) -> tuple[str, int, int] | None:
             depth += 1
             if depth <= MAX_DEPTH:
                 continue
-            problem = _TOO_DEEP
+            problem = TOO_DEEP
         elif first in b"]}":
             depth = max(depth - 1, 0)
             continue

@@ -221,7 +221,9 @@ def test_concurrent_receives_share_transactions_and_store_each_span_once(store) 
     assert asm.open_count == len(runs)
 
 
-def test_a_group_commit_answers_each_caller_only_after_the_write_holding_its_batch() -> None:
+def _group_commit(queued: tuple[int, ...]) -> tuple[list[list[int]], dict[int, object]]:
+    """Batch 0 is written alone while ``queued`` wait behind it (a batch of -1 cannot be stored):
+    every write's batches, and each batch's answer (its result or its error)."""
     import threading
 
     from ingest.group_commit import GroupCommit
@@ -235,7 +237,7 @@ def test_a_group_commit_answers_each_caller_only_after_the_write_holding_its_bat
             first_inside.set()
             release.wait(10)
         if -1 in batches:
-            raise RuntimeError("the store refused the group")
+            raise RuntimeError("batch -1 cannot be stored")
         return [b * 10 for b in batches]
 
     commits: GroupCommit[int, int] = GroupCommit(write)
@@ -250,22 +252,32 @@ def test_a_group_commit_answers_each_caller_only_after_the_write_holding_its_bat
     leader = threading.Thread(target=submit, args=(0,))
     leader.start()
     first_inside.wait(10)
-    queued = [threading.Thread(target=submit, args=(n,)) for n in (1, 2, 3)]
-    for t in queued:
+    waiting = [threading.Thread(target=submit, args=(n,)) for n in queued]
+    for t in waiting:
         t.start()
-    while len(commits._queue) < 3:  # all three waiting behind the first write
+    while len(commits._queue) < len(queued):  # all waiting behind the first write
         time.sleep(0.01)
     assert answers == {}  # nobody is answered while the write holding their batch is not done
     release.set()
-    for t in [leader, *queued]:
+    for t in [leader, *waiting]:
         t.join(10)
+    return writes, answers
+
+
+def test_a_group_commit_answers_each_caller_only_after_the_write_holding_its_batch() -> None:
+    writes, answers = _group_commit((1, 2, 3))
     assert writes[0] == [0] and sorted(writes[1]) == [1, 2, 3]  # the queued three: one write
     assert answers == {0: 0, 1: 10, 2: 20, 3: 30}
-    failing = [threading.Thread(target=submit, args=(n,)) for n in (-1,)]
-    for t in failing:
-        t.start()
-        t.join(10)
-    assert answers[-1] == "the store refused the group"
+
+
+def test_a_batch_that_fails_its_group_commit_fails_alone() -> None:
+    """Issue 31: one caller's bad batch in a shared transaction cost every caller of the group
+    its data; now the group is written again batch by batch, and only the bad batch's caller
+    gets the error."""
+    writes, answers = _group_commit((1, -1, 2))
+    assert sorted(writes[1]) == [-1, 1, 2]  # one group, refused whole, then one write per batch
+    assert sorted(map(sorted, writes[2:])) == [[-1], [1], [2]]
+    assert answers == {0: 0, 1: 10, -1: "batch -1 cannot be stored", 2: 20}
 
 
 def test_recover_reads_the_spans_of_open_traces_only(store, monkeypatch: pytest.MonkeyPatch) -> None:

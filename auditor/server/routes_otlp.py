@@ -8,7 +8,7 @@ refused, with the first reason); errors carry a ``google.rpc.Status`` in that en
 that is no request, 401/403 a missing or scope-less token (the ingest scope; the OTLP exporters
 send it as ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>``), 413 a body over
 ``MAX_OTLP_BYTES`` (compressed or not), 415 another media type or encoding, 503 (retryable) when
-the store is down. Spans are stored on arrival and assembled by ``ingest.span_assembly``: a 200
+the store is down, 500 an internal error (that request's alone: see ``ingest.group_commit``). Spans are stored on arrival and assembled by ``ingest.span_assembly``: a 200
 means the request's spans are committed (concurrent requests share one transaction, a group
 commit), and with ``--redact`` they are redacted before they are stored. A background thread
 completes traces (``AUDITOR_SPAN_IDLE_S``, default 30 s after the root span's end) and audits them
@@ -49,7 +49,7 @@ AUDIT_ENGINE = "rules"  # the in-process audit's engine (embedded, no model)
 # accepted 1-36 % faster for the same CPU per span (5 pairs of runs of benchmarks/otlp_bench.py's
 # HTTP phase, server in-process and in its own process).
 SWITCH_INTERVAL_S = 0.0005
-_GRPC = {400: 3, 401: 16, 403: 7, 413: 8, 415: 3, 503: 14}  # google.rpc.Code per status
+_GRPC = {400: 3, 401: 16, 403: 7, 413: 8, 415: 3, 500: 13, 503: 14}  # google.rpc.Code per status
 
 
 class _Completer:
@@ -196,6 +196,9 @@ async def export_traces(request: Request) -> Response:
     except StoreError as exc:
         log.warning("OTLP export refused, store unavailable: %s", exc.one_line())
         return _status(503, "the event store is unavailable; retry later", media)
+    except Exception:  # still an OTLP answer; the group commit kept it from other requests
+        log.exception("OTLP export failed")
+        return _status(500, "internal error storing the spans (see the server log)", media)
     return _success(decoded.rejected, decoded.first_error, media)
 
 

@@ -24,6 +24,7 @@ class RiskClass(StrEnum):
     unverified_relay = "unverified_relay"
     policy_violation = "policy_violation"  # an action the declared policy forbids or has not cleared
     task_failure = "task_failure"  # the run's own work went wrong (loops, unverified success, quitting)
+    injected_instruction = "injected_instruction"  # an action taken because data, not the principal, said so
     other = "other"
 
 

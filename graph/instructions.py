@@ -1,0 +1,360 @@
+"""Instructions inside data: spans of a data-channel step that address the agent with a request to act.
+
+Text in a tool result may well be imperative ("Please pay the amount to the account below", "make
+sure to update your records"): it speaks to the document's reader, who is the principal, and doing
+what the principal asked with it is the agent's job. A span is marked as an **instruction to the
+agent** only when two things hold within one passage of a data step:
+
+1. **a directive**: a sentence in the imperative (its first word, after a politeness marker such
+   as "please", is an open-class word followed by a word that starts its object: a determiner, a
+   pronoun, a number or a value — "send a …", "change the …", "tell me …"; or its first word is the
+   verb of a tool the agent used, "invite …", "post …"), or an obligation put to the reader
+   ("you must / should / need to / have to …");
+2. **an addressee that is the agent, not the principal**, shown by the passage's structure:
+   - it names the agent: an acting agent's name in the trace, the model family that the header's
+     metadata names, or a noun for a software agent (assistant, AI, model, …);
+   - it refers to the principal in the third person while it speaks to its reader ("the user's
+     phone", the name of a participant the trace marks human): the reader is someone else;
+   - it refers to the reader's own conversation: the task, request, prompt or instructions it was
+     given, in the second person ("the task I gave you").
+
+The words involved are grammar (closed-class words), the trace's own participant and tool names,
+and the nouns that name an agent and its conversation; never an attacker's phrasing. A passage is
+a paragraph (blank lines, or ``\\n\\n`` escaped inside a JSON or YAML string, separate them); one
+over ``WINDOW`` characters is cut into windows around each directive.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from graph.channels import NO_DECLARATIONS, Channel, ChannelDeclarations, channel_of
+from schemas import Trace, TraceStep
+
+CONTEXT = 400  # characters on each side of a directive where its addressee is looked for
+
+# Closed-class words: a sentence that starts with one is not in the imperative.
+_CLOSED = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "my",
+        "your",
+        "his",
+        "her",
+        "its",
+        "our",
+        "their",
+        "all",
+        "any",
+        "each",
+        "every",
+        "some",
+        "no",
+        "i",
+        "you",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "me",
+        "him",
+        "us",
+        "them",
+        "there",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "if",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "of",
+        "on",
+        "onto",
+        "to",
+        "with",
+        "without",
+        "about",
+        "above",
+        "after",
+        "before",
+        "below",
+        "over",
+        "under",
+        "until",
+        "while",
+        "and",
+        "or",
+        "but",
+        "nor",
+        "so",
+        "yet",
+        "not",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "dear",
+        "hi",
+        "hello",
+        "hey",
+        "thanks",
+        "thank",
+        "best",
+        "regards",
+        "yes",
+        "ok",
+        "okay",
+        "sincerely",
+        "cheers",
+        "kind",
+        "warm",
+        "great",
+        "good",
+        "very",
+        "also",
+        "only",
+        "just",
+    ]
+)
+# Words that open an object after an imperative verb.
+_OBJECT_START = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "my",
+        "your",
+        "his",
+        "her",
+        "its",
+        "our",
+        "their",
+        "all",
+        "any",
+        "each",
+        "every",
+        "some",
+        "me",
+        "us",
+        "him",
+        "them",
+        "it",
+        "everything",
+        "anything",
+        "something",
+        "one",
+        "two",
+        "three",
+    ]
+)
+_POLITE = frozenset({"please", "kindly", "now", "then", "first", "also", "immediately", "simply", "just"})
+_OBLIGATION = re.compile(
+    r"\byou\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|expected|asked)\s+to|will\s+need\s+to)\b",
+    re.I,
+)
+_AGENT_NOUNS = frozenset({"assistant", "ai", "llm", "chatbot"})
+_CONVERSATION_NOUNS = frozenset({"task", "tasks", "request", "prompt", "instruction", "instructions"})
+_CODE = re.compile(r"[=;{}]|\w\(|^\s*(?:return|def|class|import|from)\b")
+_PROSE_START = re.compile(r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?[A-Za-z]")  # a bullet or number, then a word
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
+_WORD = re.compile(r"(?<![\w-])[A-Za-z]+(?![\w-])")  # a word: "user_id", "root-user" are names, not "user"
+# A sentence ends at . ! ? or at a line break (also one escaped as \n inside a JSON or YAML string)
+# after which the text goes on with a capital, a bullet, markup or a value: a line broken inside a
+# sentence (a folded YAML string) goes on in lower case.
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$|\\n)|(?:\s|\\n)*(?:\r?\n|\\n)(?:\s|\\n)*(?=[^a-z]|$)")
+
+
+@dataclass(frozen=True)
+class InstructionSpan:
+    """Directives of one data step, near each other, that address the agent with a request to act."""
+
+    step_id: str
+    start: int  # character offsets in the step's content: the first directive's start, the last one's end
+    end: int
+    directives: tuple[str, ...]  # each directive sentence, verbatim
+    signals: tuple[str, ...]  # which addressee signals were found around them
+
+    def text(self, step: TraceStep) -> str:
+        return step.content[self.start : self.end]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "step_id": self.step_id,
+            "start": self.start,
+            "end": self.end,
+            "directives": list(self.directives),
+            "signals": list(self.signals),
+        }
+
+
+@dataclass(frozen=True)
+class Addressees:
+    """What names the agent, and what names the principal, in this trace."""
+
+    agent_words: frozenset[str]
+    principal_words: frozenset[str]
+    tool_verbs: frozenset[str]
+
+    @classmethod
+    def of(cls, trace: Trace, declared: ChannelDeclarations = NO_DECLARATIONS) -> Addressees:
+        agents: set[str] = set(_AGENT_NOUNS)
+        principals: set[str] = set()
+        verbs: set[str] = set()
+        for step in trace.steps:
+            channel = channel_of(step, declared)
+            if channel is Channel.agent:
+                agents.add(step.actor.strip().lower())
+                if step.tool is not None:
+                    first = re.split(r"[_\W]+", step.tool.name.strip().lower())[0]
+                    if len(first) > 2:
+                        verbs.add(first)
+            elif channel is Channel.principal and step.actor_kind.value == "human":
+                principals.add(step.actor.strip().lower())
+        for key, value in trace.header.metadata.items():
+            if "model" in key.lower() and isinstance(value, str):
+                agents.update(w.lower() for w in re.findall(r"[A-Za-z]{3,}", value)[:1])
+        return cls(frozenset(agents), frozenset(principals - agents), frozenset(verbs - _CLOSED))
+
+
+def instruction_spans(trace: Trace, declared: ChannelDeclarations = NO_DECLARATIONS) -> list[InstructionSpan]:
+    """Every instruction to the agent found in the trace's data steps, in trace order."""
+    addressees: Addressees | None = None
+    spans: list[InstructionSpan] = []
+    for step in trace.steps:
+        if step.content and channel_of(step, declared) is Channel.data:
+            addressees = addressees or Addressees.of(trace, declared)
+            spans.extend(spans_in(step, addressees))
+    return spans
+
+
+def spans_in(step: TraceStep, addressees: Addressees) -> Iterator[InstructionSpan]:
+    """The step's marked directives; those within ``CONTEXT`` of each other form one span."""
+    content = step.content
+    group: list[tuple[int, int, tuple[str, ...]]] = []
+    for lo, hi in sentences(content):
+        if not _is_directive(content[lo:hi], addressees):
+            continue
+        signals = _signals(content[lo:hi], content[max(0, lo - CONTEXT) : hi + CONTEXT], addressees)
+        if not signals:
+            continue
+        if group and lo - group[-1][1] > CONTEXT:
+            yield _span(step, group)
+            group = []
+        group.append((lo, hi, signals))
+    if group:
+        yield _span(step, group)
+
+
+def _span(step: TraceStep, group: list[tuple[int, int, tuple[str, ...]]]) -> InstructionSpan:
+    signals = tuple(dict.fromkeys(s for _, _, found in group for s in found))
+    directives = tuple(step.content[lo:hi].strip() for lo, hi, _ in group)
+    return InstructionSpan(step.step_id, group[0][0], group[-1][1], directives, signals)
+
+
+def sentences(content: str) -> Iterator[tuple[int, int]]:
+    """Sentence bounds (the rule is at ``_SENTENCE_END``), leading white space skipped."""
+    start = 0
+    for m in [*_SENTENCE_END.finditer(content), None]:
+        end = m.end() if m else len(content)
+        piece = content[start:end]
+        lo = start + len(piece) - len(piece.lstrip())
+        if piece.strip():
+            yield lo, end
+        start = end
+
+
+def _is_directive(sentence: str, addressees: Addressees) -> bool:
+    """An imperative or an obligation put to the reader, in prose (code and records are not)."""
+    if not _PROSE_START.match(sentence) or not _prose(sentence):
+        return False
+    if _OBLIGATION.search(sentence):
+        return True
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    while words and words[0] in _POLITE:
+        words = words[1:]
+    if len(words) < 2:
+        return False
+    verb, nxt = words[0], words[1]
+    if verb in addressees.tool_verbs:
+        return True
+    if verb in _CLOSED or verb.endswith(("ing", "ed")) or (verb.endswith("s") and not verb.endswith("ss")):
+        return False
+    return nxt in _OBJECT_START or _object_is_a_value(sentence, verb)
+
+
+def _prose(sentence: str) -> bool:
+    """Mostly letters and spaces: a line of code, JSON or a table is not a sentence to obey."""
+    text = sentence.strip()
+    plain = sum(c.isalnum() or c.isspace() for c in text)
+    return len(text.split()) >= 3 and plain >= 0.85 * len(text) and not _CODE.search(text)
+
+
+def _object_is_a_value(sentence: str, verb: str) -> bool:
+    """The verb's object is a number or a value ("transfer $30,000 …", "visit www.…")."""
+    at = sentence.lower().find(verb)
+    rest = sentence[at + len(verb) :].lstrip() if at >= 0 else ""
+    return bool(rest) and (
+        rest[0].isdigit() or rest[0] in "$€£'\"" or rest.lower().startswith(("www.", "http"))
+    )
+
+
+def _signals(directive: str, context: str, addressees: Addressees) -> tuple[str, ...]:
+    words = {w.lower() for w in _WORD.findall(context)}
+    second_person = bool(_SECOND_PERSON.search(context))
+    found = []
+    if words & addressees.agent_words:
+        found.append("names the agent")
+    if second_person and _the_principal(addressees.principal_words).search(directive):
+        found.append("refers to the principal in the third person")
+    if words & _CONVERSATION_NOUNS and second_person:
+        found.append("refers to the reader's own task")
+    return tuple(found)
+
+
+@lru_cache(maxsize=64)
+def _the_principal(principal_words: frozenset[str]) -> re.Pattern[str]:
+    """ "the user", "the user's": the principal by the definite article ("a user" is anyone)."""
+    names = "|".join(sorted(map(re.escape, principal_words))) or "(?!)"
+    return re.compile(rf"\bthe\s+(?:{names})(?![\w-])", re.I)

@@ -339,7 +339,7 @@ def test_only_a_claimant_confirms() -> None:
     )
     report = run_rules_audit(s.trace(), policy=policy, detectors=["policy_confirmation"])
     assert [f.policy_rule for f in report.findings] == ["confirm"]
-    assert "not an explicit confirmation" in report.findings[0].mechanism
+    assert "answered no proposal" in report.findings[0].mechanism  # the customer's message came before it
 
 
 # -- input errors name the file, the line and the field ------------------------------------------

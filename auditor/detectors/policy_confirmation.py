@@ -1,24 +1,33 @@
-"""A write action without the explicit confirmation the declared policy demands.
+"""A write action without the consent the declared policy demands.
 
-For each call of a tool a ``confirmations`` entry names, the confirming reply is the claimant's
-last message before the call. The call is confirmed when that reply affirms (one of the rule's
-affirmation words, as a word, and it does not open with a negation), when no write of another
-tool was made on the same reply (one yes confirms the action it was asked for, not the next
-one), and when the agent's message the reply answers listed the action's details (at least one
-identifying argument value of the call appears in it). A write with no claimant message before it
-at all is unconfirmed too. The decision reads who spoke and what the call carries, never the
-agent's own account of having asked.
+For each call of a tool a ``confirmations`` entry names, the dialogue since the last write that
+went through is read as a proposal and an answer (``policy_consent``): the customer's last
+message before the call must answer a proposal of the agent and accept it (not refuse, question
+or change it), every detail of the call (which record, which flights, which payment, which
+amount) must have been proposed there, by the agent or picked by the customer from what the
+agent offered, and the amounts written must be those the accepted proposal quoted. One accepted
+proposal licenses every write it listed ("cancel all of them" covers each reservation listed),
+and a retry of a refused write with the same details. The decision reads who spoke, the shape of
+the reply and what the call carries, never the agent's own account of having asked.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
-from auditor.detectors.policy_facts import Call, PolicyFacts, values_at
+from auditor.detectors.policy_consent import (
+    aliases,
+    amounts,
+    answer,
+    details,
+    named,
+    quotes_money,
+    turn_of,
+)
+from auditor.detectors.policy_facts import Call, PolicyFacts
 from auditor.policy_actions import Confirmation
-from schemas import ActorKind, Criteria, PropagationHop, RiskClass, Severity, StepKind, TraceStep
+from schemas import Criteria, PropagationHop, RiskClass, Severity, TraceStep
 
 
 class PolicyConfirmationDetector:
@@ -31,66 +40,39 @@ class PolicyConfirmationDetector:
             return
         facts = PolicyFacts(ctx)
         for rule in ctx.policy.confirmations:
-            confirmed_by: dict[str, str] = {}  # reply step id -> the tool it confirmed first
             for call in facts.calls:
                 if call.name not in rule.tools:
                     continue
-                problem, reply = _problem(facts, rule, call, confirmed_by)
+                problem, reply = _problem(facts, rule, call)
                 if problem is not None:
                     yield _finding(facts, rule, call, reply, problem)
 
 
-def _problem(
-    facts: PolicyFacts, rule: Confirmation, call: Call, confirmed_by: dict[str, str]
-) -> tuple[str | None, TraceStep | None]:
-    steps = facts.steps
-    reply = next(
-        (s for s in reversed(steps[: call.pos]) if s.kind is StepKind.message and facts.is_claimant(s)), None
-    )
-    if reply is None:
+def _problem(facts: PolicyFacts, rule: Confirmation, call: Call) -> tuple[str | None, TraceStep | None]:
+    turn = turn_of(facts, call, rule.tools)
+    if turn is None:
         return "no message from the customer precedes it", None
-    if not _affirms(rule, reply.content):
-        return "the customer's last reply before it is not an explicit confirmation", reply
-    first = confirmed_by.setdefault(reply.step_id, call.name)
-    if first != call.name:
-        return f"the customer's reply had already confirmed {first}, not {call.name}", reply
-    details = _details(call)
-    if details and not _listed(facts, rule, call, reply, details):
-        return "no message of the agent before the customer's yes listed the action's details", reply
-    return None, reply
-
-
-def _listed(facts: PolicyFacts, rule: Confirmation, call: Call, reply: TraceStep, details: list[str]) -> bool:
-    """Some agent message since the previous write (or the start) names one of the call's values;
-    a read between the listing and the yes (a fare computed) does not void the listing."""
-    earlier = [
-        c.pos
-        for c in facts.calls
-        if c.pos < call.pos and c.name != call.name and c.name in rule.tools and not c.failed
+    if not turn.proposal:
+        return "the customer's last message answered no proposal of the agent", turn.reply
+    refusal = answer(turn.reply.content, turn.agent_text, rule.negations)
+    if refusal is not None:
+        return f"the customer's reply {refusal}", turn.reply
+    quoted = turn.proposal_text + "\n" + turn.reply.content
+    unquoted = [a for a in amounts(call) if not named(a, quoted, [])]
+    if unquoted and quotes_money(turn.proposal_text):
+        return (
+            f"it moves {unquoted[0]:g}, an amount the proposal the customer accepted did not quote",
+            turn.reply,
+        )
+    missing = [
+        (path, value)
+        for path, value in details(facts, call)
+        if not named(value, turn.all_text, aliases(facts, value, call.pos))
     ]
-    start = max((p for p in earlier if p < facts.ctx.position(reply.step_id)), default=0)
-    return any(
-        d in s.content
-        for s in facts.steps[start : facts.ctx.position(reply.step_id)]
-        if s.kind is StepKind.message and s.actor_kind is ActorKind.agent
-        for d in details
-    )
-
-
-def _affirms(rule: Confirmation, text: str) -> bool:
-    low = " ".join(text.lower().split())
-    opening = " ".join(re.findall(r"[\w']+", low))  # "Hold on, yes if ..." opens with "hold on"
-    if any(opening == n or opening.startswith(n + " ") for n in rule.negations):
-        return False
-    return any(re.search(rf"(?<![\w']){re.escape(w.lower())}(?![\w'])", low) for w in rule.affirmations)
-
-
-def _details(call: Call) -> list[str]:
-    """Identifying argument values (ids, flight numbers, dates): strings of four or more characters."""
-    values = [str(v) for v in values_at(call.arguments, "*")]
-    for key in call.arguments:
-        values += [str(v) for v in values_at(call.arguments, f"{key}.*.*")]
-    return [v for v in dict.fromkeys(values) if len(v) >= 4 and not v.isspace()]
+    if missing:
+        path, value = missing[0]
+        return f"the agent never proposed its {path} {value} before the customer's reply", turn.reply
+    return None, turn.reply
 
 
 def _finding(

@@ -1,0 +1,44 @@
+"""The development discipline of benchmarks/outcome_eval.py: every trial of a task falls in the same
+half, the split never changes, the calibration error is the textbook one, and the τ-bench task
+whose rewarded runs cancel a reservation τ²-bench's corrected task forbids cancelling is found."""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+
+import pytest
+
+from benchmarks.task_split import corrected_tasks, ece, half, task_of
+from ingest import open_traces
+from schemas import Trace
+from tests.conftest import DATA
+
+
+def test_trials_of_a_task_share_a_half_and_the_split_is_fixed() -> None:
+    assert (
+        task_of("airline-task041-trial0.json")
+        == task_of("runs/airline-task041-trial3.json")
+        == "airline-task041"
+    )
+    assert task_of("hand-crafted/11.json") == "hand-crafted/11"  # a Who&When case is its own task
+    assert [half(f"airline-task{i:03d}") for i in (0, 1, 27, 43)] == ["A", "B", "B", "A"]
+
+
+def test_ece() -> None:
+    assert ece([1.0, 1.0], [True, True]) == 0.0
+    assert ece([0.9, 0.9, 0.1, 0.1], [True, False, False, False]) == pytest.approx(0.5 * 0.4 + 0.5 * 0.1)
+
+
+@pytest.mark.skipif(not (DATA / "tau2").exists(), reason="needs ../shared/data/tau2 and taubench")
+def test_the_task_tau2_corrected_is_found_from_the_data() -> None:
+    root = DATA / "taubench" / "airline"
+    runs: dict[str, list[tuple[Trace, str]]] = defaultdict(list)
+    with (root / "outcomes.csv").open() as f:
+        for row in csv.DictReader(f):
+            for imported in open_traces(root / "runs" / row["file"]):
+                trace = Trace(header=imported.header, steps=list(imported.steps()))
+                runs[task_of(row["file"])].append((trace, row["outcome"]))
+    writes = {"book_reservation", "cancel_reservation", "send_certificate", "update_reservation_flights",
+              "update_reservation_baggages", "update_reservation_passengers"}  # fmt: skip
+    assert corrected_tasks(DATA / "tau2" / "airline", runs, writes) == {"airline-task027": "9"}

@@ -25,7 +25,7 @@ import json
 
 from auditor.attribution.evidence import Citer
 from auditor.attribution.facts import TraceFacts, agent_name
-from auditor.attribution.result import Vote, assemble
+from auditor.attribution.result import Vote, assemble, calibrated
 from auditor.attribution.rules import RulesStrategy
 from auditor.detectors.base import AuditContext, FindingDraft, criterion, file_finding
 from auditor.detectors.policy_facts import result_failed
@@ -142,7 +142,7 @@ def attribute_failure(ctx: AuditContext, findings: list[Finding]) -> Attribution
                 CORROBORATING if f.risk_class is RiskClass.task_failure else 1.0
             )
             votes.append(Vote(f.first_anomalous_step, weight, f"finding: {f.title}", f.evidence))
-    return assemble(trace, "rules+findings", votes, notes=facts.notes)
+    return calibrated(assemble(trace, "rules+findings", votes, notes=facts.notes))
 
 
 def decisive_finding(ctx: AuditContext, attribution: Attribution, outcome: RunOutcome) -> Finding | None:

@@ -188,6 +188,21 @@ class RequiredApproval(_IdRule):
     approver: str = Field(min_length=1, description="The approving participant, as the trace names it.")
 
 
+class Channels(_Rule):
+    """Participants whose channel the policy states (``graph.channels``): an approver agent whose
+    word is the principal's, a sub-agent whose output is data to the others."""
+
+    principals: list[str] = Field(default_factory=list)
+    data: list[str] = Field(default_factory=list)
+
+
+class ToolEffects(_Rule):
+    """Which tools change the world and which only read it, where their names do not say so."""
+
+    read_only: list[str] = Field(default_factory=list)
+    side_effecting: list[str] = Field(default_factory=list)
+
+
 class Policy(_Rule):
     """One declared-invariants document. ``digest`` identifies it in reports."""
 
@@ -210,6 +225,8 @@ class Policy(_Rule):
     handoffs: list[str] = Field(
         default_factory=list, description="Tools that hand the customer to a human (the request goes on)."
     )
+    channels: Channels = Field(default_factory=Channels)
+    tool_effects: ToolEffects = Field(default_factory=ToolEffects)
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:

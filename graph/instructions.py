@@ -194,16 +194,18 @@ _OBLIGATION = re.compile(
     r"\byou\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|expected|asked)\s+to|will\s+need\s+to)\b",
     re.I,
 )
-_AGENT_NOUNS = frozenset({"assistant", "ai", "llm", "chatbot"})
+_AGENT_NOUNS = frozenset({"assistant", "ai", "llm", "chatbot", "bot"})
 _CONVERSATION_NOUNS = frozenset({"task", "tasks", "request", "prompt", "instruction", "instructions"})
 _CODE = re.compile(r"[=;{}]|\w\(|^\s*(?:return|def|class|import|from)\b")
+_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.I)
+_VOCATIVE = re.compile(r"^\s*(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[A-Za-z])")
 _PROSE_START = re.compile(r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?[A-Za-z]")  # a bullet or number, then a word
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
 _WORD = re.compile(r"(?<![\w-])[A-Za-z]+(?![\w-])")  # a word: "user_id", "root-user" are names, not "user"
-# A sentence ends at . ! ? or at a line break (also one escaped as \n inside a JSON or YAML string)
+# A sentence ends at . ! ? (or a colon, after which an instruction often starts) or at a line break (also one escaped as \n inside a JSON or YAML string)
 # after which the text goes on with a capital, a bullet, markup or a value: a line broken inside a
 # sentence (a folded YAML string) goes on in lower case.
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$|\\n)|(?:\s|\\n)*(?:\r?\n|\\n)(?:\s|\\n)*(?=[^a-z]|$)")
+_SENTENCE_END = re.compile(r"[.!?:]+(?=\s|$|\\n)|(?:\s|\\n)*(?:\r?\n|\\n)(?:\s|\\n)*(?=[^a-z]|$)")
 
 
 @dataclass(frozen=True)
@@ -311,6 +313,7 @@ def _is_directive(sentence: str, addressees: Addressees) -> bool:
         return False
     if _OBLIGATION.search(sentence):
         return True
+    sentence = _VOCATIVE.sub("", sentence)  # "Bob, send …": the one addressed is no verb
     words = [w.lower() for w in _WORD.findall(sentence)]
     while words and words[0] in _POLITE:
         words = words[1:]
@@ -326,7 +329,7 @@ def _is_directive(sentence: str, addressees: Addressees) -> bool:
 
 def _prose(sentence: str) -> bool:
     """Mostly letters and spaces: a line of code, JSON or a table is not a sentence to obey."""
-    text = sentence.strip()
+    text = _ADDRESS.sub("x", sentence.strip())  # a URL or e-mail address is one word of the sentence
     plain = sum(c.isalnum() or c.isspace() for c in text)
     return len(text.split()) >= 3 and plain >= 0.85 * len(text) and not _CODE.search(text)
 

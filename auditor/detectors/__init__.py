@@ -25,11 +25,13 @@ REGISTRY: dict[str, str] = {
     "failure_ignored_input": "auditor.detectors.failure_ignored_input:FailureIgnoredInputDetector",
     "failure_mismatch": "auditor.detectors.failure_mismatch:FailureMismatchDetector",
     "failure_constraint": "auditor.detectors.failure_constraint:FailureConstraintDetector",
+    "coding_verification": "auditor.detectors.coding_verification:CodingVerificationDetector",
     "policy_actions": "auditor.detectors.policy_actions:PolicyActionDetector",
     "policy_confirmation": "auditor.detectors.policy_confirmation:PolicyConfirmationDetector",
     "policy_allowances": "auditor.detectors.policy_allowances:PolicyAllowanceDetector",
     "policy_identifiers": "auditor.detectors.policy_identifiers:PolicyIdentifierDetector",
     "policy_requests": "auditor.detectors.policy_requests:PolicyRequestDetector",
+    "injected_instruction": "auditor.detectors.injected_instruction:InjectedInstructionDetector",
 }
 
 

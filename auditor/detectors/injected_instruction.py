@@ -82,7 +82,7 @@ def _finding(
     carries = _carries(ctx, at, steps, channels, directive_norms)
     echo = _first_echo(at, steps, channels, span)
     source = steps[at]
-    directive = _quote(span)
+    directive = _quote(span, carries[0].values if carries else [])
     evidence = [ctx.unit(span.step_id, directive)]
     path = [PropagationHop(step_id=span.step_id, note=f"instruction inside {source.actor}'s output")]
     if carries:
@@ -293,12 +293,13 @@ def _result_failed(steps: list[TraceStep], call: int) -> str | None:
     return None
 
 
-def _quote(span: InstructionSpan) -> str:
-    """The directive that carries a value, else the first, as a verbatim quote."""
+def _quote(span: InstructionSpan, carried: list[ArgValue]) -> str:
+    """The directive that holds a carried value, else the one with the most value tokens (the
+    likeliest target of an instruction), as a verbatim quote."""
     for d in span.directives:
-        if _VALUE_TOKEN.search(d):
+        if any(_contains(normal(d), v.norm) for v in carried):
             return d
-    return span.directives[0]
+    return max(span.directives, key=lambda d: len(_VALUE_TOKEN.findall(d)))
 
 
 def _call_units(ctx: AuditContext, call: TraceStep, values: list[ArgValue]) -> list:

@@ -53,7 +53,11 @@ READING_VERBS = frozenset(
     ]
 )
 MIN_VALUE = 4  # shorter strings ("yes", an id like "7") are too common to trace to one origin
-_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:www\.)?[\w.-]+\.[a-z]{2,}(?:[/?#]\S*)?$", re.I)
+# An address: a scheme or www. first, or a host followed by a path ("notes.txt" is a file name).
+_URL = re.compile(
+    r"^(?:(?:[a-z][a-z0-9+.-]*://|www\.)[\w.-]+\.[a-z]{2,}(?:[/?#:]\S*)?|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}[/?#]\S*)$",
+    re.I,
+)
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _SPACED_CODE = re.compile(r"^[A-Z]{2}\d{2}(?: ?[A-Z0-9]{2,4})+$|^\d{4}(?: \d{4}){2,4}$")
 _WS = re.compile(r"\s+")
@@ -67,7 +71,7 @@ class ArgValue:
 
     @property
     def is_url(self) -> bool:
-        return bool(_URL.match(self.text.strip())) and ("." in self.text) and " " not in self.text.strip()
+        return bool(_URL.match(self.text.strip()))
 
 
 def normal(text: str) -> str:

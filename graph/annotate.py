@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from graph.instructions import InstructionSpan, instruction_spans
 from graph.model import lower_text
 from graph.obligations import UnconsultedObligation, find_unconsulted
 from schemas import StepKind, TraceStep
@@ -109,6 +110,7 @@ class Annotations:
     authority: list[AuthorityLabel] = field(default_factory=list)
     permission: list[PermissionLabel] = field(default_factory=list)
     obligations: list[UnconsultedObligation] = field(default_factory=list)
+    instructions: list[InstructionSpan] = field(default_factory=list)
 
     def parts(self, ig: InteractionGraph) -> dict[str, Any]:
         """Plain data for export: labels, merge points and each value's first appearance (the
@@ -119,6 +121,7 @@ class Annotations:
             "authority": [asdict(a) for a in self.authority],
             "permission": [asdict(p) for p in self.permission],
             "unconsulted_obligations": [asdict(o) for o in self.obligations],
+            "instructions": [i.to_dict() for i in self.instructions],
             "merge_points": [asdict(m) for m in prov.merge_points],
             "values": _first_appearances(ig),
         }
@@ -249,4 +252,5 @@ def annotate(ig: InteractionGraph) -> Annotations:
     _labels_from_metadata(ig, ann)
     _labels_from_steps(ig, ann)
     ann.obligations = find_unconsulted(ig)
+    ann.instructions = instruction_spans(ig.trace)
     return ann

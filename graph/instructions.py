@@ -264,10 +264,15 @@ def instruction_spans(trace: Trace, declared: ChannelDeclarations = NO_DECLARATI
     """Every instruction to the agent found in the trace's data steps, in trace order."""
     addressees: Addressees | None = None
     spans: list[InstructionSpan] = []
+    cue: re.Pattern[str] | None = None
     for step in trace.steps:
         if step.content and channel_of(step, declared) is Channel.data:
-            addressees = addressees or Addressees.of(trace, declared)
-            spans.extend(spans_in(step, addressees))
+            if addressees is None or cue is None:
+                addressees = Addressees.of(trace, declared)
+                words = "|".join(sorted(map(re.escape, addressees.agent_words))) or "(?!)"
+                cue = re.compile(rf"\b(?:you|your|{words})\b", re.I)
+            if cue.search(step.content):  # every addressee signal needs one of these words
+                spans.extend(spans_in(step, addressees))
     return spans
 
 

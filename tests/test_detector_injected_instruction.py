@@ -269,3 +269,19 @@ def test_values_compare_in_their_normal_forms() -> None:
     assert normal("https://www.Example.com/path/") == normal("example.com/path")
     assert normal("DE44 5001 0517 5407 3249 31") == normal("de44500105175407324931")
     assert normal("  Riverside   View ") == "riverside view"
+
+
+def test_instructions_are_graph_annotations_that_graph_show_prints(tmp_path: Path) -> None:
+    from graph import build_graph
+    from tests.cli_helpers import run
+
+    trace = load(INCIDENT)
+    ig = build_graph(trace, "annotated")
+    assert ig is not None and ig.annotations is not None
+    (span,) = ig.annotations.instructions
+    assert span.step_id == "s4" and any("US133000000121212121212" in d for d in span.directives)
+    assert ig.annotations.to_dict(ig)["instructions"][0]["step_id"] == "s4"
+    assert build_graph(trace, "topology").annotations is None  # topology-only drops the layer
+    assert run(["ingest", str(INCIDENT), "--trace-id", "incident"], tmp_path).returncode == 0
+    shown = json.loads(run(["graph", "show", "incident", "--json"], tmp_path).stdout)
+    assert shown["instructions_in_data"] == 1

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.text import Text
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
 
@@ -151,6 +152,7 @@ def register(app: typer.Typer) -> None:
                 "authority_labels": len(ig.annotations.authority),
                 "permission_labels": len(ig.annotations.permission),
                 "unconsulted_obligations": len(ig.annotations.obligations),
+                "instructions_in_data": len(ig.annotations.instructions),
                 "merge_points": len(ig.provenance.merge_points),
                 "values_tracked": len(ig.provenance.exact)
                 + sum(len(group[0]) for group in ig.provenance.amounts.values()),
@@ -169,6 +171,11 @@ def register(app: typer.Typer) -> None:
         )
         for key, value in extra.items():
             console.print(f"{key.replace('_', ' ')}: {value}")
+        for span in ig.annotations.instructions if ig.annotations is not None else []:
+            console.print(
+                f"  instruction to the agent at {span.step_id} ({'; '.join(span.signals)}): ",
+                Text(" … ".join(" ".join(d.split()) for d in span.directives)[:300]),
+            )
 
     @group.command("export")
     def export(

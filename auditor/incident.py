@@ -51,6 +51,9 @@ VOTE_WEIGHT = {  # a finding's support for its first anomalous step, beside the 
 # attribution signals. On the Who&When developer half, full weight for them lowered the
 # hand-crafted agent accuracy from 83% to 69%.
 CORROBORATING = 0.2
+# Detectors whose task-failure findings sit where the error entered (a coding run's edit that the
+# failing test exercises, the change submitted unrun), not where it showed: full weight.
+LOCATING = frozenset({"coding_verification"})
 OUTCOMES = ("failed", "succeeded", "unknown")
 
 
@@ -139,7 +142,9 @@ def attribute_failure(ctx: AuditContext, findings: list[Finding]) -> Attribution
     for f in findings:
         if f.first_anomalous_step not in human:
             weight = VOTE_WEIGHT[f.disposition] * (
-                CORROBORATING if f.risk_class is RiskClass.task_failure else 1.0
+                CORROBORATING
+                if f.risk_class is RiskClass.task_failure and f.detector not in LOCATING
+                else 1.0
             )
             votes.append(Vote(f.first_anomalous_step, weight, f"finding: {f.title}", f.evidence))
     return calibrated(assemble(trace, "rules+findings", votes, notes=facts.notes))

@@ -1,14 +1,15 @@
 """Incident review on runs with known outcomes: does the review flag failed runs, stay quiet on
 succeeded ones, rank runs by risk, and attribute failures to the right agent and step?
 
-    python benchmarks/outcome_eval.py DIR --outcomes CSV [--policy FILE] [--json]
+    python benchmarks/outcome_eval.py DIR --outcomes CSV [--policy FILE] [--group-by COLUMN] [--json]
     python benchmarks/outcome_eval.py WHOWHEN_DIR --whowhen [--json]
 
 With ``--outcomes`` (a CSV with ``file`` and ``outcome`` = failed | succeeded, as
 ``shared/data/taubench/airline/outcomes.csv``) every run in DIR is reviewed with the outcome
 hidden (the review decides it), and the report prints, with Wilson 95% intervals, the failed runs
 with an actionable finding (realized, intercepted or adjacent), the succeeded runs with one, and
-the AUROC of ``risk_score`` against failure (ties count one half). With ``--whowhen`` every run is
+the AUROC of ``risk_score`` against failure (ties count one half); ``--group-by COLUMN`` (a CSV
+column such as ``repo``) prints the same figures per group beside the total. With ``--whowhen`` every run is
 reviewed with ``--outcome failed`` and the report's attribution is scored against the sidecar
 labels (agent and exact step), per subset. The labels are read only after the review answered.
 """
@@ -55,12 +56,18 @@ def review(trace: Trace, policy, outcome: str | None) -> AuditReport:  # type: i
     return report
 
 
-def by_outcome(root: Path, outcomes_csv: Path, policy_path: Path | None) -> dict:
+def by_outcome(root: Path, outcomes_csv: Path, policy_path: Path | None, group_by: str | None = None) -> dict:
     from ingest import open_traces
 
     policy = load_policy(policy_path) if policy_path else None
     with outcomes_csv.open(newline="") as f:
-        labels = {row["file"]: row["outcome"] for row in csv.DictReader(f)}
+        table = list(csv.DictReader(f))
+    if group_by and table and group_by not in table[0]:
+        raise SystemExit(
+            f"{outcomes_csv}: no column {group_by!r} to group by (columns: {', '.join(table[0])})"
+        )
+    labels = {row["file"]: row["outcome"] for row in table}
+    groups = {row["file"]: row[group_by] for row in table} if group_by else {}
     rows = []
     for name, outcome in sorted(labels.items()):
         path = root / name
@@ -78,6 +85,7 @@ def by_outcome(root: Path, outcomes_csv: Path, policy_path: Path | None) -> dict
                 {
                     "file": name,
                     "outcome": outcome,
+                    "group": groups.get(name),
                     "risk_score": report.risk_score,
                     "inferred": report.outcome.value.value if report.outcome else None,
                     "actionable": len(actionable),
@@ -87,6 +95,16 @@ def by_outcome(root: Path, outcomes_csv: Path, policy_path: Path | None) -> dict
                     ],
                 }
             )
+    result = summary(rows) | {"rows": rows}
+    if group_by:
+        result["groups"] = {
+            g: summary([r for r in rows if r["group"] == g]) for g in sorted(set(groups.values()))
+        }
+    return result
+
+
+def summary(rows: list[dict]) -> dict:
+    """The three figures over some reviewed runs."""
     failed = [r for r in rows if r["outcome"] == "failed"]
     ok = [r for r in rows if r["outcome"] == "succeeded"]
     return {
@@ -94,7 +112,6 @@ def by_outcome(root: Path, outcomes_csv: Path, policy_path: Path | None) -> dict
         "failed_with_actionable": rate(sum(1 for r in failed if r["actionable"]), len(failed)),
         "succeeded_with_actionable": rate(sum(1 for r in ok if r["actionable"]), len(ok)),
         "auroc_risk_score": auroc([r["risk_score"] for r in failed], [r["risk_score"] for r in ok]),
-        "rows": rows,
     }
 
 
@@ -146,12 +163,15 @@ def main() -> None:
     ap.add_argument("--outcomes", type=Path, help="CSV with file,outcome (failed|succeeded)")
     ap.add_argument("--policy", type=Path, help="policy YAML the runs are reviewed under")
     ap.add_argument("--whowhen", action="store_true", help="Who&When folder: attribution accuracy")
+    ap.add_argument("--group-by", help="a CSV column (e.g. repo): the figures per group too")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not args.outcomes and not args.whowhen:
         ap.error("give --outcomes CSV or --whowhen")
     started = time.perf_counter()
-    result = whowhen(args.dir) if args.whowhen else by_outcome(args.dir, args.outcomes, args.policy)
+    result = (
+        whowhen(args.dir) if args.whowhen else by_outcome(args.dir, args.outcomes, args.policy, args.group_by)
+    )
     seconds = time.perf_counter() - started
     if args.json:
         json.dump(result | {"seconds": round(seconds, 1)}, sys.stdout, indent=2)
@@ -171,6 +191,13 @@ def main() -> None:
     print(f"failed runs with an actionable finding:    {fmt(result['failed_with_actionable'])}")
     print(f"succeeded runs with an actionable finding: {fmt(result['succeeded_with_actionable'])}")
     print(f"AUROC of risk_score against failure:       {result['auroc_risk_score']:.3f}")
+    if args.group_by:
+        print(f"\n{args.group_by:<16} {'runs':>4}  {'failed with one':<28} {'succeeded with one':<28} AUROC")
+        for group, g in result["groups"].items():
+            print(
+                f"{group:<16} {g['runs']:>4}  {fmt(g['failed_with_actionable']):<28} "
+                f"{fmt(g['succeeded_with_actionable']):<28} {g['auroc_risk_score']:.3f}"
+            )
 
 
 if __name__ == "__main__":

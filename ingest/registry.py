@@ -32,7 +32,17 @@ def register(importer: Importer) -> Importer:
 
 
 def _register_builtins() -> None:
-    from ingest import chat, inspect_log, openhands, openinference, otel, swe_agent, trail, vercel_ai
+    from ingest import (
+        chat,
+        inspect_log,
+        mini_swe_agent,
+        openhands,
+        openinference,
+        otel,
+        swe_agent,
+        trail,
+        vercel_ai,
+    )
 
     for importer in (
         canonical.IMPORTER,
@@ -45,6 +55,7 @@ def _register_builtins() -> None:
         inspect_log.IMPORTER,
         swe_agent.IMPORTER,
         openhands.IMPORTER,
+        mini_swe_agent.IMPORTER,
         *RAW_IMPORTERS,
         *chat.IMPORTERS,
     ):
@@ -90,7 +101,10 @@ def detect(path: Path) -> tuple[str, str]:
     raise InputError(
         f"no importer recognises this file: it holds {describe(head)}",
         path=str(path),
-        hint=f"{_closest(path, head)}; pass --format with one of: {', '.join(registry)}",
+        hint=(
+            f"{_closest(path, head)}; name the importer (--input-format on review, attribute and stream; "
+            f"--format on ingest) with one of: {', '.join(registry)}"
+        ),
     )
 
 

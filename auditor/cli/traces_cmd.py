@@ -60,7 +60,10 @@ def register(app: typer.Typer) -> None:
         for s in trace.steps:
             to = "?" if s.recipients is None else ", ".join(s.recipients) or "-"
             tool = f" [{s.tool.name}]" if s.tool else ""
-            rows.append([s.index, s.step_id, s.actor, to, f"{s.kind.value}{tool}", _short(s.content, width)])
+            args = s.tool.arguments if s.tool else None
+            command = args.get("command") if isinstance(args, dict) else None  # a shell call: what it ran
+            text = f"$ {command}" if isinstance(command, str) else s.content
+            rows.append([s.index, s.step_id, s.actor, to, f"{s.kind.value}{tool}", _short(text, width)])
         print_table(None, ["#", "step", "actor", "to", "kind", "content"], rows)
 
     @group.command("export")

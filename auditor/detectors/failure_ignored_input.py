@@ -6,7 +6,8 @@ arguments, the same code, the same text up to whitespace, progress counters and 
 
 - *an error ignored*: an agent's act was answered by a failed observation (by structure), and
   that agent's next act on the same check (the same tool, or code again), with nothing but its own
-  acts and their results in between, is the same act;
+  acts and their results in between, is the same act — unless one of those acts changed files
+  (``test_runs.writes_files``): a failing test, a fix, the same test again is the fix-and-rerun loop;
 - *a report ignored*: an agent addressed another (explicit recipients, or the other side of a
   two-party chat: ``failure_facts``), that agent answered with a report that the work failed or
   that it cannot go on (phrases nominate the report), and the first agent's next message to it is
@@ -33,6 +34,7 @@ from auditor.detectors.failure_facts import (
     realized,
     unestablished,
 )
+from auditor.detectors.test_runs import writes_files
 from auditor.detectors.unverified_relay import FAILED_REPORT, prose
 from schemas import ActorKind, RiskClass
 
@@ -68,6 +70,8 @@ class FailureIgnoredInputDetector:
             nxt = self._next_same_check(facts, prev, answer)
             if nxt is None or facts.signature(nxt) != sig:
                 continue
+            if any(writes_files(facts.steps[p]) for p in range(answer + 1, nxt) if p in facts.act_set):
+                continue  # a fix and a rerun: the input was acted on
             done.add(actor)  # one per agent: its first ignored error; later ones repeat it
             yield self._draft(
                 facts,

@@ -1,0 +1,649 @@
+"""Test-run facts of a coding-agent run, read from its shell commands and their outputs.
+
+Graph-free: built from the trace's steps alone, so any importer whose tool calls carry a command
+(mini-SWE-agent's ``bash``, SWE-agent's actions, OpenHands' ``CmdRunAction``) gets the same facts.
+Everything is decided by structure, never by what a run is about:
+
+- a *test run* is a command result that holds a test runner's summary line: pytest's
+  ``== 1 failed, 3 passed in 0.12s ==`` (also without the rules, as ``-q`` prints it) or its
+  ``no tests ran`` / ``Interrupted: N errors``; unittest's and Django ``runtests.py``'s
+  ``Ran N tests`` followed by ``OK`` or ``FAILED (failures=…, errors=…)``; SymPy ``bin/test``'s
+  ``tests finished: N passed, M failed, K exceptions``; tox's ``commands succeeded/failed`` (tox 3)
+  or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was successful / failed``. Failed test ids come
+  from the runner's own lines (pytest ``FAILED id`` / ``ERROR id`` and verbose ``id FAILED``;
+  unittest ``FAIL: name (module.Class)``; SymPy's ``___ path:test ___`` headers);
+- a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
+  -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
+  utilities that read, search, edit or manage files) with no runner summary in its output: a
+  reproduction; it passed when its exit code is 0 and it printed no traceback;
+- an *edit* is a command that writes files: ``sed -i``, a shell redirect or ``tee`` to a file, a
+  ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
+  ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
+  tool's create/replace/insert (``path`` argument). Its targets are the paths it writes, and, for
+  code, the changed files it names;
+- the *changed files* are those of the submitted diff (``diff --git a/X b/X``; ``new file mode``
+  marks a new one), else the edits' targets. A *test file* has a ``test``/``tests``/``testing``
+  directory or a ``test_*.py`` / ``*_test.py`` name.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import PurePosixPath
+from typing import Any
+
+from schemas import ActorKind, StepKind, Trace, TraceStep
+
+_COUNT = r"(\d+) (failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
+_PYTEST = re.compile(rf"(?m)^(?:=+ )?((?:{_COUNT}(?:, )?)+) in [\d.]+s\b[^\n]*$")
+_PYTEST_NONE = re.compile(r"(?m)^=+ no tests ran in [\d.]+s =+$")
+_PYTEST_INTERRUPTED = re.compile(r"(?m)^(?:!+ )?Interrupted: (\d+) errors? during collection[^\n]*$")
+_PYTEST_ID = re.compile(r"(?m)^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - [^\n]*)?$")
+_PYTEST_VERBOSE = re.compile(r"(?m)^(\S+::\S+) (FAILED|ERROR)\b")
+_UNITTEST = re.compile(r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK\b[^\n]*|FAILED \(([^)]*)\))")
+_UNITTEST_ID = re.compile(r"(?m)^(FAIL|ERROR): (\w+) \(([\w.]+)\)")
+_SYMPY = re.compile(r"(?m)^[= ]*tests finished: ([^\n]*?),?\s*\n?\s*in [\d.]+ seconds\b[ =]*$")
+_SYMPY_ID = re.compile(r"(?m)^_+ (\S+\.py:\S+) _+$")
+_TOX = re.compile(
+    r"(?m)^(?:ERROR: +)?\s*(\S+): commands (succeeded|failed)\b[^\n]*$"
+    r"|^\s*(\S+): (OK|FAIL)(?: code -?\d+)? \(\d[^\n]*$"
+)
+_NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
+_TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
+_RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
+_DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)$")
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+_REDIRECT = re.compile(r"(?<![\d&<>])>>?\s*([^\s;&|<>()]+)")
+_PY_WRITE = re.compile(
+    r"""open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]|(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|\w+)\.write_text\("""
+)
+_WRITES = re.compile(
+    r"""\bsed\s+(?:-\w+\s+)*-i|>\s*\S|\btee\b|\bpatch\b|\bgit apply\b|\.write\(|write_text\(|\bperl\s+-\w*i"""
+)
+_SCRIPT = re.compile(r"^(?:\S*/)?python[\d.]*$")
+_UTILITIES = frozenset(
+    {
+        "cat",
+        "grep",
+        "egrep",
+        "rg",
+        "sed",
+        "awk",
+        "nl",
+        "ls",
+        "head",
+        "tail",
+        "find",
+        "echo",
+        "printf",
+        "rm",
+        "mkdir",
+        "touch",
+        "cp",
+        "mv",
+        "ln",
+        "chmod",
+        "git",
+        "pip",
+        "pip3",
+        "which",
+        "pwd",
+        "cd",
+        "wc",
+        "diff",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "xargs",
+        "tee",
+        "true",
+        "false",
+        "test",
+        "[",
+        "export",
+        "set",
+        "source",
+        ".",
+        "unset",
+        "env",
+        "file",
+        "stat",
+        "du",
+        "df",
+        "tree",
+        "less",
+        "more",
+        "apt",
+        "apt-get",
+        "curl",
+        "wget",
+        "tar",
+        "unzip",
+        "patch",
+        "perl",
+        "read",
+        "sleep",
+        "clear",
+        "history",
+        "man",
+        "conda",
+        "type",
+        "command",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "cmp",
+        "md5sum",
+        "sha256sum",
+        "od",
+        "hexdump",
+        "strings",
+    }
+)
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+_EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
+
+
+def is_test_file(path: str) -> bool:
+    """Whether a path is a test module (its directory or its name says so)."""
+    p = PurePosixPath(path)
+    return bool(_TEST_DIRS & set(p.parts[:-1])) or p.name.startswith("test_") or p.stem.endswith("_test")
+
+
+def writes_files(step: TraceStep) -> bool:
+    """Whether an act changes files: an editor tool's write, or a command that writes (see the
+    module doc). A rerun after one is a fix-and-rerun loop, not the same act repeated."""
+    if _editor_target(step) is not None:
+        return True
+    command = command_of(step)
+    return command is not None and bool(_WRITES.search(command) or _heredoc_writes(command))
+
+
+def command_of(step: TraceStep) -> str | None:
+    """The shell command a tool call ran: ``arguments.command``, or the arguments as a string."""
+    if step.kind is not StepKind.tool_call or step.tool is None:
+        return None
+    args = step.tool.arguments
+    if isinstance(args, dict):
+        command = args.get("command")
+        return command if isinstance(command, str) and not args.get("path") else None
+    return args if isinstance(args, str) else None
+
+
+def exit_code(step: TraceStep) -> int | None:
+    """The exit code a result records: the importer's ``raw.exit_code`` or status, else a leading
+    ``<returncode>``."""
+    code = step.raw.get("exit_code")
+    if isinstance(code, int):
+        return code
+    if step.raw.get("status") == "ok":
+        return 0
+    found = _RETURNCODE.match(step.content)
+    return int(found.group(1)) if found else None
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One command's result read as a test or script run."""
+
+    __test__ = False
+
+    call: int  # position of the command
+    result: int  # position of its output
+    runner: str  # pytest, unittest, sympy, tox, nox, or script
+    command: str
+    summary: str  # the runner's summary line (verbatim), or the command for a script
+    failed: int = 0  # failed and errored tests (a script: 1 when it failed)
+    passed: int = 0
+    failed_ids: tuple[str, ...] = ()
+    exit: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Passed: no test failed or errored, and the command did not exit non-zero."""
+        return self.failed == 0 and self.exit in (0, None) and (self.runner == "script" or self.passed > 0)
+
+    @property
+    def is_test(self) -> bool:
+        return self.runner != "script"
+
+    @property
+    def targets(self) -> frozenset[str]:
+        """The test files (or test directories) the command names; a ``path::test`` id by its file."""
+        found = set()
+        for words in _words(self.command):
+            for w in words[1:]:
+                path = _norm(w.split("::")[0])
+                if path.endswith(".py") or (not w.startswith("-") and is_test_file(path + "/x")):
+                    found.add(path)
+        return frozenset(found)
+
+    @property
+    def key(self) -> str:
+        """Which check the run is: its targets, else its command with whitespace collapsed."""
+        return " ".join(sorted(self.targets)) or " ".join(self.command.split())
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A command that wrote files."""
+
+    pos: int
+    targets: tuple[str, ...]
+    quote: str  # the command's first line that writes: a verbatim citation
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str
+    new: bool
+    removed_asserts: tuple[str, ...] = ()  # '-' lines of the diff that held an assertion
+    added_asserts: tuple[str, ...] = ()
+
+
+def _counts(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n, word in re.findall(_COUNT, text):
+        key = word.rstrip("s") if word.startswith(("error", "warning")) else word
+        out[key] = out.get(key, 0) + int(n)
+    return out
+
+
+def parse_output(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None:
+    """(runner, summary line, failed, passed, failed ids) from a command's output, the last
+    summary in it; None when no runner summarised anything."""
+    found: list[tuple[int, tuple[str, str, int, int, tuple[str, ...]]]] = []
+    for m in _PYTEST.finditer(text):
+        c = _counts(m.group(1))
+        if {"passed", "failed", "error"} & c.keys() or c.keys() <= {"skipped", "deselected"}:
+            ids = tuple(
+                dict.fromkeys(
+                    [i for _, i in _PYTEST_ID.findall(text)] + [i for i, _ in _PYTEST_VERBOSE.findall(text)]
+                )
+            )
+            found.append(
+                (
+                    m.start(),
+                    (
+                        "pytest",
+                        m.group().strip(),
+                        c.get("failed", 0) + c.get("error", 0),
+                        c.get("passed", 0),
+                        ids,
+                    ),
+                )
+            )
+    for m in (*_PYTEST_NONE.finditer(text), *_PYTEST_INTERRUPTED.finditer(text)):
+        errors = int(m.group(1)) if m.groups() else 0
+        found.append((m.start(), ("pytest", m.group().strip(), errors, 0, ())))
+    for m in _UNITTEST.finditer(text):
+        c = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(3) or "")}
+        bad = c.get("failures", 0) + c.get("errors", 0)
+        ids = tuple(
+            cls if cls.endswith(f".{name}") else f"{cls}.{name}"
+            for _, name, cls in _UNITTEST_ID.findall(text)
+        )
+        found.append(
+            (m.start(), ("unittest", m.group().strip().splitlines()[-1], bad, int(m.group(1)) - bad, ids))
+        )
+    for m in _SYMPY.finditer(text):
+        c = _counts(m.group(1).replace("exceptions", "errors").replace("exception", "error"))
+        found.append(
+            (
+                m.start(),
+                (
+                    "sympy",
+                    m.group().strip().splitlines()[0].strip(),
+                    c.get("failed", 0) + c.get("error", 0),
+                    c.get("passed", 0),
+                    tuple(_SYMPY_ID.findall(text)),
+                ),
+            )
+        )
+    for m in _TOX.finditer(text):
+        bad = m.group(2) == "failed" or m.group(4) == "FAIL"
+        found.append((m.start(), ("tox", m.group().strip(), int(bad), int(not bad), ())))
+    for m in _NOX.finditer(text):
+        bad = m.group(2) == "failed"
+        found.append((m.start(), ("nox", m.group().strip(), int(bad), int(not bad), ())))
+    return max(found, key=lambda f: f[0])[1] if found else None
+
+
+def _words(command: str) -> list[list[str]]:
+    """The simple commands of a command line (heredoc bodies left out), each as its words."""
+    out = []
+    for part in _split(_head_lines(command)):
+        try:
+            words = shlex.split(part, comments=True)
+        except ValueError:
+            words = part.split()
+        while words and (
+            ("=" in words[0] and not words[0].startswith("=")) or words[0] in ("timeout", "env")
+        ):
+            words = words[1:] if words[0] != "timeout" else words[2:]
+        if words:
+            out.append(words)
+    return out
+
+
+def _split(text: str) -> list[str]:
+    """A command line cut at its unquoted separators (newline, ``;``, ``&&``, ``||``, ``|``)."""
+    parts: list[str] = []
+    buf: list[str] = []
+    quote = None
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote is not None:
+            buf.append(c)
+            if c == quote:
+                quote = None
+            elif c == "\\" and quote == '"' and i + 1 < len(text):
+                buf.append(text[i + 1])
+                i += 1
+        elif c in "'\"":
+            quote = c
+            buf.append(c)
+        elif c == "\\" and i + 1 < len(text):
+            buf.append(" " if text[i + 1] == "\n" else c + text[i + 1])
+            i += 1
+        elif c in ";\n|" or text.startswith("&&", i):
+            parts.append("".join(buf))
+            buf = []
+            i += 1 if text.startswith(("&&", "||"), i) else 0
+        else:
+            buf.append(c)
+        i += 1
+    parts.append("".join(buf))
+    return [p for p in parts if p.strip()]
+
+
+def _sed_files(words: list[str]) -> list[str]:
+    """The files a ``sed -i`` writes: its operands after the script (``-e`` scripts take none)."""
+    operands, scripted, skip = [], False, False
+    for w in words[1:]:
+        if skip:
+            skip = False
+        elif w in ("-e", "-f", "--expression", "--file"):
+            scripted, skip = True, True
+        elif w.startswith("-") and len(w) > 1:
+            continue
+        else:
+            operands.append(w)
+    return operands if scripted else operands[1:]
+
+
+def _head_lines(command: str) -> str:
+    """A command without its heredoc bodies."""
+    lines, out, end = command.splitlines(), [], None
+    for line in lines:
+        if end is not None:
+            if line.strip() == end:
+                end = None
+            continue
+        out.append(line)
+        m = _HEREDOC.search(line)
+        if m:
+            end = m.group(1)
+    return "\n".join(out)
+
+
+def _heredoc_writes(command: str) -> dict[str, str]:
+    """Files a command writes with a heredoc (``cat <<'EOF' > f.py``): path -> body."""
+    out: dict[str, str] = {}
+    lines = command.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _HEREDOC.search(lines[i])
+        target = _REDIRECT.search(lines[i])
+        if m:
+            body = []
+            i += 1
+            while i < len(lines) and lines[i].strip() != m.group(1):
+                body.append(lines[i])
+                i += 1
+            if target:
+                out[target.group(1).strip("'\"")] = "\n".join(body)
+        i += 1
+    return out
+
+
+def _program(words: list[str]) -> bool:
+    """Whether a simple command runs a program (a build, a make target, a shell script), not a
+    utility that reads, searches, edits or manages files."""
+    name = PurePosixPath(words[0]).name
+    return name not in _UTILITIES and not _SCRIPT.match(words[0]) and not words[0].startswith(("#", "<"))
+
+
+def _script(words: list[str]) -> tuple[bool, str | None]:
+    """(runs Python code, the file it runs) for one simple command."""
+    if not words or not _SCRIPT.match(words[0]):
+        return False, None
+    rest = [w for w in words[1:] if not w.startswith("-") or w in ("-c", "-")]
+    if "-m" in words[1:3]:
+        return False, None
+    if rest and rest[0] in ("-c", "-"):
+        return True, None
+    return (True, rest[0]) if rest and rest[0].endswith(".py") else (False, None)
+
+
+class TestRunFacts:
+    """The test runs, edits and changed files of one trace (see the module doc)."""
+
+    __test__ = False  # a fact set, not a pytest class
+
+    def __init__(self, trace: Trace) -> None:
+        self.steps = trace.steps
+        self.submission = next(
+            (
+                s.content
+                for s in reversed(self.steps)
+                if s.kind is StepKind.final_output and _DIFF.search(s.content)
+            ),
+            None,
+        )
+
+    @cached_property
+    def calls(self) -> dict[int, tuple[str, int | None]]:
+        """Position of each command -> (its command, the position of its result)."""
+        answer: dict[str, int] = {}
+        for pos, step in enumerate(self.steps):
+            if step.kind is StepKind.tool_result and step.refs and step.refs.reply_to:
+                answer.setdefault(step.refs.reply_to, pos)
+        out = {}
+        for pos, step in enumerate(self.steps):
+            if step.actor_kind is ActorKind.agent and step.kind is StepKind.tool_call:
+                command = command_of(step)
+                result = answer.get(step.step_id)
+                if (
+                    result is None
+                    and pos + 1 < len(self.steps)
+                    and self.steps[pos + 1].kind is StepKind.tool_result
+                ):
+                    result = pos + 1
+                out[pos] = (command or "", result)
+        return out
+
+    @cached_property
+    def runs(self) -> list[TestRun]:
+        """Every test or script run, in order."""
+        runs = []
+        for pos, (command, result) in self.calls.items():
+            if result is None:
+                continue
+            out = self.steps[result]
+            code = exit_code(out)
+            parsed = parse_output(out.content)
+            if parsed is not None:
+                runner, summary, failed, passed, ids = parsed
+                runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
+            elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
+                bad = int(code not in (0, None) or bool(_TRACEBACK.search(out.content)))
+                line = next((ln for ln in command.splitlines() if ln.strip()), command)
+                runs.append(TestRun(pos, result, "script", command, line.strip(), bad, 1 - bad, (), code))
+        return runs
+
+    @cached_property
+    def changed(self) -> dict[str, ChangedFile]:
+        """The submitted diff's files (else the edits' targets), path -> what changed."""
+        if self.submission is None:
+            return {_norm(t): ChangedFile(_norm(t), new=False) for e in self._edits(()) for t in e.targets}
+        out: dict[str, ChangedFile] = {}
+        chunks = re.split(r"(?m)^(?=diff --git )", self.submission)
+        for chunk in chunks:
+            m = _DIFF.match(chunk)
+            if not m:
+                continue
+            lines = chunk.splitlines()
+            removed = tuple(
+                ln[1:].strip()
+                for ln in lines
+                if ln.startswith("-") and not ln.startswith("---") and _assertion(ln)
+            )
+            added = tuple(
+                ln[1:].strip()
+                for ln in lines
+                if ln.startswith("+") and not ln.startswith("+++") and _assertion(ln)
+            )
+            out[m.group(2)] = ChangedFile(
+                m.group(2), "\nnew file mode" in chunk.split("\n@@")[0], removed, added
+            )
+        return out
+
+    def _edits(self, kept: tuple[str, ...]) -> list[Edit]:
+        """Every command that writes a file, with the paths it names as written (and the ``kept``
+        paths its writing code names)."""
+        written: dict[str, str] = {}  # script files written by heredoc -> their code
+        edits = []
+        for pos, (command, _) in self.calls.items():
+            step = self.steps[pos]
+            editor = _editor_target(step)
+            if editor is not None:
+                edits.append(Edit(pos, (editor,), _first_line(step.content) or editor))
+                continue
+            if not command:
+                continue
+            bodies = _heredoc_writes(command)
+            written.update(bodies)
+            targets = list(bodies)
+            code = command
+            for words in _words(command):
+                if words[0] == "sed" and any(w.startswith("-i") for w in words[1:]):
+                    targets += _sed_files(words)
+                elif words[0] in ("cp", "mv") and len(words) >= 3:
+                    targets.append(words[-1])
+                elif words[0] == "tee":
+                    targets += [w for w in words[1:] if not w.startswith("-")]
+                runs_py, script = _script(words)
+                if runs_py and script in written:
+                    code += "\n" + written[script]
+            for m in _REDIRECT.finditer(_head_lines(command)):
+                if not m.group(1).startswith(("/dev/", "&")):
+                    targets.append(m.group(1).strip("'\""))
+            for m in _PY_WRITE.finditer(code):
+                if m.group(1) or m.group(2):
+                    targets.append(m.group(1) or m.group(2))
+            if _WRITES.search(code):
+                targets += [p for p in kept if p in code]
+            targets = [t.removeprefix("./").removeprefix("/testbed/") for t in targets if t]
+            if targets:
+                line = next(
+                    (
+                        ln
+                        for ln in command.splitlines()
+                        if _WRITES.search(ln) or _SCRIPT.match(ln.split()[0] if ln.split() else "")
+                    ),
+                    command,
+                )
+                edits.append(Edit(pos, tuple(dict.fromkeys(targets)), line.strip()))
+        return edits
+
+    @cached_property
+    def edits(self) -> list[Edit]:
+        """The edits that wrote a file the run changed for good (the submitted diff's files)."""
+        kept = set(self.changed)
+        return [e for e in self._edits(tuple(kept)) if kept & {_norm(t) for t in e.targets}]
+
+    @cached_property
+    def source_edits(self) -> list[Edit]:
+        """Edits of files the submitted diff changes that existed before and are not tests: the fix
+        (the scratch scripts an agent leaves behind are new files)."""
+        return [e for e in self.edits if any(self._source(_norm(t)) for t in e.targets)]
+
+    def _source(self, path: str) -> bool:
+        found = self.changed.get(path)
+        return found is not None and not found.new and not is_test_file(path)
+
+    def test_edits(self, path: str) -> list[Edit]:
+        return [e for e in self.edits if path in {_norm(t) for t in e.targets}]
+
+    @cached_property
+    def reverts(self) -> list[int]:
+        """Commands that put changed files back to the original code (``git stash``, ``git
+        checkout [--] PATH``): the runs after one, until the next edit, test the code before the change."""
+        out = []
+        for pos, (command, _) in self.calls.items():
+            for words in _words(command):
+                stash = words[:2] == ["git", "stash"] and (
+                    len(words) == 2 or words[2] in ("push", "save", "-u")
+                )
+                checkout = words[:2] == ["git", "checkout"] and any(
+                    _norm(w) in self.changed for w in words[2:]
+                )
+                if stash or checkout:
+                    out.append(pos)
+        return out
+
+    def on_original_code(self, run: TestRun) -> bool:
+        """Whether a run tested the code before the change: it came before the first source edit,
+        or after a revert with no source edit between."""
+        edits = [e.pos for e in self.source_edits]
+        if not edits or run.call < edits[0]:
+            return True
+        revert = max((p for p in self.reverts if p <= run.call), default=None)
+        return (
+            revert is not None and not any(revert < e < run.call for e in edits) and revert not in edits[-1:]
+        )
+
+    @property
+    def final_state(self) -> dict[str, TestRun]:
+        """The last run of every test the agent ran (by id), and of every command that ran tests."""
+        state: dict[str, TestRun] = {}
+        for run in self.runs:
+            state[f"command:{run.command.strip()}"] = run
+            for test in run.failed_ids:
+                state[test] = run
+        return state
+
+
+def _norm(path: str) -> str:
+    return path.removeprefix("./").removeprefix("/testbed/")
+
+
+def _assertion(line: str) -> bool:
+    body = line[1:].strip()
+    return body.startswith(
+        ("assert ", "assert(", "self.assert", "with raises", "with pytest.raises", "raises(")
+    ) or bool(re.match(r"\w+\.assert\w*\(|assert_\w+\(", body))
+
+
+def _first_line(text: str) -> str | None:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), None)
+
+
+def _editor_target(step: TraceStep) -> str | None:
+    """The path an editor tool call writes (create / str_replace / insert), else None."""
+    args: Any = step.tool.arguments if step.tool else None
+    if not isinstance(args, dict) or not isinstance(args.get("path"), str):
+        return None
+    command = args.get("command")
+    if command in _EDITOR_COMMANDS or (
+        command is None and ("new_str" in args or "file_text" in args or "content" in args)
+    ):
+        return args["path"]
+    return None

@@ -1,0 +1,202 @@
+"""mini-SWE-agent trajectories (``*.traj.json``): one trace per file.
+
+A trajectory is a JSON object: ``messages`` (plain chat messages), ``info`` (``exit_status``,
+``submission`` — the final diff —, ``model_stats``, ``mini_version``, ``config``), and since
+v1.x ``trajectory_format: "mini-swe-agent-1"`` and ``instance_id``. Older files lack
+``trajectory_format``; their ``info`` still names ``mini_version`` or holds ``exit_status`` with
+``submission``. ``info`` can come first and fill the head of the file with the diff, so detection
+reads the object's top-level keys, not the first 64 KiB.
+
+The messages carry no ``tool_calls``: the harness takes the one fenced ```` ```bash ```` block of
+each assistant turn as the command and answers it with the next ``user`` message, which is the
+shell, not a person. So the steps are:
+
+- ``system``: the system prompt (actor ``system``);
+- the first ``user`` message: the principal's request (human); its ``<pr_description>`` is the
+  header's task;
+- each assistant turn with exactly one bash block: a ``tool_call`` of ``bash`` by ``agent``, the
+  turn's whole text as content (thought and block, verbatim) and ``{"command": …}`` as arguments;
+- the ``user`` message after it: that call's ``tool_result`` (actor ``bash``), its text verbatim;
+  ``<returncode>N</returncode>`` gives ``raw.status`` (``ok`` for 0, else ``error`` with
+  ``exit_code``), the harness's timeout notice gives ``error`` / ``timeout``, and a ``<warning>``
+  about long output sets ``raw.output_truncated``;
+- an assistant turn with no block or several is a message, and the harness's format complaint
+  after it an ``environment`` step;
+- ``info.submission`` (when not empty): the agent's ``final_output``, the run's final act.
+
+``info`` and ``instance_id`` go to ``header.metadata``. The harness records no verdict on the
+submission (``exit_status`` says how the run ended, not whether the fix is right): no outcome.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.frameworks.common import pack_raw
+from ingest.jsonstream import JsonReader, top_level_kind
+from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
+
+FORMAT = "mini-swe-agent-1"
+AGENT = "agent"
+_ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.S)  # the harness's own action pattern
+_RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
+_TIMEOUT = re.compile(r"\AThe last command <command>.*?</command> timed out", re.S)
+_TASK = re.compile(r"<pr_description>\s*(.*?)\s*</pr_description>", re.S)
+_HINTS = ('"info"', '"trajectory_format"', "<returncode>")
+
+
+class MiniSweAgentImporter:
+    name = "mini-swe-agent"
+    description = "mini-SWE-agent trajectory (.traj.json), one trace per file"
+
+    def detect(self, path: Path, head: bytes) -> str | None:
+        text = head_text(head)
+        if top_level_kind(head) != "object" or not any(h in text for h in _HINTS):
+            return None
+        keys = _top_level(path)
+        if keys is None or "messages" not in keys:
+            return None
+        fmt, info = keys.get("trajectory_format"), keys.get("info")
+        if isinstance(fmt, str) and fmt.startswith("mini-swe-agent"):
+            return f"a JSON object with trajectory_format {fmt!r}"
+        if isinstance(info, dict) and (
+            "mini_version" in info or {"exit_status", "submission"} <= info.keys()
+        ):
+            return "a JSON object with 'messages' and an 'info' naming mini_version or exit_status and submission"
+        return None
+
+    def open(self, path: Path) -> Iterator[ImportedTrace]:
+        keys = _top_level(path, strict=True) or {}
+        info = keys.get("info")
+        if info is not None and not isinstance(info, dict):
+            raise InputError("must be a JSON object", path=str(path), field="info")
+        info = info or {}
+        digest = file_digest(path)
+        header = TraceHeader(
+            trace_id=f"mini-swe-agent-{digest[:16]}",
+            source=str(path),
+            framework="mini-SWE-agent",
+            metadata=pack_raw(
+                source_sha256=digest,
+                trajectory_format=keys.get("trajectory_format"),
+                instance_id=keys.get("instance_id"),
+                exit_status=info.get("exit_status"),
+                info=info,
+            ),
+        )
+        submission = info.get("submission")
+        yield ImportedTrace(
+            importer=self.name,
+            header=header,
+            steps=lambda facts: _steps(path, facts, submission, StepBuilder(str(path))),
+        )
+
+
+def _top_level(path: Path, strict: bool = False) -> dict[str, Any] | None:
+    """The object's top-level keys, with the small values (``info``, ``trajectory_format``,
+    ``instance_id``) read and the rest skipped. A file that does not parse is None for detection
+    (another importer may explain it) and an InputError when opened."""
+    small = ("info", "trajectory_format", "instance_id")
+    keys: dict[str, Any] = {}
+    try:
+        with path.open("rb") as stream:
+            reader = JsonReader(stream, str(path))
+            for key in reader.members():
+                keys[key] = reader.value() if key in small else None
+            reader.end()
+    except InputError:
+        if strict:
+            raise
+        return None
+    return keys
+
+
+def _steps(path: Path, facts: Facts, submission: Any, b: StepBuilder) -> Iterator[TraceStep]:
+    """The messages as steps, then the submitted diff as the final act."""
+    call: TraceStep | None = None
+    turn: TraceStep | None = None  # the latest assistant turn, answered or not
+    with path.open("rb") as stream:
+        reader = JsonReader(stream, str(path))
+        for key in reader.members():
+            if key != "messages":
+                continue
+            if reader.peek() != "[":
+                raise InputError("must be a list of messages", path=b.where, field="messages")
+            for n, message in enumerate(reader.array()):
+                if not isinstance(message, dict):
+                    raise InputError("must be a JSON object", path=b.where, field=f"messages[{n}]")
+                role = message.get("role")
+                content = message.get("content")
+                if not isinstance(content, str):
+                    raise InputError("must be a string", path=b.where, field=f"messages[{n}].content")
+                raw = pack_raw(**{k: v for k, v in message.items() if k not in ("role", "content")})
+                if role == "system":
+                    yield b.add(actor="system", actor_kind=ActorKind.system, content=content, raw=raw)
+                elif role == "assistant":
+                    turn = call = _call(content, raw, b)
+                    yield call
+                    call = call if call.kind is StepKind.tool_call else None
+                elif role == "user" and turn is None:
+                    if facts.task is None:
+                        found = _TASK.search(content)
+                        facts.task = found.group(1) if found else content
+                    yield b.add(actor="user", actor_kind=ActorKind.human, content=content, raw=raw)
+                elif role == "user" and call is not None:
+                    yield _result(call, content, raw, b)
+                    call = None
+                elif role == "user":  # the harness answering a turn it could not run
+                    yield b.add(actor="harness", actor_kind=ActorKind.environment, content=content, raw=raw)
+                else:
+                    raise InputError(
+                        f"unknown role {role!r} (expected system, user or assistant)",
+                        path=b.where,
+                        field=f"messages[{n}].role",
+                    )
+        reader.end()
+    if isinstance(submission, str) and submission.strip():
+        yield b.add(
+            actor=AGENT, kind=StepKind.final_output, content=submission, raw={"field": "info.submission"}
+        )
+
+
+def _call(content: str, raw: dict[str, Any], b: StepBuilder) -> TraceStep:
+    """An assistant turn: a bash call when it holds exactly one action block, else a message."""
+    actions = _ACTION.findall(content)
+    if len(actions) != 1:
+        return b.add(actor=AGENT, content=content, raw=raw)
+    return b.add(
+        actor=AGENT,
+        kind=StepKind.tool_call,
+        content=content,
+        tool=ToolInfo(name="bash", arguments={"command": actions[0]}),
+        raw=raw,
+    )
+
+
+def _result(call: TraceStep, content: str, raw: dict[str, Any], b: StepBuilder) -> TraceStep:
+    """What the shell returned to a call, with its status from the return code."""
+    code = _RETURNCODE.match(content)
+    if code is not None:
+        exit_code = int(code.group(1))
+        raw |= {"status": "ok"} if exit_code == 0 else {"status": "error", "exit_code": exit_code}
+    elif _TIMEOUT.match(content):
+        raw |= {"status": "error", "error_type": "timeout"}
+    if "<warning>" in content and "<output_head>" in content:
+        raw["output_truncated"] = True
+    return b.add(
+        actor="bash",
+        actor_kind=ActorKind.tool,
+        kind=StepKind.tool_result,
+        content=content,
+        tool=ToolInfo(name="bash"),
+        refs=StepRefs(reply_to=call.step_id),
+        raw=raw,
+    )
+
+
+IMPORTER = MiniSweAgentImporter()

@@ -3,6 +3,7 @@ succeeded ones, rank runs by risk, and attribute failures to the right agent and
 
     python benchmarks/outcome_eval.py DIR --outcomes CSV [--policy FILE] [--group-by COLUMN] [--json]
     python benchmarks/outcome_eval.py WHOWHEN_DIR --whowhen [--json]
+    ... [--split-by task] [--tau2 TAU2_DOMAIN_DIR]
 
 With ``--outcomes`` (a CSV with ``file`` and ``outcome`` = failed | succeeded, as
 ``shared/data/taubench/airline/outcomes.csv``) every run in DIR is reviewed with the outcome
@@ -11,7 +12,12 @@ with an actionable finding (realized, intercepted or adjacent), the succeeded ru
 the AUROC of ``risk_score`` against failure (ties count one half); ``--group-by COLUMN`` (a CSV
 column such as ``repo``) prints the same figures per group beside the total. With ``--whowhen`` every run is
 reviewed with ``--outcome failed`` and the report's attribution is scored against the sidecar
-labels (agent and exact step), per subset. The labels are read only after the review answered.
+labels (agent and exact step), per subset, with the expected calibration error (ECE) of the
+attribution's confidence against the step being right. The labels are read only after the review
+answered. ``--split-by task`` prints every figure for the two halves of the tasks as well
+(``benchmarks/task_split.py``: by a hash of the task, the same split every time): build on one,
+measure on the other. ``--tau2 DIR`` (τ²-bench's airline folder) counts the runs of the tasks whose
+τ-bench expected actions τ²-bench corrected as failed, and names those tasks.
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
+
 from auditor.engine import run_rules_audit
 from auditor.policy import load_policy
 from auditor.report.disposition import ACTIONABLE
 from auditor.report.validator import validate_report
+from benchmarks.task_split import corrected_tasks, ece, half, task_of
 from schemas import AuditReport, Trace
 from scoring.stats.wilson import wilson_interval
 
@@ -56,7 +65,14 @@ def review(trace: Trace, policy, outcome: str | None) -> AuditReport:  # type: i
     return report
 
 
-def by_outcome(root: Path, outcomes_csv: Path, policy_path: Path | None, group_by: str | None = None) -> dict:
+def by_outcome(
+    root: Path,
+    outcomes_csv: Path,
+    policy_path: Path | None,
+    group_by: str | None = None,
+    split: bool = False,
+    tau2: Path | None = None,
+) -> dict:
     from ingest import open_traces
 
     policy = load_policy(policy_path) if policy_path else None
@@ -68,34 +84,42 @@ def by_outcome(root: Path, outcomes_csv: Path, policy_path: Path | None, group_b
         )
     labels = {row["file"]: row["outcome"] for row in table}
     groups = {row["file"]: row[group_by] for row in table} if group_by else {}
-    rows = []
+    runs: dict[str, list[tuple[Trace, str]]] = {}
+    named = []
     for name, outcome in sorted(labels.items()):
         path = root / name
         if not path.exists():
             continue
         for imported in open_traces(path):
             trace = Trace(header=imported.header, steps=list(imported.steps()))
-            report = review(trace, policy, None)
-            actionable = [
-                f
-                for f in report.findings
-                if f.disposition in ACTIONABLE and f.detector != "failure_attribution"
-            ]
-            rows.append(
-                {
-                    "file": name,
-                    "outcome": outcome,
-                    "group": groups.get(name),
-                    "risk_score": report.risk_score,
-                    "inferred": report.outcome.value.value if report.outcome else None,
-                    "actionable": len(actionable),
-                    "findings": [
-                        f"{f.detector}:{f.disposition.value}:{f.first_anomalous_step}"
-                        for f in report.findings
-                    ],
-                }
-            )
-    result = summary(rows) | {"rows": rows}
+            runs.setdefault(task_of(name), []).append((trace, outcome))
+            named.append((name, outcome, trace))
+    corrected = corrected_tasks(tau2, runs, write_tools(policy)) if tau2 else {}
+    rows = []
+    for name, outcome, trace in named:
+        report = review(trace, policy, None)
+        actionable = [
+            f for f in report.findings if f.disposition in ACTIONABLE and f.detector != "failure_attribution"
+        ]
+        rows.append(
+            {
+                "file": name,
+                "outcome": "failed" if task_of(name) in corrected else outcome,
+                "group": groups.get(name),
+                "task": task_of(name),
+                "half": half(task_of(name)),
+                "relabelled": task_of(name) in corrected and outcome != "failed",
+                "risk_score": report.risk_score,
+                "inferred": report.outcome.value.value if report.outcome else None,
+                "actionable": len(actionable),
+                "findings": [
+                    f"{f.detector}:{f.disposition.value}:{f.first_anomalous_step}" for f in report.findings
+                ],
+            }
+        )
+    result = summary(rows) | {"rows": rows, "corrected_tasks": corrected}
+    if split:
+        result["halves"] = {h: summary([r for r in rows if r["half"] == h]) for h in "AB"}
     if group_by:
         result["groups"] = {
             g: summary([r for r in rows if r["group"] == g]) for g in sorted(set(groups.values()))
@@ -112,14 +136,27 @@ def summary(rows: list[dict]) -> dict:
         "failed_with_actionable": rate(sum(1 for r in failed if r["actionable"]), len(failed)),
         "succeeded_with_actionable": rate(sum(1 for r in ok if r["actionable"]), len(ok)),
         "auroc_risk_score": auroc([r["risk_score"] for r in failed], [r["risk_score"] for r in ok]),
+        "ece_risk_score": ece([r["risk_score"] for r in rows], [r["outcome"] == "failed" for r in rows]),
     }
 
 
-def whowhen(root: Path) -> dict:
+def write_tools(policy) -> set[str]:  # type: ignore[no-untyped-def]
+    """The tools a policy's rules, confirmations and requests name: the writes."""
+    if policy is None:
+        return set()
+    named = [
+        t
+        for group in (policy.action_rules, policy.confirmations, policy.requests)
+        for r in group
+        for t in r.tools
+    ]
+    return set(named)
+
+
+def whowhen(root: Path, split: bool = False) -> dict:
     from auditor.attribution.evaluation import load_cases
     from auditor.attribution.facts import agent_name
 
-    per: dict[str, dict[str, int]] = {}
     rows = []
     for case in load_cases(root):
         report = review(case.trace, None, "failed")
@@ -128,33 +165,106 @@ def whowhen(root: Path) -> dict:
             a is not None and a.agent is not None and agent_name(a.agent) == agent_name(case.mistake_agent)
         )
         step_ok = a is not None and a.step_index == case.mistake_step
-        at_step = any(f.first_anomalous_step == (a.step_id if a else None) for f in report.findings)
-        cell = per.setdefault(
-            case.subset, {"n": 0, "agent": 0, "step": 0, "actionable": 0, "finding_at_step": 0}
-        )
-        cell["n"] += 1
-        cell["agent"] += agent_ok
-        cell["step"] += step_ok
-        cell["finding_at_step"] += at_step
-        cell["actionable"] += any(f.disposition in ACTIONABLE for f in report.findings)
         rows.append(
             {
                 "case": case.name,
+                "subset": case.subset,
+                "half": half(task_of(case.name)),
                 "agent_ok": agent_ok,
                 "step_ok": step_ok,
+                "finding_at_step": any(
+                    f.first_anomalous_step == (a.step_id if a else None) for f in report.findings
+                ),
+                "actionable": any(f.disposition in ACTIONABLE for f in report.findings),
+                "confidence": a.confidence if a else 0.0,
                 "step": a.step_index if a else None,
                 "label_step": case.mistake_step,
             }
         )
-    return {
-        subset: {
-            "agent": rate(c["agent"], c["n"]),
-            "step": rate(c["step"], c["n"]),
-            "finding_at_decisive_step": rate(c["finding_at_step"], c["n"]),
-            "actionable": rate(c["actionable"], c["n"]),
+    result = whowhen_summary(rows) | {"rows": rows}
+    if split:
+        result["halves"] = {h: whowhen_summary([r for r in rows if r["half"] == h]) for h in "AB"}
+    return result
+
+
+def whowhen_summary(rows: list[dict]) -> dict:
+    """Per subset: agent and step accuracy, a finding at the decisive step, an actionable
+    finding, and the ECE of the attribution's confidence against the step being right."""
+    out = {}
+    for subset in sorted({r["subset"] for r in rows}):
+        mine = [r for r in rows if r["subset"] == subset]
+        n = len(mine)
+        out[subset] = {
+            "agent": rate(sum(r["agent_ok"] for r in mine), n),
+            "step": rate(sum(r["step_ok"] for r in mine), n),
+            "finding_at_decisive_step": rate(sum(r["finding_at_step"] for r in mine), n),
+            "actionable": rate(sum(r["actionable"] for r in mine), n),
+            "ece_confidence": ece([r["confidence"] for r in mine], [r["step_ok"] for r in mine]),
         }
-        for subset, c in per.items()
-    } | {"rows": rows}
+    return out
+
+
+def by_label(rows: list[dict], outcomes_csv: Path, label: str, among: str | None, detector: str) -> dict:
+    """A security label's table (e.g. ``breached`` among ``injected`` runs, AgentDojo): runs that
+    carry the label, runs of ``among`` that do not, and runs outside ``among``, each with an
+    actionable and with a realized finding of ``detector``; the AUROC of ``risk_score`` for the
+    label within ``among``; and for every run (``outcome``: failed or succeeded) the AUROC of failure.
+    The labels are read only here, after every review answered."""
+    with outcomes_csv.open(newline="") as f:
+        table = {row["file"]: row for row in csv.DictReader(f)}
+    missing = sorted({c for c in (label, among) if c and c not in next(iter(table.values()), {})})
+    if missing:
+        raise SystemExit(
+            f"{outcomes_csv}: no column {', '.join(missing)} (columns: {', '.join(next(iter(table.values())))})"
+        )
+
+    def yes(row: dict, column: str | None) -> bool:
+        return column is None or str(table[row["file"]][column]).strip().lower() in ("true", "1", "yes")
+
+    def has(row: dict, dispositions: tuple[str, ...]) -> bool:
+        return any(f.split(":")[0] == detector and f.split(":")[1] in dispositions for f in row["findings"])
+
+    def cells(part: list[dict]) -> dict:
+        return {
+            "actionable": rate(sum(has(r, ACTIONABLE_NAMES) for r in part), len(part)),
+            "realized": rate(sum(has(r, ("realized",)) for r in part), len(part)),
+        }
+
+    inside = [r for r in rows if yes(r, among)]
+    positive = [r for r in inside if yes(r, label)]
+    negative = [r for r in inside if not yes(r, label)]
+    outside = [r for r in rows if not yes(r, among)]
+    return {
+        "label": label,
+        "among": among,
+        "detector": detector,
+        "positive": cells(positive),
+        "negative": cells(negative),
+        "outside": cells(outside),
+        "auroc_label": auroc([r["risk_score"] for r in positive], [r["risk_score"] for r in negative]),
+        "auroc_failed": auroc(
+            [r["risk_score"] for r in rows if r["outcome"] == "failed"],
+            [r["risk_score"] for r in rows if r["outcome"] == "succeeded"],
+        ),
+    }
+
+
+ACTIONABLE_NAMES = tuple(d.value for d in ACTIONABLE)
+
+
+def print_label(title: str, t: dict) -> None:
+    among = f" among {t['among']}" if t["among"] else ""
+    print(f"-- {title}: {t['detector']} findings, label {t['label']}{among}")
+    print(f"{'runs':<34} {'with an actionable finding':<28} with a realized one")
+    for key, name in (
+        ("positive", f"{t['label']}"),
+        ("negative", f"{t['among'] or 'all'}, not {t['label']}"),
+        ("outside", f"not {t['among']}" if t["among"] else ""),
+    ):
+        if name:
+            print(f"{name:<34} {fmt(t[key]['actionable']):<28} {fmt(t[key]['realized'])}")
+    print(f"AUROC of risk_score, {t['label']} vs not{among}: {t['auroc_label']:.3f}")
+    print(f"AUROC of risk_score, failed vs succeeded (all runs): {t['auroc_failed']:.3f}")
 
 
 def main() -> None:
@@ -164,14 +274,32 @@ def main() -> None:
     ap.add_argument("--policy", type=Path, help="policy YAML the runs are reviewed under")
     ap.add_argument("--whowhen", action="store_true", help="Who&When folder: attribution accuracy")
     ap.add_argument("--group-by", help="a CSV column (e.g. repo): the figures per group too")
+    ap.add_argument("--split-by", choices=["task"], help="the figures for the two halves of the tasks too")
+    ap.add_argument(
+        "--tau2", type=Path, help="τ²-bench domain folder: runs of tasks it corrected count failed"
+    )
+    ap.add_argument("--label", help="a true/false CSV column (e.g. breached): its own table")
+    ap.add_argument("--among", help="with --label: only the runs where this column is true (e.g. injected)")
+    ap.add_argument("--detector", default="injected_instruction", help="with --label: whose findings count")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not args.outcomes and not args.whowhen:
         ap.error("give --outcomes CSV or --whowhen")
+    split = args.split_by == "task"
     started = time.perf_counter()
     result = (
-        whowhen(args.dir) if args.whowhen else by_outcome(args.dir, args.outcomes, args.policy, args.group_by)
+        whowhen(args.dir, split)
+        if args.whowhen
+        else by_outcome(args.dir, args.outcomes, args.policy, args.group_by, split, args.tau2)
     )
+    if args.label and not args.whowhen:
+        result["by_label"] = by_label(result["rows"], args.outcomes, args.label, args.among, args.detector)
+        for key in ("halves", "groups"):
+            for name in result.get(key, {}):
+                rows = [r for r in result["rows"] if (r["half"] if key == "halves" else r["group"]) == name]
+                result[key][name]["by_label"] = by_label(
+                    rows, args.outcomes, args.label, args.among, args.detector
+                )
     seconds = time.perf_counter() - started
     if args.json:
         json.dump(result | {"seconds": round(seconds, 1)}, sys.stdout, indent=2)
@@ -179,24 +307,47 @@ def main() -> None:
         return
     if args.whowhen:
         print(f"Who&When, review --outcome failed ({seconds:.1f} s): report attribution vs labels")
-        print(f"{'subset':<22} {'agent':<28} {'step':<28} {'finding at step':<28} actionable")
-        for subset, c in result.items():
-            if subset != "rows":
-                print(
-                    f"{subset:<22} {fmt(c['agent']):<28} {fmt(c['step']):<28} "
-                    f"{fmt(c['finding_at_decisive_step']):<28} {fmt(c['actionable'])}"
-                )
+        print_whowhen("all", result)
+        for h, part in result.get("halves", {}).items():
+            print_whowhen(f"half {h}", part)
         return
     print(f"{result['runs']} runs reviewed in {seconds:.1f} s (outcome hidden from the review)")
-    print(f"failed runs with an actionable finding:    {fmt(result['failed_with_actionable'])}")
-    print(f"succeeded runs with an actionable finding: {fmt(result['succeeded_with_actionable'])}")
-    print(f"AUROC of risk_score against failure:       {result['auroc_risk_score']:.3f}")
+    if args.tau2:
+        fixed = ", ".join(f"{t} (τ² {i})" for t, i in sorted(result["corrected_tasks"].items())) or "none"
+        print(f"tasks τ²-bench corrected, their runs counted failed: {fixed}")
+    print_outcomes("all", result)
+    for h, part in result.get("halves", {}).items():
+        print_outcomes(f"half {h}", part)
+    if args.label:
+        print_label("all", result["by_label"])
+        for key, word in (("halves", "half"), ("groups", args.group_by)):
+            for name, part in result.get(key, {}).items():
+                print_label(f"{word} {name}", part["by_label"])
     if args.group_by:
         print(f"\n{args.group_by:<16} {'runs':>4}  {'failed with one':<28} {'succeeded with one':<28} AUROC")
         for group, g in result["groups"].items():
             print(
                 f"{group:<16} {g['runs']:>4}  {fmt(g['failed_with_actionable']):<28} "
                 f"{fmt(g['succeeded_with_actionable']):<28} {g['auroc_risk_score']:.3f}"
+            )
+
+
+def print_outcomes(title: str, r: dict) -> None:
+    print(f"-- {title}: {r['runs']} runs")
+    print(f"failed runs with an actionable finding:    {fmt(r['failed_with_actionable'])}")
+    print(f"succeeded runs with an actionable finding: {fmt(r['succeeded_with_actionable'])}")
+    print(f"AUROC of risk_score against failure:       {r['auroc_risk_score']:.3f}")
+    print(f"ECE of risk_score as P(failed):            {r['ece_risk_score']:.3f}")
+
+
+def print_whowhen(title: str, result: dict) -> None:
+    print(f"-- {title}")
+    print(f"{'subset':<22} {'agent':<28} {'step':<28} {'finding at step':<28} {'actionable':<28} ECE")
+    for subset, c in result.items():
+        if subset not in ("rows", "halves"):
+            print(
+                f"{subset:<22} {fmt(c['agent']):<28} {fmt(c['step']):<28} "
+                f"{fmt(c['finding_at_decisive_step']):<28} {fmt(c['actionable']):<28} {c['ece_confidence']:.3f}"
             )
 
 

@@ -34,6 +34,7 @@ from functools import lru_cache
 from graph.channels import NO_DECLARATIONS, Channel, ChannelDeclarations, channel_of
 from schemas import Trace, TraceStep
 
+NAMES_AGENT = "names the agent"
 CONTEXT = 400  # characters on each side of a directive where its addressee is looked for
 
 # Closed-class words: a sentence that starts with one is not in the imperative.
@@ -201,7 +202,9 @@ _ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\
 _VOCATIVE = re.compile(r"^\s*(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[A-Za-z])")
 _PROSE_START = re.compile(r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?[A-Za-z]")  # a bullet or number, then a word
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
-_WORD = re.compile(r"(?<![\w-])[A-Za-z]+(?![\w-])")  # a word: "user_id", "root-user" are names, not "user"
+_WORD = re.compile(
+    r"(?<![\w-])[A-Za-z]+(?!\w|-[A-Za-z])"
+)  # a word: "user_id", "root-user" are names, not "user"; "GPT-4" holds "GPT"
 # A sentence ends at . ! ? (or a colon, after which an instruction often starts) or at a line break (also one escaped as \n inside a JSON or YAML string)
 # after which the text goes on with a capital, a bullet, markup or a value: a line broken inside a
 # sentence (a folded YAML string) goes on in lower case.
@@ -254,10 +257,21 @@ class Addressees:
                         verbs.add(first)
             elif channel is Channel.principal and step.actor_kind.value == "human":
                 principals.add(step.actor.strip().lower())
-        for key, value in trace.header.metadata.items():
-            if "model" in key.lower() and isinstance(value, str):
-                agents.update(w.lower() for w in re.findall(r"[A-Za-z]{3,}", value)[:1])
+        agents.update(_model_families(trace.header.metadata))
         return cls(frozenset(agents), frozenset(principals - agents), frozenset(verbs - _CLOSED))
+
+
+def _model_families(metadata: object, depth: int = 0) -> set[str]:
+    """The family names of the models the header names ("claude-3-5-sonnet" → "claude") at any
+    depth of its metadata: an importer keeps a source's own metadata object nested."""
+    found: set[str] = set()
+    if isinstance(metadata, dict) and depth < 4:
+        for key, value in metadata.items():
+            if isinstance(value, str) and "model" in str(key).lower():
+                found.update(w.lower() for w in re.findall(r"[A-Za-z]{3,}", value.split("/")[-1])[:1])
+            else:
+                found |= _model_families(value, depth + 1)
+    return found
 
 
 def instruction_spans(trace: Trace, declared: ChannelDeclarations = NO_DECLARATIONS) -> list[InstructionSpan]:
@@ -353,7 +367,7 @@ def _signals(directive: str, context: str, addressees: Addressees) -> tuple[str,
     second_person = bool(_SECOND_PERSON.search(context))
     found = []
     if words & addressees.agent_words:
-        found.append("names the agent")
+        found.append(NAMES_AGENT)
     if second_person and _the_principal(addressees.principal_words).search(directive):
         found.append("refers to the principal in the third person")
     if words & _CONVERSATION_NOUNS and second_person:

@@ -21,7 +21,7 @@ shell, not a person. So the steps are:
   ``exit_code``), the harness's timeout notice gives ``error`` / ``timeout``, and a ``<warning>``
   about long output sets ``raw.output_truncated``;
 - an assistant turn with no block or several is a message, and the harness's format complaint
-  after it an ``environment`` step;
+  after it a ``system`` step (the framework the principal deployed speaks, not the environment);
 - ``info.submission`` (when not empty): the agent's ``final_output``, the run's final act.
 
 ``info`` and ``instance_id`` go to ``header.metadata``. The harness records no verdict on the
@@ -150,7 +150,7 @@ def _steps(path: Path, facts: Facts, submission: Any, b: StepBuilder) -> Iterato
                     yield _result(call, content, raw, b)
                     call = None
                 elif role == "user":  # the harness answering a turn it could not run
-                    yield b.add(actor="harness", actor_kind=ActorKind.environment, content=content, raw=raw)
+                    yield b.add(actor="harness", actor_kind=ActorKind.system, content=content, raw=raw)
                 else:
                     raise InputError(
                         f"unknown role {role!r} (expected system, user or assistant)",

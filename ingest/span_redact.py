@@ -1,12 +1,13 @@
 """Redaction of OTLP spans before span assembly stores them (a server or consumer that redacts).
 
-What a person or a model wrote is redacted with the same patterns as every other record
-(``ingest.redact``): a span's name, its attribute values, its events' names and attribute values,
-its links' attribute values, its status message and its resource's attribute values. Ids, times,
-kinds, scopes and attribute keys are structure and stay as they are, so the spans still group,
-order and import. A string value that holds a JSON object or array (GenAI's
-``gen_ai.input.messages``, OpenInference's ``input.value``) is redacted as the decoded value and
-written back as JSON, so that a placeholder can never break its quoting.
+Every string of a span that will be stored is redacted with the same patterns as every other
+record (``ingest.redact``): names, attribute keys and values, events, links, status, trace state,
+scope, resource, and any field OTLP does not define. Only the values of a few structural fields
+(``STRUCTURAL``: ids, times, kinds, counts, typed numbers) are kept, and only while they have the
+shape OTLP gives them (a number, hex or decimal digits), so the spans still group, order and
+import. A string value that holds a JSON object or array (GenAI's ``gen_ai.input.messages``,
+OpenInference's ``input.value``) is redacted as the decoded value and written back as JSON, so
+that a placeholder can never break its quoting and no escape can hide a secret.
 
 Placeholders are numbered per trace. The spans of one trace arrive over many batches, so each open
 trace keeps one :class:`~ingest.redact.Redactor` in memory (a value gets one placeholder across all
@@ -17,13 +18,13 @@ stored ones, so two values never share a placeholder; a value seen before gets a
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from ingest.otlp_request import ReceivedSpan
-from ingest.redact import Redactor
+from ingest.redact import Redactor, names_secret
 
 
 class SpanRedaction:
@@ -43,64 +44,35 @@ class SpanRedaction:
                 r.number_after(text)
             self._open[span.trace_id] = r
         return replace(
-            span,
-            span=_span(r, span.span),
-            resource={**span.resource, "attributes": _key_values(r, span.resource.get("attributes"))},
+            span, span=_value(r, span.span), resource=_value(r, span.resource), scope=_value(r, span.scope)
         )
 
     def forget(self, trace_id: str) -> None:
         self._open.pop(trace_id, None)
 
 
-def _span(r: Redactor, span: dict[str, Any]) -> dict[str, Any]:
-    out = {**span, "attributes": _key_values(r, span.get("attributes"))}
-    if isinstance(span.get("name"), str):
-        out["name"] = _text(r, span["name"])
-    if isinstance(span.get("events"), list):
-        out["events"] = [
-            {
-                **e,
-                "name": _text(r, e["name"]) if isinstance(e.get("name"), str) else e.get("name"),
-                "attributes": _key_values(r, e.get("attributes")),
-            }
-            for e in span["events"]
-        ]
-    if isinstance(span.get("links"), list):
-        out["links"] = [{**ln, "attributes": _key_values(r, ln.get("attributes"))} for ln in span["links"]]
-    status = span.get("status")
-    if isinstance(status, dict) and isinstance(status.get("message"), str):
-        out["status"] = {**status, "message": _text(r, status["message"])}
-    return out
+STRUCTURAL = {
+    *("traceId", "spanId", "parentSpanId", "startTimeUnixNano", "endTimeUnixNano", "timeUnixNano"),
+    *("kind", "flags", "code", "droppedAttributesCount", "droppedEventsCount", "droppedLinksCount"),
+    *("intValue", "doubleValue", "boolValue"),
+}
+_SHAPED = re.compile(r"-?[0-9A-Fa-f]*|NaN|-?Infinity")  # ids in hex, 64-bit numbers in decimal
 
 
-def _key_values(r: Redactor, items: Any) -> Any:
-    """OTLP ``[{key, value}]`` with each value redacted (the decoder checked the shape)."""
-    if not isinstance(items, list):
-        return items
-    return [{**kv, "value": _any_value(r, kv.get("value"))} for kv in items]
-
-
-def _any_value(r: Redactor, value: Any) -> Any:
+def _value(r: Redactor, value: Any, key: str | None = None) -> Any:
+    """A span's JSON value with every string redacted but a structural field's, object keys too."""
+    if key in STRUCTURAL and (
+        isinstance(value, int | float | bool) or (isinstance(value, str) and _SHAPED.fullmatch(value))
+    ):
+        return value
+    if isinstance(value, str):
+        return r.text(value)
+    if isinstance(value, list):
+        return [_value(r, v) for v in value]
     if not isinstance(value, dict):
         return value
-    if isinstance(value.get("stringValue"), str):
-        return {**value, "stringValue": _text(r, value["stringValue"])}
-    if isinstance(value.get("arrayValue"), dict):
-        values = value["arrayValue"].get("values")
-        if isinstance(values, list):
-            return {**value, "arrayValue": {"values": [_any_value(r, v) for v in values]}}
-    if isinstance(value.get("kvlistValue"), dict):
-        return {**value, "kvlistValue": {"values": _key_values(r, value["kvlistValue"].get("values"))}}
-    return value
-
-
-def _text(r: Redactor, text: str) -> str:
-    """A string redacted; one holding a JSON object or array, redacted value by value."""
-    if text[:1] in ("{", "["):
-        try:
-            decoded = json.loads(text)
-        except ValueError:
-            return r.text(text)
-        redacted = r.value(decoded)
-        return text if redacted == decoded else json.dumps(redacted, ensure_ascii=False)
-    return r.text(text)
+    out = {r.text(k): _value(r, v, k) for k, v in value.items()}
+    named, inner = value.get("key"), value.get("value")
+    if isinstance(named, str) and isinstance(inner, dict) and names_secret(named):  # an OTLP KeyValue
+        out["value"] = {k: r.keyed(named, v) if k == "stringValue" else v for k, v in out["value"].items()}
+    return out

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.errors import InputError
 from auditor.review import review_file
 from auditor.store import open_store
 from ingest.redact import Redactor
@@ -159,3 +160,66 @@ def test_number_after_continues_the_stored_numbering():
         "[REDACTED_EMAIL_3] https://bot:[REDACTED_URL_PASSWORD_2]@db.internal/x"
     )
     assert r.replaced == {"EMAIL": 1, "URL_PASSWORD": 1}  # counts this pass only
+
+
+# -- the leaks of issue 31 (item 2), one by one; tests/test_redact_property.py plants them anywhere
+
+
+def test_every_string_is_redacted_at_any_depth_after_decoding():
+    r = Redactor()
+    step = TraceStep(
+        step_id="a",
+        index=0,
+        actor="ops",
+        kind="tool_call",
+        content="aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        tool={"name": "deploy", "arguments": {"kind": SECRET, "record": {"index": EMAIL}}},
+        raw={"timestamp": SECRET, "trace_id": EMAIL, SECRET: "a key", "password": "hunter22"},
+    )
+    out = r.step(step).model_dump(mode="json")
+    text = json.dumps(out, ensure_ascii=False)
+    assert SECRET not in text and EMAIL not in text and "wJalr" not in text and "hunter22" not in text
+    assert (out["kind"], out["index"], out["step_id"]) == ("tool_call", 0, "a")  # the structure stays
+    assert (
+        r.text("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG") == "AWS_SECRET_ACCESS_KEY=[REDACTED_SECRET_3]"
+    )
+    assert r.text("mail dana@bücher.example now") == "mail [REDACTED_EMAIL_2] now"
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7x\nZm9v==\n-----END RSA PRIVATE KEY-----"
+    assert r.text(f"key: {pem}\nthanks") == "key: [REDACTED_PRIVATE_KEY_1]\nthanks"
+    escaped = (
+        '\n{"note": "sk\\u002dproj-A1b2C3d4E5f6G7h8I9j0K1l2"}'  # a JSON string, as an attribute holds it
+    )
+    assert r.text(escaped) == '\n{"note": "[REDACTED_API_KEY_1]"}'
+
+
+def test_a_trace_id_that_holds_a_secret_is_refused_not_stored():
+    with pytest.raises(InputError, match="trace id holds a value that --redact removes"):
+        Redactor().header(TraceHeader(trace_id=f"run-{SECRET}"))
+
+
+def test_span_redaction_walks_every_field_but_the_structural_ones():
+    from ingest.otlp_request import decode_json
+    from ingest.span_redact import SpanRedaction
+
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "chat",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "traceState": f"vendor={SECRET}",
+        "links": [{"traceId": "5b8efff798038103d269b633813fc60d", "spanId": "1" * 16, "traceState": EMAIL}],
+        "extraField": SECRET,
+        "attributes": [
+            {"key": "password", "value": {"stringValue": "hunter22"}},
+            {"key": "args", "value": {"stringValue": json.dumps({"kind": SECRET, "record": EMAIL})}},
+            {"key": "n", "value": {"intValue": "12345678901"}},
+        ],
+    }
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"scope": {"name": EMAIL}, "spans": [span]}]}]})
+    [received] = decode_json(body.encode()).spans
+    redacted = SpanRedaction({"DIGITS": r"\d{9,}"}).span(received, tuple)
+    text = json.dumps(redacted.payload(), ensure_ascii=False)
+    assert SECRET not in text and EMAIL not in text and "hunter22" not in text
+    assert redacted.span["spanId"] == "eee19b7ec3c1b174" and redacted.span["endTimeUnixNano"] == "2"
+    assert redacted.span["attributes"][2]["value"] == {"intValue": "12345678901"}  # a typed number stays

@@ -177,13 +177,9 @@ def literal_list(text: str, loc: Loc, at: str) -> Any:
 
 
 def arguments(value: Any, loc: Loc, at: str) -> tuple[dict[str, Any] | str | None, str]:
-    """(structured arguments, their text): a JSON object string is parsed, any other text kept. An
-    object the log gives as structure is written out as JSON text, so that the call's step has
-    content an evidence unit can quote verbatim (the same text a log of JSON strings holds)."""
-    if value is None:
+    """(structured arguments, verbatim text): a JSON object string is parsed, any other text kept."""
+    if value is None or isinstance(value, dict):
         return value, ""
-    if isinstance(value, dict):
-        return value, json.dumps(value, ensure_ascii=False)
     if not isinstance(value, str):
         raise loc.error("tool arguments must be an object or text", at)
     try:

@@ -32,6 +32,7 @@ SAMPLES: dict[str, Path] = {
     "trail": FIX / "trail_gaia.json",  # hand-written: TRAIL traces embed gated GAIA data
     "inspect": FIX / "inspect_eval.json",
     "swe-agent": REPO / "tests/fixtures/real/swe-agent/networking_1.traj",
+    "mini-swe-agent": REPO / "tests/fixtures/real/mini-swe-agent/sympy__sympy-13852.traj.json",
     "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",
     "hyperagent": RAW / "06_Round2_HyperAgent_SWE-Bench-Lite.json",
     "ag2": RAW / "07_Round2_AG2_GSM-Plus.json",

@@ -91,7 +91,7 @@ def _finding(
         failed = _result_failed(steps, carry.call)
         first = _first_served(at, carry.call, steps, channels, echo)
         values = ", ".join(repr(v.text) for v in carry.values)
-        for unit in _call_units(ctx, call, carry.values):
+        for unit in _call_units(ctx, steps, carry.call, carry.values):
             evidence.append(unit)
         if first != carry.call:
             path.append(
@@ -302,11 +302,18 @@ def _quote(span: InstructionSpan, carried: list[ArgValue]) -> str:
     return max(span.directives, key=lambda d: len(_VALUE_TOKEN.findall(d)))
 
 
-def _call_units(ctx: AuditContext, call: TraceStep, values: list[ArgValue]) -> list:
+def _call_units(ctx: AuditContext, steps: list[TraceStep], call: int, values: list[ArgValue]) -> list:
+    """Each carried value quoted where it stands verbatim: the call's own content (a log that writes
+    arguments as text), else the call's result (which often echoes it), else the agent's text just
+    before the call. A log that gives arguments only as structure has no text to quote in the call."""
     units = []
+    near = [call, *range(call + 1, min(len(steps), call + 4)), *range(call - 1, max(-1, call - 4), -1)]
     for v in values:
-        if v.text in call.content:
-            units.append(ctx.unit(call.step_id, ctx.sentence_around(call.step_id, v.text, limit=300)))
+        for pos in near:
+            step = steps[pos]
+            if v.text in step.content and (pos >= call or step.kind is not StepKind.tool_result):
+                units.append(ctx.unit(step.step_id, ctx.sentence_around(step.step_id, v.text, limit=300)))
+                break
     return units
 
 

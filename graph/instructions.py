@@ -34,162 +34,24 @@ from functools import lru_cache
 from graph.channels import NO_DECLARATIONS, Channel, ChannelDeclarations, channel_of
 from schemas import Trace, TraceStep
 
-NAMES_AGENT = "names the agent"
 CONTEXT = 400  # characters on each side of a directive where its addressee is looked for
 
+
+def _words(text: str) -> frozenset[str]:
+    """A word list written as prose: one line to read, not one word a line."""
+    return frozenset(text.split())
+
+
+# Determiners and pronouns: they open a noun phrase, so an imperative's object, never its verb.
+_DETERMINERS = _words(
+    "a all an any each every her him his it its me my our some that the their them these this those us your"
+)
 # Closed-class words: a sentence that starts with one is not in the imperative.
-_CLOSED = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "this",
-        "that",
-        "these",
-        "those",
-        "my",
-        "your",
-        "his",
-        "her",
-        "its",
-        "our",
-        "their",
-        "all",
-        "any",
-        "each",
-        "every",
-        "some",
-        "no",
-        "i",
-        "you",
-        "he",
-        "she",
-        "it",
-        "we",
-        "they",
-        "me",
-        "him",
-        "us",
-        "them",
-        "there",
-        "here",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "if",
-        "as",
-        "at",
-        "by",
-        "for",
-        "from",
-        "in",
-        "into",
-        "of",
-        "on",
-        "onto",
-        "to",
-        "with",
-        "without",
-        "about",
-        "above",
-        "after",
-        "before",
-        "below",
-        "over",
-        "under",
-        "until",
-        "while",
-        "and",
-        "or",
-        "but",
-        "nor",
-        "so",
-        "yet",
-        "not",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "am",
-        "has",
-        "have",
-        "had",
-        "will",
-        "would",
-        "can",
-        "could",
-        "shall",
-        "should",
-        "may",
-        "might",
-        "must",
-        "dear",
-        "hi",
-        "hello",
-        "hey",
-        "thanks",
-        "thank",
-        "best",
-        "regards",
-        "yes",
-        "ok",
-        "okay",
-        "sincerely",
-        "cheers",
-        "kind",
-        "warm",
-        "great",
-        "good",
-        "very",
-        "also",
-        "only",
-        "just",
-    ]
+_CLOSED = _DETERMINERS | _words(
+    "about above after also am and are as at be been before being below best but by can cheers could dear for from good great had has have he hello here hey hi how i if in into is just kind may might must no nor not of ok okay on only onto or over regards shall she should sincerely so thank thanks there they to under until very warm was we were what when where which while who whom whose why will with without would yes yet you"
 )
 # Words that open an object after an imperative verb.
-_OBJECT_START = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "this",
-        "that",
-        "these",
-        "those",
-        "my",
-        "your",
-        "his",
-        "her",
-        "its",
-        "our",
-        "their",
-        "all",
-        "any",
-        "each",
-        "every",
-        "some",
-        "me",
-        "us",
-        "him",
-        "them",
-        "it",
-        "everything",
-        "anything",
-        "something",
-        "one",
-        "two",
-        "three",
-    ]
-)
+_OBJECT_START = _DETERMINERS | _words("anything everything one something three two")
 _POLITE = frozenset({"please", "kindly", "now", "then", "first", "also", "immediately", "simply", "just"})
 _OBLIGATION = re.compile(
     r"\byou\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|expected|asked)\s+to|will\s+need\s+to)\b",
@@ -220,9 +82,6 @@ class InstructionSpan:
     end: int
     directives: tuple[str, ...]  # each directive sentence, verbatim
     signals: tuple[str, ...]  # which addressee signals were found around them
-
-    def text(self, step: TraceStep) -> str:
-        return step.content[self.start : self.end]
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -367,7 +226,7 @@ def _signals(directive: str, context: str, addressees: Addressees) -> tuple[str,
     second_person = bool(_SECOND_PERSON.search(context))
     found = []
     if words & addressees.agent_words:
-        found.append(NAMES_AGENT)
+        found.append("names the agent")
     if second_person and _the_principal(addressees.principal_words).search(directive):
         found.append("refers to the principal in the third person")
     if words & _CONVERSATION_NOUNS and second_person:

@@ -202,7 +202,8 @@ def test_a_value_the_principal_gave_is_authorised_even_when_data_repeats_it() ->
         ("call", {"send_money": {"recipient": "DE44500105175407324931", "amount": 20}}),
         ("result", "sent"),
     )
-    assert [f.disposition.value for f in injected(review(trace))] != ["realized"]
+    found = injected(review(trace))
+    assert found and "realized" not in {f.disposition.value for f in found}  # marked, yet authorised
 
 
 def test_an_instruction_nothing_followed_is_a_lead_and_not_actionable() -> None:

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "auditor.cli.serve_cmd",
     "auditor.cli.tokens_cmd",
     "auditor.cli.attribute_cmd",
+    "auditor.cli.triage_cmd",
     "auditor.cli.compare_cmd",
     "auditor.cli.evidence_cmd",
 ]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.detectors.policy_facts import result_failed
-from auditor.detectors.tool_effects import ArgValue, arg_values, normal, side_effecting
+from auditor.detectors.tool_effects import ArgValue, arg_values, normal_text, side_effecting
 from graph.channels import Channel, ChannelDeclarations, channel_of
 from graph.instructions import InstructionSpan, instruction_spans
 from schemas import Criteria, Criterion, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
@@ -83,7 +83,7 @@ def _finding(
     ctx: AuditContext, span: InstructionSpan, steps: list[TraceStep], channels: list[Channel], texts: _Texts
 ) -> FindingDraft:
     at = ctx.position(span.step_id)
-    directive_norms = [normal(d) for d in span.directives]
+    directive_norms = [normal_text(d) for d in span.directives]
     carries = _carries(ctx, at, steps, texts, directive_norms)
     echo = _first_echo(at, steps, channels, span)
     source = steps[at]
@@ -218,9 +218,9 @@ class _Texts:
 
     def __init__(self, steps: list[TraceStep], channels: list[Channel]) -> None:
         self.principal = [
-            (p, normal(s.content)) for p, s in enumerate(steps) if channels[p] is Channel.principal
+            (p, normal_text(s.content)) for p, s in enumerate(steps) if channels[p] is Channel.principal
         ]
-        self.data = [(p, normal(s.content)) for p, s in enumerate(steps) if channels[p] is Channel.data]
+        self.data = [(p, normal_text(s.content)) for p, s in enumerate(steps) if channels[p] is Channel.data]
 
     @staticmethod
     def holds(texts: list[tuple[int, str]], value: str, before: int, skip: int = -1) -> bool:
@@ -313,7 +313,7 @@ def _quote(span: InstructionSpan, carried: list[ArgValue]) -> str:
     """The directive that holds a carried value, else the one with the most value tokens (the
     likeliest target of an instruction), as a verbatim quote."""
     for d in span.directives:
-        if any(_contains(normal(d), v.norm) for v in carried):
+        if any(_contains(normal_text(d), v.norm) for v in carried):
             return d
     return max(span.directives, key=lambda d: len(_VALUE_TOKEN.findall(d)))
 

@@ -60,6 +60,8 @@ _URL = re.compile(
 )
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _SPACED_CODE = re.compile(r"^[A-Z]{2}\d{2}(?: ?[A-Z0-9]{2,4})+$|^\d{4}(?: \d{4}){2,4}$")
+# The same codes standing inside prose ("pay GB29 NWBK 6016 1331 9268 19 today").
+_SPACED_CODE_IN_TEXT = re.compile(r"\b[A-Z]{2}\d{2}(?: [A-Z0-9]{2,4}){2,}\b|\b\d{4}(?: \d{4}){2,4}\b")
 _WS = re.compile(r"\s+")
 
 
@@ -83,6 +85,12 @@ def normal(text: str) -> str:
         t = _SCHEME.sub("", t)
         t = t.removeprefix("www.").removeprefix("WWW.").rstrip("/")
     return _WS.sub(" ", t).casefold()
+
+
+def normal_text(text: str) -> str:
+    """A step's text in the values' normal form: spaced account and card numbers written together,
+    so that a value given as ``GB29 NWBK …`` in prose is found when a call carries it unspaced."""
+    return normal(_SPACED_CODE_IN_TEXT.sub(lambda m: m.group(0).replace(" ", ""), text))
 
 
 def arg_values(step: TraceStep) -> list[ArgValue]:

@@ -21,7 +21,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from auditor.errors import StoreError
-from auditor.server.index import SearchProjection, meta
+from auditor.server.index import SearchProjection, meta, participant_rows, report_rows, trace_rows
 from auditor.server.search import SearchIndex, TraceQuery
 from auditor.store import open_store, resolve_url, verify_chain
 from auditor.store.migrate import INDEX, STORE
@@ -75,10 +75,25 @@ def earlier_release(url: str, release: str, rows: list[tuple]) -> sa.Engine:
         marks = ", ".join(["%s" if engine.dialect.name == "postgresql" else "?"] * 11)
         conn.exec_driver_sql(f"INSERT INTO events ({COLUMNS}) VALUES ({marks})", rows)
         TracesProjection().apply(conn, [e for e in recorded if e.type in TracesProjection.event_types])
-        SearchProjection().apply(conn, [e for e in recorded if e.type in SearchProjection.event_types])
+        _old_index_rows(conn, recorded)
         positions = [{"name": n, "position": len(rows)} for n in ("traces", SearchProjection.name)]
         conn.execute(sa.text("INSERT INTO projection_positions VALUES (:name, :position)"), positions)
     return engine
+
+
+def _old_index_rows(conn: sa.Connection, recorded: list[RecordedEvent]) -> None:
+    """The search index's rows as those releases wrote them: today's projection applied in a
+    scratch database at head, copied with only the columns the old tables have."""
+    scratch = sa.create_engine("sqlite://")
+    meta.create_all(scratch)
+    with scratch.begin() as s:
+        SearchProjection().apply(s, [e for e in recorded if e.type in SearchProjection.event_types])
+        for table in (trace_rows, participant_rows, report_rows):
+            old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)} & set(table.c.keys())
+            rows = [{k: v for k, v in r.items() if k in old} for r in s.execute(sa.select(table)).mappings()]
+            if rows:
+                conn.execute(sa.table(table.name, *map(sa.column, sorted(old))).insert(), rows)
+    scratch.dispose()
 
 
 def _recorded(row: tuple) -> RecordedEvent:
@@ -113,7 +128,7 @@ def test_an_earlier_release_is_upgraded_with_every_event_and_hash_kept(
             "event store: unversioned (a release before migrations; taken as revision 0001) → revision 0003"
             in (upgraded.stdout)
         )
-        assert "server index: unversioned" in upgraded.stdout and "→ revision 0002" in upgraded.stdout
+        assert "server index: unversioned" in upgraded.stdout and "→ revision 0003" in upgraded.stdout
 
         verified = run(["--store", store_url, "store", "verify"], tmp_path)
         assert verified.returncode == 0 and f"ok: {len(donor)} events, hash chain intact" in verified.stdout
@@ -147,6 +162,8 @@ def _works_at_head(store, engine: sa.Engine) -> None:  # type: ignore[no-untyped
     )
     page = index.traces(query)
     assert [r["trace_id"] for r in page.rows] == ["example-renewal-drift"] and page.rows[0]["reports"] == 1
+    # the upgrade emptied the index and it was rebuilt: the old report's risk and outcome are there
+    assert page.rows[0]["risk_score"] > 0 and page.rows[0]["outcome"] == "failed"
     catalogue = "sqlite_master WHERE type = 'index'" if store.dialect == "sqlite" else "pg_indexes WHERE true"
     column = "name" if store.dialect == "sqlite" else "indexname"
     with engine.connect() as conn:  # the inspector leaves expression indexes out on SQLite
@@ -173,7 +190,7 @@ def test_an_empty_database_is_created_at_head_by_the_migrations(store_url: str, 
         "server index: not created",
     ]
     upgraded = run(["--store", store_url, "store", "upgrade", "--index"], tmp_path)  # as the server would
-    assert upgraded.returncode == 0 and "server index: created at revision 0002" in upgraded.stdout
+    assert upgraded.returncode == 0 and "server index: created at revision 0003" in upgraded.stdout
     store = open_store(store_url)
     try:
         declared = sa.MetaData()
@@ -203,7 +220,7 @@ def test_a_schema_behind_or_ahead_of_the_code_is_refused_at_open(store_url: str,
     try:
         with engine.begin() as conn:  # a search index made by a release before migrations
             conn.exec_driver_sql("CREATE TABLE server_traces (trace_id VARCHAR(512) PRIMARY KEY)")
-        with pytest.raises(StoreError, match=r"server index .* behind this auditor's revision 0002"):
+        with pytest.raises(StoreError, match=r"server index .* behind this auditor's revision 0003"):
             open_store(store_url)
         with engine.begin() as conn:
             conn.exec_driver_sql("DROP TABLE server_traces")

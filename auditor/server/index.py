@@ -1,10 +1,12 @@
 """The server's search index: a projection of traces and reports into tables built for filtering.
 
-One row per trace (source, framework, time, step count, the latest report's decision, findings
-and highest severity, and the distinct words of its task and steps), one row per participant and
-one per report. It is a ``Projection`` like any other: it tracks the last position it applied and
-rebuilds from zero on demand. On PostgreSQL the words are also stored as a ``tsvector`` under a
-GIN full-text index.
+One row per trace (source, framework, service, time, step count, the latest report's decision,
+findings, highest severity, risk score, outcome and attribution, and the distinct words of its
+task and steps), one row per participant, one per report, one per facet of a report (each
+detector, risk class and responsible agent it names) and one per labelled finding (its latest
+feedback label, see ``auditor.feedback``). It is a ``Projection`` like any other: it tracks the
+last position it applied and rebuilds from zero on demand. On PostgreSQL the words are also
+stored as a ``tsvector`` under a GIN full-text index.
 
 The tables below are what the code reads and writes; the index's migrations create them and the
 indexes the filters count through (``auditor/store/migrations/index``).
@@ -18,9 +20,23 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, delete, func, select
+from sqlalchemy import (
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    delete,
+    func,
+    select,
+)
 from sqlalchemy.engine import Connection
 
+from auditor.feedback import FEEDBACK_EVENT
 from auditor.store.migrate import INDEX
 from schemas.events import RecordedEvent
 
@@ -48,6 +64,13 @@ trace_rows = Table(
     Column("findings", Integer, nullable=False),
     Column("max_severity", Integer, nullable=False),
     Column("words", Text, nullable=False),
+    Column("risk_score", Float, nullable=False),
+    Column("outcome", String(20)),
+    Column("outcome_source", String(20)),
+    Column("agent", String(512)),
+    Column("decisive_step", String(200)),
+    Column("attribution_confidence", Float),
+    Column("service", String(512)),
     Index("ix_server_traces_position", "position"),
     Index("ix_server_traces_time", "time"),
 )
@@ -70,14 +93,43 @@ report_rows = Table(
     Column("max_severity", Integer, nullable=False),
     Column("created_at", String(40)),
     Column("valid", Integer),
+    Column("risk_score", Float, nullable=False),
+    Column("outcome", String(20)),
+    Column("agent", String(512)),
     Index("ix_server_reports_trace", "trace_id", "position"),
     Index("ix_server_reports_position", "position"),
+    Index("ix_server_reports_risk", "risk_score", "position"),
+    Index("ix_server_reports_decision", "decision", "position"),
+    Index("ix_server_reports_outcome", "outcome", "position"),
+)
+facet_rows = Table(  # facet: detector, risk_class or agent (lower case); one row per distinct value
+    "server_report_facets",
+    meta,
+    Column("report_id", String(200), primary_key=True),
+    Column("facet", String(20), primary_key=True),
+    Column("value", String(512), primary_key=True),
+    Index("ix_server_report_facets_value", "facet", "value", "report_id"),
+)
+feedback_rows = Table(  # each labelled finding's latest label
+    "server_feedback",
+    meta,
+    Column("report_id", String(200), primary_key=True),
+    Column("finding_id", String(200), primary_key=True),
+    Column("trace_id", String(512), nullable=False),
+    Column("detector", String(200)),
+    Column("label", String(20), nullable=False),
+    Column("position", Integer, nullable=False),
+    Index("ix_server_feedback_detector", "detector", "label"),
 )
 # The indexes each filter's count goes through (search.py), as the migrations create them.
 Index("ix_server_traces_framework_lower", func.lower(trace_rows.c.framework), trace_rows.c.position)
 Index("ix_server_traces_severity", trace_rows.c.max_severity, trace_rows.c.position)
 Index("ix_server_traces_findings", trace_rows.c.findings, trace_rows.c.position)
 Index("ix_server_participants_name_trace", participant_rows.c.name, participant_rows.c.trace_id)
+Index("ix_server_traces_risk", trace_rows.c.risk_score, trace_rows.c.position)
+Index("ix_server_traces_outcome", trace_rows.c.outcome, trace_rows.c.position)
+Index("ix_server_traces_decision", trace_rows.c.decision, trace_rows.c.position)
+Index("ix_server_traces_service_lower", func.lower(trace_rows.c.service), trace_rows.c.position)
 _ROW_KEYS = [c.name for c in trace_rows.columns]
 
 
@@ -102,11 +154,52 @@ def words_of(*texts: str | None) -> set[str]:
     return {w.lower() for t in texts if t for w in WORD.findall(t)}
 
 
+def service_of(header: dict[str, Any]) -> str | None:
+    """The service that ran the trace: ``service.name`` in the header's metadata (where a client
+    declared its resource), else, for a trace assembled from spans (its metadata names the OTel
+    trace id), the framework, which the span importers read from that resource attribute."""
+    metadata = header.get("metadata") or {}
+    named = metadata.get("service.name") or metadata.get("service")
+    if isinstance(named, str) and named:
+        return named[:512]
+    return header.get("framework") if "otel_trace_id" in metadata else None
+
+
+def triage_of(report: dict[str, Any]) -> dict[str, Any]:
+    """What a report gives its trace's row to sort and filter by: risk, outcome, attribution."""
+    outcome = report.get("outcome") or {}
+    attribution = report.get("attribution") or {}
+    return {
+        "risk_score": float(report.get("risk_score") or 0.0),
+        "outcome": outcome.get("value"),
+        "outcome_source": outcome.get("source"),
+        "agent": (attribution.get("agent") or "")[:512] or None,
+        "decisive_step": attribution.get("step_id"),
+        "attribution_confidence": attribution.get("confidence"),
+    }
+
+
+def facets_of(report: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (facet, value) pairs a report is found by: each finding's detector (the engine for an
+    auditor agent's own findings, as feedback counts it) and risk class, and every responsible
+    agent, the attribution's and each finding's, in lower case."""
+    out: set[tuple[str, str]] = set()
+    agent = (report.get("attribution") or {}).get("agent")
+    for finding in report.get("findings") or []:
+        out.add(("detector", finding.get("detector") or report.get("engine") or "unknown"))
+        out.add(("risk_class", finding["risk_class"]))
+        if finding.get("responsible_participant"):
+            out.add(("agent", finding["responsible_participant"].lower()))
+    if agent:
+        out.add(("agent", agent.lower()))
+    return {(facet, value[:512]) for facet, value in out}
+
+
 class SearchProjection:
     """Traces, participants and reports in filterable tables (see the module docstring)."""
 
     name = "server_search"
-    event_types = ("TraceStarted", "StepRecorded", "ReportFiled")
+    event_types = ("TraceStarted", "StepRecorded", "ReportFiled", FEEDBACK_EVENT)
 
     def __init__(self) -> None:
         self._created: set[str] = set()  # databases whose index schema this process made sure of
@@ -122,7 +215,7 @@ class SearchProjection:
         self._created.add(where)
 
     def reset(self, conn: Connection) -> None:
-        for table in (participant_rows, report_rows, trace_rows):
+        for table in (participant_rows, report_rows, trace_rows, facet_rows, feedback_rows):
             conn.execute(delete(table))
 
     def apply(self, conn: Connection, events: Iterable[RecordedEvent]) -> None:
@@ -134,6 +227,8 @@ class SearchProjection:
                 batch.step(ev)
             elif ev.type == "ReportFiled":
                 batch.report(ev)
+            elif ev.type == FEEDBACK_EVENT:
+                batch.feedback(ev)
         batch.flush()
 
 
@@ -145,6 +240,8 @@ class _Batch:
         self.rows: dict[str, dict[str, Any]] = {}
         self.new_participants: list[dict[str, str]] = []
         self.new_reports: list[dict[str, Any]] = []
+        self.new_facets: list[dict[str, str]] = []
+        self.labels: dict[tuple[str, str], dict[str, Any]] = {}
 
     def row(self, trace_id: str) -> dict[str, Any] | None:
         if trace_id not in self.rows:
@@ -183,6 +280,8 @@ class _Batch:
             "findings": 0,
             "max_severity": 0,
             "words": words_of(tid, h.get("source"), h.get("framework"), h.get("task")),
+            "service": service_of(h),
+            **triage_of({}),
             "_new": True,
         }
 
@@ -211,6 +310,10 @@ class _Batch:
         findings = report.get("findings") or []
         severity = max((SEVERITY_RANK.get(f.get("severity"), 0) for f in findings), default=0)
         validation = ev.payload.get("validation") or {}
+        triage = triage_of(report)
+        self.new_facets += [
+            {"report_id": report["report_id"], "facet": f, "value": v} for f, v in sorted(facets_of(report))
+        ]
         self.new_reports.append(
             {
                 "report_id": report["report_id"],
@@ -223,17 +326,32 @@ class _Batch:
                 "max_severity": severity,
                 "created_at": report.get("created_at"),
                 "valid": None if "ok" not in validation else int(bool(validation["ok"])),
+                "risk_score": triage["risk_score"],
+                "outcome": triage["outcome"],
+                "agent": triage["agent"],
             }
         )
         r = self.row(report["trace_id"])
-        if r is not None:  # the latest report of a trace decides its findings and severity
+        if r is not None:  # the latest report of a trace decides its findings, severity and triage
             r.update(
                 report_id=report["report_id"],
                 reports=r["reports"] + 1,
                 decision=report.get("decision"),
                 findings=len(findings),
                 max_severity=severity,
+                **triage,
             )
+
+    def feedback(self, ev: RecordedEvent) -> None:
+        p = ev.payload
+        self.labels[(p["report_id"], p["finding_id"])] = {
+            "report_id": p["report_id"],
+            "finding_id": p["finding_id"],
+            "trace_id": p["trace_id"],
+            "detector": p.get("detector"),
+            "label": p["label"],
+            "position": ev.global_position,
+        }
 
     def flush(self) -> None:
         for r in self.rows.values():
@@ -251,6 +369,18 @@ class _Batch:
             self.conn.execute(participant_rows.insert(), _unique(self.new_participants, ("trace_id", "name")))
         if self.new_reports:
             self.conn.execute(report_rows.insert(), _unique(self.new_reports, ("report_id",)))
+        if self.new_facets:
+            self.conn.execute(facet_rows.insert(), _unique(self.new_facets, ("report_id", "facet", "value")))
+        self._flush_labels()
+
+    def _flush_labels(self) -> None:
+        """The latest label of each finding replaces the one stored before it."""
+        f = feedback_rows.c
+        for (report_id, finding_id), row in self.labels.items():
+            self.conn.execute(
+                delete(feedback_rows).where(and_(f.report_id == report_id, f.finding_id == finding_id))
+            )
+            self.conn.execute(feedback_rows.insert().values(**row))
 
 
 def _unique(rows: list[dict[str, Any]], key: tuple[str, ...]) -> list[dict[str, Any]]:

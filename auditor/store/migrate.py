@@ -211,4 +211,4 @@ def run_environment(context: Any) -> None:
 
 
 STORE = Schema("event store", _MIGRATIONS / "store", "alembic_version_store", "events", head="0003")
-INDEX = Schema("server index", _MIGRATIONS / "index", "alembic_version_index", "server_traces", head="0002")
+INDEX = Schema("server index", _MIGRATIONS / "index", "alembic_version_index", "server_traces", head="0003")

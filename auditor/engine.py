@@ -19,6 +19,7 @@ from auditor.report.validator import CitedEdges
 from auditor.traces import trace_digest
 from schemas import AuditReport, Decision, Disposition, Finding, GraphMode, RepairPlanItem, Trace
 from schemas.controls import CONTROLS
+from schemas.report import PolicyRef
 
 Phases = Callable[[str], None]
 """Told what an audit is doing now ("building the interaction graph", "detector 3/18: state_drift"):
@@ -105,6 +106,7 @@ def rules_audit(
         outcome=run,
         attribution=attribution,
         risk_score=score,
+        policy=PolicyRef(name=policy.name, digest=policy.digest) if policy else None,
         notes=ctx.notes + ([f"policy {policy.name} ({policy.digest})"] if policy else []),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from schemas.evidence import EvidenceUnit
 from schemas.failure import MAST_MODES, Attribution, RunOutcome
 
-# v3.1 adds the run's outcome, its failure attribution, risk_score and failure_mode (all optional:
-# a v3 report is still a valid report).
+# v3.1 adds the run's outcome, its failure attribution, risk_score, failure_mode and the policy the
+# report was made under (all optional: a v3 report is still a valid report).
 REPORT_CONTRACT_VERSION = "v3.1"
 
 
@@ -135,6 +135,15 @@ class RepairPlanItem(BaseModel):
     rationale: str
 
 
+class PolicyRef(BaseModel):
+    """The declared policy a report was made under: its name, and the digest that pins its text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{16,64}$")
+
+
 class AuditReport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -159,6 +168,9 @@ class AuditReport(BaseModel):
     )
     risk_score: float = Field(
         default=0.0, ge=0.0, le=1.0, description="1 - prod(1 - weight) over findings (docs/report.md)."
+    )
+    policy: PolicyRef | None = Field(
+        default=None, description="The declared policy the audit ran under (none: no policy)."
     )
     notes: list[str] = Field(default_factory=list, description="Budget exhaustion, skipped checks.")
     created_at: str

@@ -102,8 +102,7 @@ def detect(path: Path) -> tuple[str, str]:
         f"no importer recognises this file: it holds {describe(head)}",
         path=str(path),
         hint=(
-            f"{_closest(path, head)}; name the importer (--input-format on review, attribute and stream; "
-            f"--format on ingest) with one of: {', '.join(registry)}"
+            f"{_closest(path, head)}; name the importer with --input-format, one of: {', '.join(registry)}"
         ),
     )
 

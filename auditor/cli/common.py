@@ -42,6 +42,29 @@ REDACT_PATTERN = typer.Option(
 )
 
 
+INPUT_FORMAT = typer.Option(
+    "auto", "--input-format", help="Importer name, or auto to detect it (an unknown name lists them)."
+)
+# ``ingest`` named the importer ``--format`` before every command agreed on --input-format; the old
+# spelling still works there, unlisted.
+FORMAT_ALIAS = typer.Option(None, "--format", "-f", hidden=True)
+
+
+def importer_name(input_format: str, alias: str | None) -> str:
+    """The importer asked for by --input-format or its old spelling --format (not both, unless they agree)."""
+    if alias is None or alias == input_format:
+        return input_format
+    if input_format != "auto":
+        from auditor.errors import InputError
+
+        raise InputError(
+            f"--input-format {input_format!r} and --format {alias!r} disagree",
+            field="--input-format",
+            hint="give --input-format only (--format is its old name)",
+        )
+    return alias
+
+
 def redaction(redact: bool, items: list[str]) -> tuple[bool, dict[str, str]]:
     """(redact?, extra patterns) from --redact and --redact-pattern, shared by every command that
     stores traces; a pattern that is not NAME=REGEX, or whose regex does not compile, is an input

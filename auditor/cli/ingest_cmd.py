@@ -13,10 +13,13 @@ from pathlib import Path
 import typer
 
 from auditor.cli.common import (
+    FORMAT_ALIAS,
+    INPUT_FORMAT,
     REDACT,
     REDACT_PATTERN,
     console,
     err_console,
+    importer_name,
     open_cli_store,
     print_json,
     print_table,
@@ -121,7 +124,8 @@ def register(app: typer.Typer) -> None:
     @app.command("ingest")
     def ingest(
         path: str = typer.Argument(..., help="A trace file, a directory (with --recursive), or - for stdin."),
-        fmt: str = typer.Option("auto", "--format", "-f", help="Importer name, or auto to detect it."),
+        input_format: str = INPUT_FORMAT,
+        format_alias: str = FORMAT_ALIAS,
         recursive: bool = typer.Option(
             False, "--recursive", "-r", help="Ingest every file under a directory."
         ),
@@ -139,10 +143,15 @@ def register(app: typer.Typer) -> None:
         other content under a stored trace id is refused (exit 2)."""
         from ingest import names
 
+        fmt = importer_name(input_format, format_alias)
         if fmt != "auto" and fmt not in names():
             from auditor.errors import InputError
 
-            raise InputError(f"unknown format '{fmt}'", hint=f"valid formats: auto, {', '.join(names())}")
+            raise InputError(
+                f"unknown importer '{fmt}'",
+                field="--input-format",
+                hint=f"valid importers: auto, {', '.join(names())}",
+            )
         redact, patterns = redaction(redact, redact_pattern)
         target = Path(path)
         if path != "-" and target.is_dir() and recursive:

@@ -7,6 +7,8 @@ that ``auditor --help`` starts fast.
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 import sys
 
 import typer
@@ -64,8 +66,46 @@ def main(
     state.debug = debug
 
 
+_LIST_ITEM = re.compile(r"\s*(?:[-*•]|\d+[.)])\s")
+
+
+def reflowed(text: str) -> str:
+    """A docstring's paragraphs as single lines, for the help screen to wrap at the terminal's
+    width: the source's hard line breaks otherwise stay and wrap raggedly. A line that opens a
+    list item or is indented as an example (four spaces) keeps its break."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.splitlines():
+            if lines and not _LIST_ITEM.match(line) and not line.startswith("    "):
+                lines[-1] = f"{lines[-1].rstrip()} {line.strip()}"
+            else:
+                lines.append(line.rstrip())
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    """Every command's and group's help text reflowed (``reflowed``), through the sub-apps."""
+    for command in typer_app.registered_commands:
+        text = command.help or inspect.getdoc(command.callback)
+        if text:
+            command.help = reflowed(text)
+    for group in typer_app.registered_groups:
+        sub = group.typer_instance
+        text = (
+            group.help
+            or sub.info.help
+            or inspect.getdoc(sub.registered_callback and sub.registered_callback.callback)
+        )
+        if text:
+            sub.info.help = reflowed(text)
+        _reflow_help(sub)
+
+
 for _module in COMMAND_MODULES:
     importlib.import_module(_module).register(app)
+_reflow_help(app)
 
 
 def run() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from auditor.cli.common import (
+    INPUT_FORMAT,
     REDACT,
     REDACT_PATTERN,
     console,
@@ -70,9 +71,7 @@ def register(app: typer.Typer) -> None:
     @app.command("review")
     def review(
         path: str = typer.Argument(..., help="A trace file in any known format, or - for stdin."),
-        input_format: str = typer.Option(
-            "auto", "--input-format", help="Importer name (see 'auditor ingest --help')."
-        ),
+        input_format: str = INPUT_FORMAT,
         graph: str = typer.Option("annotated", "--graph", help="annotated | topology | none"),
         engine: str = typer.Option(
             "rules", "--engine", help="rules (embedded, no model) | agent (LLM Auditor Agent)"
@@ -103,6 +102,12 @@ def register(app: typer.Typer) -> None:
         ),
         fmt: str = typer.Option(None, "--format", "-f", help="summary | json | md | html | sarif"),
         as_json: bool = typer.Option(False, "--json", help="Print the report(s) as JSON."),
+        quiet: bool = typer.Option(
+            False,
+            "--quiet",
+            "-q",
+            help="Print nothing (with -o, the summary is printed unless this is given).",
+        ),
         redact: bool = REDACT,
         redact_pattern: list[str] = REDACT_PATTERN,
         trace_id: str = typer.Option(
@@ -199,9 +204,14 @@ def register(app: typer.Typer) -> None:
                 )
             else:
                 write_atomic(output, "\n".join(texts))
-            if str(output) != "-":
-                console.print(f"wrote {output} ({out_fmt}, {len(outcomes)} report(s))")
-        if (output is None or fmt == "summary") and str(output) != "-":
+        if quiet or str(output) == "-":
+            pass
+        elif output is not None:  # the report went to a file: the terminal still gets the summary
+            if not as_json:
+                for o in outcomes:
+                    _print_summary(o)
+            console.print(f"wrote {output} ({out_fmt}, {len(outcomes)} report(s))", highlight=False)
+        else:
             for o in outcomes:
                 if fmt == "summary":
                     _print_summary(o)
@@ -220,7 +230,7 @@ def register(app: typer.Typer) -> None:
         trace: str = typer.Option(
             ..., "--trace", help="The audited trace: a file, or a trace id in the store."
         ),
-        input_format: str = typer.Option("auto", "--input-format", help="Importer name for a trace file."),
+        input_format: str = INPUT_FORMAT,
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Check a report: JSON Schema, then every evidence unit resolves (step, edge, verbatim quote)."""

@@ -5,9 +5,13 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
+
+_REST = 40  # columns the table needs beside the trace id to stay readable
 
 
 def _short(text: str | None, width: int) -> str:
@@ -19,22 +23,43 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Traces in the store.", no_args_is_help=True)
 
     @group.command("list")
-    def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-        """One row per trace: source, framework, steps, participants."""
+    def list_(
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        wide: bool = typer.Option(
+            False, "--wide", help="Lay the table out on one line per trace, whatever the terminal's width."
+        ),
+    ) -> None:
+        """One row per trace: source, framework, steps, participants. Trace ids are printed whole
+        (the other columns wrap first), so that each can be copied into 'traces show'."""
         from auditor.traces import list_traces
 
         traces = list_traces(open_cli_store())
         if as_json:
             print_json([t.__dict__ for t in traces])
             return
-        print_table(
-            f"{len(traces)} traces",
-            ["trace id", "source", "framework", "steps", "participants"],
-            [
-                [t.trace_id, t.source, t.framework, t.steps, _short(", ".join(t.participants), 60)]
-                for t in traces
-            ],
-        )
+        table = Table(title=f"{len(traces)} traces")
+        table.add_column("trace id", no_wrap=True)  # never cut: the other columns wrap instead
+        for name in ("source", "framework", "steps", "participants"):
+            table.add_column(name, overflow="fold")
+        rows = [
+            [t.trace_id, t.source, t.framework, t.steps, _short(", ".join(t.participants), 60)]
+            for t in traces
+        ]
+        for row in rows:
+            table.add_row(*[Text("" if v is None else str(v)) for v in row])
+        if wide:  # as wide as the rows are, for a pager or a file: nothing wraps
+            natural = Console(width=1 << 20).measure(table).maximum
+            Console(file=console.file, width=natural, no_color=console.no_color).print(table)
+        elif max((len(r[0]) for r in rows), default=0) + _REST <= console.width:
+            console.print(table)
+        else:  # an id too wide to share a line: one trace per block, the id on a line of its own
+            console.print(f"{len(traces)} traces", highlight=False)
+            for trace_id, source, framework, steps, participants in rows:
+                console.print(Text(trace_id, style="bold"), crop=False, soft_wrap=True)
+                console.print(
+                    Text(f"  {steps} steps · {framework or '-'} · {source or '-'} · {participants}"),
+                    highlight=False,
+                )
 
     @group.command("show")
     def show(

@@ -47,7 +47,9 @@ button{{background:#2a4d8f;color:#fff;border:0;border-radius:4px;cursor:pointer}
 
 def login_page(status: int, message: str, next_path: str = "/console/") -> HTMLResponse:
     body = _LOGIN.format(message=html.escape(message), next=html.escape(next_path, quote=True))
-    headers = {"Content-Security-Policy": LOGIN_CSP, "WWW-Authenticate": 'Bearer realm="auditor"'}
+    headers = {"Content-Security-Policy": LOGIN_CSP}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="auditor"'
     return HTMLResponse(body, status_code=status, headers=headers)
 
 
@@ -68,7 +70,21 @@ def _guard(request: Request) -> Response | None:
 
 @router.get("/")
 def root(request: Request) -> Response:
-    return _guard(request) or RedirectResponse("/console/", status_code=303)
+    """The console for a signed-in reader; a browser that is not signed in is sent to the sign-in
+    page (a 401 is for API clients, which get the problem document)."""
+    try:
+        authenticate(request, "read")
+    except Problem as exc:
+        if _wants_html(request) and exc.status == 401:
+            return RedirectResponse("/session", status_code=303)
+        raise
+    return RedirectResponse("/console/", status_code=303)
+
+
+@router.get("/session")
+def sign_in_page() -> Response:
+    """The sign-in form on its own page, where ``/`` sends a browser that is not signed in."""
+    return login_page(200, "Sign in with an API token.")
 
 
 @router.get("/console")

@@ -17,8 +17,7 @@ import typer
 
 from auditor.cli.common import console, err_console, print_json, print_table, state
 
-COLUMNS = ["#", "run", "outcome", "risk", "top finding", "agent", "step"]
-RATIOS = {"run": 2, "top finding": 4, "agent": 1}  # the columns that share the width left
+COLUMNS = ["run", "outcome", "risk", "top finding", "agent", "step"]
 
 
 def _table(root: Path, rows: list, total: int) -> None:  # rows: list[auditor.triage.RunRow]
@@ -26,12 +25,15 @@ def _table(root: Path, rows: list, total: int) -> None:  # rows: list[auditor.tr
     from rich.text import Text
 
     title = f"{root}: {len(rows)} of {total} run(s), riskiest first" if len(rows) < total else f"{root}"
-    table = Table(title=title, expand=True)
+    table = Table(title=title)
     for col in COLUMNS:
-        table.add_column(col, overflow="fold", ratio=RATIOS.get(col), no_wrap=col not in RATIOS)
-    for n, r in enumerate(rows, 1):
+        wraps = col in ("run", "top finding", "agent")  # the rest are short; these share what is left
+        table.add_column(
+            col, overflow="fold", no_wrap=not wraps, min_width=16 if col == "top finding" else None
+        )
+    for r in rows:
         run = r.file if sum(o.file == r.file for o in rows) == 1 else f"{r.file} {r.trace_id}"
-        cells = [n, run, r.outcome or "", f"{r.risk_score:.3f}", r.top_finding or "", r.agent, r.step_id]
+        cells = [run, r.outcome or "", f"{r.risk_score:.3f}", r.top_finding or "", r.agent, r.step_id]
         table.add_row(*[Text("" if v is None else str(v)) for v in cells])  # cells are data, never markup
     console.print(table)
 

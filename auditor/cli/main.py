@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "auditor.cli.score_cmd",
     "auditor.cli.serve_cmd",
     "auditor.cli.tokens_cmd",
+    "auditor.cli.feedback_cmd",
     "auditor.cli.attribute_cmd",
     "auditor.cli.triage_cmd",
     "auditor.cli.compare_cmd",

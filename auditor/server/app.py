@@ -85,7 +85,8 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
         version="1",
         summary="Traces, interaction graphs, V3 audit reports and repairs of LLM multi-agent systems.",
         description="Every endpoint but /health needs a bearer token (`auditor tokens create`): "
-        "scope `read` for traces and reports, `ingest` to submit a trace, `repair` for repairs. "
+        "scope `read` for traces and reports, `ingest` to submit a trace, `repair` for repairs, "
+        "`review` to confirm or dismiss findings. "
         "Errors are RFC 9457 problem details whose `detail` is the CLI's one-line message.",
         docs_url=None,  # the interactive docs load scripts from a CDN: nothing external is served
         redoc_url=None,
@@ -99,16 +100,18 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
     app.state.tokens = TokenCache(store)
     app.state.index = SearchIndex(store, reader)
     app.state.views = Views(store)
-    app.state.metrics = app_registry()
+    app.state.metrics = app_registry(app.state.index)
     install_handlers(app)
 
     from auditor.server.metrics import router as metrics
     from auditor.server.routes_api import router as api
     from auditor.server.routes_console import router as console
+    from auditor.server.routes_feedback import router as feedback
     from auditor.server.routes_ingest import router as ingest
     from auditor.server.routes_otlp import router as otlp
 
     app.include_router(api)
+    app.include_router(feedback)  # labels on findings (scope review) and per-detector precision
     app.include_router(ingest)
     app.include_router(console)
     app.include_router(otlp)  # POST /v1/traces: OTLP/HTTP spans, assembled and audited

@@ -1,8 +1,11 @@
 """Who is asking: bearer tokens (or the console's session cookie) checked against the token stream.
 
 A request without a token, or with an unknown or revoked one, is refused with 401; a valid token
-without the scope an endpoint needs gets 403. The cookie counts for reads only (GET/HEAD), so a
-page on another site cannot make a logged-in browser change anything.
+without the scope an endpoint needs gets 403. The cookie counts for reads (GET/HEAD), and for a
+write only when the console's own script sends it: with the ``X-Auditor-Console`` header, which a
+page on another site cannot add (a cross-origin request with it needs a CORS preflight this server
+never grants), and from this server's origin where the browser names one. So a page elsewhere
+cannot make a signed-in browser change anything.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from auditor.server.tokens import TOKENS_STREAM, TokenRecord, load_tokens, match
 from auditor.store import EventStore
 
 COOKIE = "auditor_token"
+CONSOLE_HEADER = "x-auditor-console"
 _SAFE_METHODS = ("GET", "HEAD")
 
 
@@ -57,16 +61,24 @@ class TokenCache:
 
 
 def presented_token(request: Request) -> str | None:
-    """The bearer token of the request, or the session cookie on a read."""
+    """The bearer token of the request, or the session cookie on a read or a console write."""
     header = request.headers.get("authorization")
     if header:
         scheme, _, value = header.partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
             raise Problem(401, "unauthorized", "the Authorization header must read 'Bearer <token>'")
         return value.strip()
-    if request.method in _SAFE_METHODS:
+    if request.method in _SAFE_METHODS or _from_console(request):
         return request.cookies.get(COOKIE)
     return None
+
+
+def _from_console(request: Request) -> bool:
+    """A write sent by the console's script (see the module docstring)."""
+    if request.headers.get(CONSOLE_HEADER) != "1":
+        return False
+    origin = request.headers.get("origin")
+    return origin is None or origin == f"{request.url.scheme}://{request.headers.get('host')}"
 
 
 def authenticate(request: Request, scope: str) -> Principal:

@@ -101,6 +101,7 @@ report_rows = Table(
     Index("ix_server_reports_risk", "risk_score", "position"),
     Index("ix_server_reports_decision", "decision", "position"),
     Index("ix_server_reports_outcome", "outcome", "position"),
+    Index("ix_server_reports_created", "created_at"),
 )
 facet_rows = Table(  # facet: detector, risk_class or agent (lower case); one row per distinct value
     "server_report_facets",
@@ -324,7 +325,7 @@ class _Batch:
                 "decision": report.get("decision"),
                 "findings": len(findings),
                 "max_severity": severity,
-                "created_at": report.get("created_at"),
+                "created_at": utc_iso(report.get("created_at")) or report.get("created_at"),
                 "valid": None if "ok" not in validation else int(bool(validation["ok"])),
                 "risk_score": triage["risk_score"],
                 "outcome": triage["outcome"],

@@ -6,6 +6,9 @@ process), with the process, platform and GC collectors beside them. Under
 the workers start; each worker then writes its series there, and ``/metrics`` sums every worker's,
 so a scrape sees the whole server whichever process answers it (prometheus_client's multiprocess
 mode, which has no per-process collectors). ``/metrics`` needs a token with the ``metrics`` scope.
+
+Reviewers' feedback is read from the search index at each scrape, the same in every process:
+labelled findings by detector and label, and each detector's precision.
 """
 
 from __future__ import annotations
@@ -16,15 +19,21 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CollectorRegistry, Counter, Histogram, PlatformCollector, ProcessCollector
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
+from auditor.feedback import precision_by_detector
 from auditor.server.auth import require
+
+if TYPE_CHECKING:
+    from auditor.server.search import SearchIndex
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Request latency: reads answer in tens of milliseconds, a submitted trace's audit in seconds.
@@ -87,13 +96,42 @@ class RequestMetrics:
                 record(500)
 
 
-def app_registry() -> CollectorRegistry:
-    """The registry an app's own series go to; it is what ``/metrics`` shows in a single process."""
+class FeedbackCollector(Collector):
+    """Labelled findings and per-detector precision, counted from the index when scraped."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+
+    def describe(self) -> list[Metric]:
+        return []  # nothing to read when registered: the series are known only at a scrape
+
+    def collect(self) -> list[Metric]:
+        labelled = GaugeMetricFamily(
+            "auditor_feedback_findings",
+            "Findings reviewers labelled, by detector and latest label (confirmed or dismissed).",
+            labels=("detector", "label"),
+        )
+        precision = GaugeMetricFamily(
+            "auditor_detector_precision",
+            "Confirmed over labelled findings, by detector (detectors with a label so far).",
+            labels=("detector",),
+        )
+        for p in precision_by_detector(self.index.feedback_counts()):
+            labelled.add_metric((p.detector, "confirmed"), p.confirmed)
+            labelled.add_metric((p.detector, "dismissed"), p.dismissed)
+            precision.add_metric((p.detector,), p.precision or 0.0)
+        return [labelled, precision]
+
+
+def app_registry(index: SearchIndex) -> CollectorRegistry:
+    """The registry an app's own series go to, with the feedback read from ``index``; it is what
+    ``/metrics`` shows in a single process."""
     registry = CollectorRegistry()
     if not os.environ.get(MULTIPROC_ENV):
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
+    registry.register(FeedbackCollector(index))
     return registry
 
 
@@ -121,5 +159,6 @@ def metrics(request: Request) -> Response:
     if os.environ.get(MULTIPROC_ENV):
         registry = CollectorRegistry()
         MultiProcessCollector(registry)
+        registry.register(FeedbackCollector(request.app.state.index))
     encode, content_type = choose_encoder(request.headers.get("accept", ""))
     return Response(encode(registry), headers={"Content-Type": content_type})

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from auditor.feedback import MAX_REASON
 from schemas.trace import TraceStep
 
 
@@ -23,6 +24,15 @@ class TraceSummary(BaseModel):
     decision: str | None
     findings: int = Field(description="Findings of the latest report.")
     max_severity: str | None = Field(description="Highest severity among them.")
+    risk_score: float = Field(description="The latest report's risk score (0 before any report).")
+    outcome: str | None = Field(
+        description="The run's outcome in the latest report: failed, succeeded, unknown."
+    )
+    outcome_source: str | None = Field(description="How the outcome is known: flag, trace, inferred, none.")
+    agent: str | None = Field(description="The responsible agent the latest report attributes a failure to.")
+    decisive_step: str | None = Field(description="The decisive step of that attribution.")
+    attribution_confidence: float | None
+    service: str | None = Field(description="The service that ran the trace (OpenTelemetry `service.name`).")
 
 
 class TraceList(BaseModel):
@@ -50,6 +60,9 @@ class ReportSummary(BaseModel):
     max_severity: str | None
     created_at: str | None
     valid: bool | None = Field(description="Whether the validator resolved every evidence unit.")
+    risk_score: float
+    outcome: str | None
+    agent: str | None = Field(description="The responsible agent of the report's attribution.")
 
 
 class ReportList(BaseModel):
@@ -58,6 +71,38 @@ class ReportList(BaseModel):
     offset: int
     limit: int
     reports: list[ReportSummary]
+
+
+class FeedbackIn(BaseModel):
+    label: Literal["confirmed", "dismissed"] = Field(description="Whether the finding holds.")
+    reason: str = Field(min_length=1, max_length=MAX_REASON, description="Why: what the reviewer checked.")
+
+
+class Feedback(BaseModel):
+    report_id: str
+    trace_id: str
+    finding_id: str
+    detector: str
+    risk_class: str
+    label: str
+    reason: str
+    reviewer: dict[str, str] = Field(description="The token's name and id that gave the label.")
+    at: str
+
+
+class FeedbackList(BaseModel):
+    feedback: list[Feedback] = Field(description="Every label given, oldest first; the latest counts.")
+
+
+class DetectorPrecision(BaseModel):
+    detector: str
+    confirmed: int
+    dismissed: int
+    precision: float | None = Field(description="confirmed / (confirmed + dismissed); none before a label.")
+
+
+class PrecisionList(BaseModel):
+    detectors: list[DetectorPrecision]
 
 
 class AuditResult(BaseModel):

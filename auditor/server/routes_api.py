@@ -13,7 +13,8 @@ from auditor.errors import InputError, NotFoundError
 from auditor.server.auth import Principal, require
 from auditor.server.models import RepairList, ReportList, StepsPage, TraceList, TraceSummary, WhoAmI
 from auditor.server.repairs import get_repair, list_repairs
-from auditor.server.search import COUNT_CAP, MAX_OFFSET, Page, TraceQuery
+from auditor.server.search import COUNT_CAP, MAX_OFFSET, Page, ReportQuery, TraceQuery, Triage
+from schemas.report import RiskClass
 
 
 def no_nul(request: Request) -> None:
@@ -37,6 +38,32 @@ ExactTotal = Annotated[
     Query(description=f"Count every match; by default `total` stops past {COUNT_CAP:,} (see `total_exact`)."),
 ]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description=f"Rows to skip, at most {MAX_OFFSET:,}.")]
+Order = Annotated[
+    Literal["newest", "oldest", "riskiest"],
+    Query(description="`riskiest`: highest risk score first, newest first among equals."),
+]
+Decision = Literal["risk_identified", "no_material_risk", "inconclusive"]
+
+
+def triage(
+    min_risk: Annotated[float | None, Query(ge=0, le=1, description="Risk score at or above.")] = None,
+    outcome: Annotated[
+        Literal["failed", "succeeded", "unknown"] | None, Query(description="The run's outcome.")
+    ] = None,
+    decision: Annotated[Decision | None, Query(description="The report's decision.")] = None,
+    detector: Annotated[str | None, Query(description="Some finding filed by this detector.")] = None,
+    risk_class: Annotated[RiskClass | None, Query(description="Some finding of this risk class.")] = None,
+    agent: Annotated[
+        str | None,
+        Query(description="The attribution's agent or a finding's responsible participant, any case."),
+    ] = None,
+    service: Annotated[str | None, Query(description="The service that ran the trace, any case.")] = None,
+) -> Triage:
+    """The filters on what the (latest) report says, shared by traces and reports."""
+    return Triage(min_risk, outcome, decision, detector, risk_class and risk_class.value, agent, service)
+
+
+Triaged = Annotated[Triage, Depends(triage)]
 
 
 def _head(request: Request) -> int:
@@ -65,6 +92,7 @@ def whoami(who: Reader) -> WhoAmI:
 def search_traces(
     request: Request,
     _: Reader,
+    triaged: Triaged,
     source: Annotated[str | None, Query(description="Substring of the source, any case.")] = None,
     framework: Annotated[str | None, Query(description="Framework, any case.")] = None,
     participant: Annotated[str | None, Query(description="An actor or named recipient, any case.")] = None,
@@ -73,14 +101,17 @@ def search_traces(
     severity: Annotated[Severity | None, Query(description="Some finding at this severity or above.")] = None,
     since: Annotated[datetime | None, Query(description="Trace time at or after (ISO 8601).")] = None,
     until: Annotated[datetime | None, Query(description="Trace time before (ISO 8601).")] = None,
-    order: Literal["newest", "oldest"] = "newest",
+    order: Order = "newest",
     offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     exact_total: ExactTotal = False,
 ) -> Response:
-    """List and search traces; every filter narrows the result."""
+    """List and search traces; every filter narrows the result. The triage filters (risk, outcome,
+    decision, detector, risk class, agent, service) read each trace's latest report."""
     q = TraceQuery(
-        source, framework, participant, text, has_findings, severity, since, until, order, offset, limit, exact_total
+        source=source, framework=framework, participant=participant, text=text, has_findings=has_findings,
+        severity=severity, since=since, until=until, triage=triaged, order=order, offset=offset, limit=limit,
+        exact_total=exact_total,
     )  # fmt: skip
     return _listing("traces", request.app.state.index.traces(q, _head(request)), offset, limit)
 
@@ -122,15 +153,21 @@ def get_graph(
 def search_reports(
     request: Request,
     _: Reader,
+    triaged: Triaged,
     trace_id: str | None = None,
-    decision: Literal["risk_identified", "no_material_risk", "inconclusive"] | None = None,
+    since: Annotated[datetime | None, Query(description="Filed at or after (ISO 8601).")] = None,
+    until: Annotated[datetime | None, Query(description="Filed before (ISO 8601).")] = None,
+    order: Order = "newest",
     offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     exact_total: ExactTotal = False,
 ) -> Response:
-    """Reports, newest first, optionally of one trace or with one decision."""
-    page = request.app.state.index.reports(trace_id, decision, offset, limit, _head(request), exact_total)
-    return _listing("reports", page, offset, limit)
+    """Reports, newest first (or riskiest), optionally of one trace, filtered as traces are."""
+    q = ReportQuery(
+        trace_id=trace_id, since=since, until=until, triage=triaged, order=order, offset=offset, limit=limit,
+        exact_total=exact_total,
+    )  # fmt: skip
+    return _listing("reports", request.app.state.index.reports(q, _head(request)), offset, limit)
 
 
 @router.get(

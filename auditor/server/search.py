@@ -1,5 +1,9 @@
 """Queries over the search index: filtered, ordered, paged trace and report listings.
 
+Triage filters (risk score, outcome, decision, detector, risk class, responsible agent, service)
+read the latest report of each trace; a detector, risk class or agent matches when the report names
+it anywhere (``server_report_facets``). ``riskiest`` orders by risk score, then newest first.
+
 Text search matches words: every word of the query must begin a word of the trace's task, source
 or step content (PostgreSQL answers through its GIN full-text index, SQLite through the same
 space-delimited word list). Callers that have just read the store's head pass it (see
@@ -31,6 +35,8 @@ from auditor.server.index import (
     SEVERITY_RANK,
     WORD,
     SearchProjection,
+    facet_rows,
+    feedback_rows,
     participant_rows,
     report_rows,
     trace_rows,
@@ -44,19 +50,57 @@ MAX_OFFSET = 2**31 - 1  # an offset plus a page stays within every engine's 64-b
 
 
 @dataclass(frozen=True)
-class TraceQuery:
+class Triage:
+    """The filters traces and reports share: what their (latest) report says."""
+
+    min_risk: float | None = None
+    outcome: str | None = None
+    decision: str | None = None
+    detector: str | None = None
+    risk_class: str | None = None
+    agent: str | None = None
+    service: str | None = None
+
+    def filters(self) -> dict[str, Any]:
+        f: dict[str, Any] = {}
+        if self.min_risk is not None:
+            f["min_risk"] = self.min_risk
+        for name in ("outcome", "decision", "detector", "risk_class"):
+            if getattr(self, name):
+                f[name] = getattr(self, name)
+        if self.agent:
+            f["agent"] = self.agent.lower()
+        if self.service:
+            f["service"] = self.service.lower()
+        return f
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listing:
+    """What every listing takes: a time window, the triage filters, an order and a page."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    triage: Triage = Triage()
+    order: str = "newest"  # newest, oldest or riskiest
+    offset: int = 0
+    limit: int = 50
+    exact_total: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceQuery(Listing):
     source: str | None = None
     framework: str | None = None
     participant: str | None = None
     text: str | None = None
     has_findings: bool | None = None
     severity: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    order: str = "newest"
-    offset: int = 0
-    limit: int = 50
-    exact_total: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportQuery(Listing):
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,9 +137,7 @@ class SearchIndex:
         self.refresh(head)
         cap = None if q.exact_total else COUNT_CAP
         filters = self._trace_filters(q)
-        return _page(
-            self.reader, "traces", filters, q.order == "newest", q.offset, q.limit, trace_summary, cap
-        )
+        return _page(self.reader, "traces", filters, q.order, q.offset, q.limit, trace_summary, cap)
 
     def trace(self, trace_id: str, head: int | None = None) -> dict[str, Any] | None:
         self.refresh(head)
@@ -103,23 +145,27 @@ class SearchIndex:
             row = conn.execute(_ONE_TRACE, {"trace_id": trace_id}).first()
         return trace_summary(dict(row._mapping)) if row else None
 
-    def reports(
-        self,
-        trace_id: str | None,
-        decision: str | None,
-        offset: int,
-        limit: int,
-        head: int | None = None,
-        exact_total: bool = False,
-    ) -> Page:
+    def reports(self, q: ReportQuery, head: int | None = None) -> Page:
         self.refresh(head)
-        filters = {k: v for k, v in (("trace_id", trace_id), ("decision", decision)) if v}
-        cap = None if exact_total else COUNT_CAP
-        return _page(self.reader, "reports", filters, True, offset, limit, report_summary, cap)
+        filters = q.triage.filters() | ({"trace_id": q.trace_id} if q.trace_id else {})
+        if q.since:
+            filters["since"] = _utc(q.since, "since")
+        if q.until:
+            filters["until"] = _utc(q.until, "until")
+        cap = None if q.exact_total else COUNT_CAP
+        return _page(self.reader, "reports", filters, q.order, q.offset, q.limit, report_summary, cap)
+
+    def feedback_counts(self, head: int | None = None) -> list[tuple[str, str, int]]:
+        """(detector, label, findings) over each labelled finding's latest label."""
+        self.refresh(head)
+        f = feedback_rows.c
+        query = select(f.detector, f.label, func.count()).group_by(f.detector, f.label)
+        with self.reader.connect() as conn:
+            return [(d or "unknown", label, n) for d, label, n in conn.execute(query)]
 
     def _trace_filters(self, q: TraceQuery) -> dict[str, Any]:
         """The filters ``q`` sets, by name (see ``_trace_clause``), with the values they bind."""
-        f: dict[str, Any] = {}
+        f: dict[str, Any] = q.triage.filters()
         if q.source:
             f["source"] = _anywhere(q.source.lower())
         if q.framework:
@@ -162,8 +208,37 @@ def _anywhere(fragment: str) -> str:
     return "%" + fragment.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
 
 
+def _facet(report_id: Column, name: str) -> ColumnElement[bool]:
+    """The report ``report_id`` names the bound value as its ``name`` facet."""
+    f = facet_rows.c
+    return exists().where(
+        and_(f.facet == literal_column(f"'{name}'"), f.value == bindparam(name), f.report_id == report_id)
+    )
+
+
+def _triage_clause(table: Table, name: str) -> ColumnElement[bool] | None:
+    """A filter traces and reports share, on ``table``'s own columns or its report's facets."""
+    c = table.c
+    match name:
+        case "min_risk":
+            return c.risk_score >= bindparam(name)
+        case "outcome" | "decision":
+            return c[name] == bindparam(name)
+        case "detector" | "risk_class" | "agent":
+            return _facet(c.report_id, name)
+        case "service" if table is trace_rows:
+            return func.lower(c.service) == bindparam(name)
+        case "service":
+            t = trace_rows.c
+            return exists().where(and_(t.trace_id == c.trace_id, func.lower(t.service) == bindparam(name)))
+    return None
+
+
 def _trace_clause(name: str) -> ColumnElement[bool]:
     c, p = trace_rows.c, participant_rows.c
+    shared = _triage_clause(trace_rows, name)
+    if shared is not None:
+        return shared
     match name:
         case "source":
             return func.lower(c.source).like(bindparam(name), escape="/")
@@ -190,7 +265,25 @@ def _trace_clause(name: str) -> ColumnElement[bool]:
 
 
 def _report_clause(name: str) -> ColumnElement[bool]:
+    shared = _triage_clause(report_rows, name)
+    if shared is not None:
+        return shared
+    match name:
+        case "since":
+            return report_rows.c.created_at >= bindparam(name)
+        case "until":
+            return report_rows.c.created_at < bindparam(name)
     return report_rows.c[name] == bindparam(name)
+
+
+def _order(table: Table, order: str) -> tuple[ColumnElement, ...]:
+    """The listing's order; position breaks ties (and is the whole order but for ``riskiest``)."""
+    position = table.c.position
+    if order == "oldest":
+        return (position.asc(),)
+    if order == "riskiest":
+        return (table.c.risk_score.desc(), position.desc())
+    return (position.desc(),)
 
 
 def _shown(table: Table) -> list[Column]:
@@ -202,7 +295,7 @@ _ONE_TRACE = select(*_shown(trace_rows)).where(trace_rows.c.trace_id == bindpara
 
 @lru_cache(maxsize=1024)
 def _statements(
-    kind: str, filters: tuple[str, ...], newest: bool, capped: bool, deep: bool
+    kind: str, filters: tuple[str, ...], order: str, capped: bool, deep: bool
 ) -> tuple[Select, Select]:
     """(page, count) for one combination of filters. The count rides along in the page as a
     subquery, so a page and its count are one round trip; capped, it stops at ``bound`` rows.
@@ -214,11 +307,11 @@ def _statements(
     if capped:
         matches = matches.limit(bindparam("bound"))
     count = select(func.count()).select_from(matches.subquery()).correlate(None)
-    order = table.c.position.desc() if newest else table.c.position.asc()
+    ordered = _order(table, order)
     rows = select(*_shown(table), count.scalar_subquery().label("_total"))
     window = select(table.c.position).where(*where).correlate(None) if deep else rows.where(*where)
-    window = window.order_by(order).offset(bindparam("offset")).limit(bindparam("limit"))
-    page = rows.where(table.c.position.in_(window)).order_by(order) if deep else window
+    window = window.order_by(*ordered).offset(bindparam("offset")).limit(bindparam("limit"))
+    page = rows.where(table.c.position.in_(window)).order_by(*ordered) if deep else window
     return page, count
 
 
@@ -226,7 +319,7 @@ def _page(
     engine: Engine,
     kind: str,
     filters: dict[str, Any],
-    newest: bool,
+    order: str,
     offset: int,
     limit: int,
     shape: Callable[[dict[str, Any]], dict[str, Any]],
@@ -237,7 +330,7 @@ def _page(
     PostgreSQL reader plans without sequential scans (see ``cache.read_engine``), so a full-text
     filter counts from its GIN index."""
     bound = None if cap is None else max(cap, offset + limit)
-    page, count = _statements(kind, tuple(filters), newest, bound is not None, offset >= DEEP_OFFSET)
+    page, count = _statements(kind, tuple(filters), order, bound is not None, offset >= DEEP_OFFSET)
     values = {k: v for k, v in filters.items() if v is not None} | {"offset": offset, "limit": limit}
     if bound is not None:
         values["bound"] = bound + 1

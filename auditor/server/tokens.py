@@ -19,7 +19,7 @@ from auditor.store import EventStore
 from schemas.events import NewEvent
 
 TOKENS_STREAM = "tokens"
-SCOPES = ("read", "ingest", "repair", "metrics")
+SCOPES = ("read", "ingest", "repair", "metrics", "review")
 _PREFIX = "aud_"
 
 

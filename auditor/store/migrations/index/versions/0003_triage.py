@@ -63,6 +63,7 @@ def upgrade() -> None:
         "ix_server_reports_risk": ("server_reports", ["risk_score", "position"]),
         "ix_server_reports_decision": ("server_reports", ["decision", "position"]),
         "ix_server_reports_outcome": ("server_reports", ["outcome", "position"]),
+        "ix_server_reports_created": ("server_reports", ["created_at"]),
         "ix_server_report_facets_value": ("server_report_facets", ["facet", "value", "report_id"]),
         "ix_server_feedback_detector": ("server_feedback", ["detector", "label"]),
     }

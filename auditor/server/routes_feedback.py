@@ -1,0 +1,49 @@
+"""Feedback on findings: a reviewer (scope ``review``) confirms or dismisses a finding with a
+reason; every label is an event beside the report, which never changes (``auditor.feedback``).
+Per-detector precision is counted from each labelled finding's latest label in the index."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from auditor.feedback import feedback_of, precision_by_detector, record_feedback
+from auditor.server.auth import Principal, require
+from auditor.server.models import Feedback, FeedbackIn, FeedbackList, PrecisionList
+from auditor.server.routes_api import no_nul
+
+router = APIRouter(prefix="/api", dependencies=[Depends(no_nul)], tags=["feedback"])
+Reader = Annotated[Principal, Depends(require("read"))]
+Reviewer = Annotated[Principal, Depends(require("review"))]
+
+
+@router.post("/reports/{report_id}/findings/{finding_id}/feedback", response_model=Feedback, status_code=201)
+async def give_feedback(
+    request: Request, who: Reviewer, report_id: str, finding_id: str, body: FeedbackIn
+) -> Response:
+    """Label one finding confirmed or dismissed, with the reason; a later label supersedes it."""
+    reviewer = {"name": who.name, "token_id": who.token_id}
+    store = request.app.state.store
+    payload = await run_in_threadpool(
+        record_feedback, store, report_id, finding_id, body.label, body.reason, reviewer
+    )
+    return Response(Feedback(**payload).model_dump_json(), status_code=201, media_type="application/json")
+
+
+@router.get("/reports/{report_id}/feedback", response_model=FeedbackList)
+def report_feedback(request: Request, _: Reader, report_id: str) -> FeedbackList:
+    """Every label given on the report's findings, oldest first (the latest of each counts)."""
+    request.app.state.views.report(report_id, "json", request.app.state.head(request))  # 404 if unknown
+    return FeedbackList(feedback=[Feedback(**p) for p in feedback_of(request.app.state.store, report_id)])
+
+
+@router.get("/feedback/precision", response_model=PrecisionList)
+def precision(request: Request, _: Reader) -> PrecisionList:
+    """Each detector's confirmed and dismissed findings and its precision, from the labels so far."""
+    counts = request.app.state.index.feedback_counts(request.app.state.head(request))
+    return PrecisionList(
+        detectors=[{**p.__dict__, "precision": p.precision} for p in precision_by_detector(counts)]
+    )

@@ -335,9 +335,7 @@ def parse_policy(text: str, origin: str = "<policy>") -> Policy:
         data = yaml.safe_load(text)
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=origin, line=line) from exc
+        raise yaml_error(exc, origin) from exc
     if not isinstance(data, dict):
         raise InputError("a policy is a YAML mapping with at least 'name'", path=origin, line=1)
     try:
@@ -356,6 +354,13 @@ def parse_policy(text: str, origin: str = "<policy>") -> Policy:
             field=field,
             hint="see docs/policy.md for the policy language",
         ) from exc
+
+
+def yaml_error(exc: yaml.YAMLError, origin: str) -> InputError:
+    """A YAML syntax error as an input error naming the file and the line."""
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    return InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=origin, line=line)
 
 
 def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:

@@ -5,6 +5,7 @@ The CLI, the streaming workers and the server call this; it never prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,7 @@ def review_file(
     source: str | None = None,
     trace_id: str | None = None,
     outcome: str | None = None,
+    choose_policy: Callable[[Trace], Policy | None] | None = None,
     phases: Phases = quiet,
 ) -> list[ReviewOutcome]:
     """Store every trace of a file (in one transaction), then audit each as the store holds it:
@@ -145,7 +147,8 @@ def review_file(
     (a file whose content differs from the stored trace of its id is refused before any audit).
     With ``redact``, traces are redacted (secrets, e-mails, phone numbers, ``patterns``) before
     they are stored, so neither the store nor a report ever holds the values; ``trace_id`` stores
-    a one-trace file under a new id."""
+    a one-trace file under a new id. Without ``policy``, ``choose_policy`` picks each stored
+    trace's policy (the service's selector)."""
     from ingest import ingest_path
 
     phases("reading and storing the input")
@@ -160,7 +163,7 @@ def review_file(
             trace,
             mode=mode,
             engine=engine,
-            policy=policy,
+            policy=policy if policy is not None or choose_policy is None else choose_policy(trace),
             detectors=detectors,
             agent=agent,
             outcome=outcome,

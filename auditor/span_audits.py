@@ -15,6 +15,7 @@ import logging
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.errors import StoreError
+from auditor.policy_selection import PolicySet
 from auditor.store import EventStore
 from auditor.workers import audit_stream, resolve_engine
 from ingest.span_assembly import AssembledTrace
@@ -31,11 +32,12 @@ def audited(store: EventStore, trace_id: str) -> bool:
 
 
 class InProcessAudit:
-    """A span-assembly sink: audit the trace with ``engine`` and record the outcome."""
+    """A span-assembly sink: audit the trace with ``engine`` (under the policy ``policies``
+    chooses for it) and record the outcome."""
 
-    def __init__(self, store: EventStore, engine: str = "rules") -> None:
+    def __init__(self, store: EventStore, engine: str = "rules", policies: PolicySet | None = None) -> None:
         self.store, self.engine = store, engine
-        self.audit = resolve_engine(engine)
+        self.audit = resolve_engine(engine, policies)
 
     def __call__(self, trace: AssembledTrace) -> None:
         tid = trace.trace_id

@@ -19,11 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from auditor.errors import InputError, StoreError, VerificationFailed
+from auditor.policy_selection import PolicySet, load_policies
 from auditor.store import EventStore
 from auditor.store.checkpoint import CheckpointSettings, take_checkpoint
 from ingest.stream_loop import BatchLoop, Polled, batch_producer, group_consumer, wait_sent
@@ -38,12 +40,16 @@ SEVERITY_ORDER = list(Severity)
 log = logging.getLogger(__name__)
 
 
-def rules_audit(store: EventStore, trace_id: str) -> dict[str, Any]:
-    """The embedded rules engine, exactly as ``auditor review`` runs it (validated, then filed)."""
+def rules_audit(store: EventStore, trace_id: str, policies: PolicySet | None = None) -> dict[str, Any]:
+    """The embedded rules engine, exactly as ``auditor review`` runs it (validated, then filed),
+    under the policy ``policies`` chooses for the trace (``auditor.policy_selection``)."""
+    from auditor.policy_selection import span_resource
     from auditor.review import audit_trace
     from auditor.traces import load_trace
 
-    report, _validation = audit_trace(store, load_trace(store, trace_id), engine="rules")
+    trace = load_trace(store, trace_id)
+    policy = policies.for_trace(trace, lambda: span_resource(store, trace)) if policies else None
+    report, _validation = audit_trace(store, trace, engine="rules", policy=policy)
     return report.model_dump(mode="json")
 
 
@@ -57,16 +63,17 @@ def warm_rules() -> None:
     audit_trace(None, Trace(header=TraceHeader(trace_id="warm-up"), steps=[step]), engine="rules")
 
 
-ENGINES: dict[str, AuditFn] = {"rules": rules_audit}
+ENGINES: dict[str, Callable[..., dict[str, Any]]] = {"rules": rules_audit}
 WARM_UPS: dict[str, Callable[[], None]] = {"rules": warm_rules}
 
 
-def resolve_engine(name: str) -> AuditFn:
+def resolve_engine(name: str, policies: PolicySet | None = None) -> AuditFn:
+    """The engine called ``name``, auditing each trace under the policy ``policies`` chooses."""
     if name not in ENGINES:
         raise InputError(
             f"unknown engine '{name}'", field="--engine", hint=f"use one of {', '.join(ENGINES)}"
         )
-    return ENGINES[name]
+    return partial(ENGINES[name], policies=policies)
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class WorkerConfig:
     alerts_topic: str = "agent-audit-alerts"
     alert_severity: Severity = Severity.high
     engine: str = "rules"
+    policy: str | None = None  # a policy file, or a directory with its selector (auditor.policy_selection)
     instance_id: str | None = None
     max_batch: int = 20
     poll_ms: int = 200
@@ -145,7 +153,9 @@ class AuditWorker:
         metrics: Metrics | None = None,
     ) -> None:
         self.store, self.config = store, config
-        self.audit = audit or resolve_engine(config.engine)
+        self.audit = audit or resolve_engine(
+            config.engine, load_policies(config.policy) if config.policy else None
+        )
         self.metrics = metrics or worker_metrics()
         self.consumer = group_consumer(config.closed_topic, config)
         self.producer = batch_producer(config.bootstrap, max_request_size=8 << 20)

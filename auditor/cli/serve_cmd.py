@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from pathlib import Path
 
 import typer
 
@@ -35,6 +36,12 @@ def register(app: typer.Typer) -> None:
             min=1,
             help="Request threads per process (default: 2 per core, at least 4; more for a remote database).",
         ),
+        policy: Path = typer.Option(
+            None,
+            "--policy",
+            help="A policy file for every trace, or a directory of policies whose selector.yaml "
+            "picks one per trace; POST /api/audit may name one (docs/policy.md).",
+        ),
         redact: bool = REDACT,
         redact_pattern: list[str] = REDACT_PATTERN,
     ) -> None:
@@ -42,6 +49,10 @@ def register(app: typer.Typer) -> None:
         but /health needs a token from 'auditor tokens create'. With --redact, every trace
         submitted to /api/audit is redacted before it is stored."""
         redact, patterns = redaction(redact, redact_pattern)
+        if policy is not None:
+            from auditor.policy_selection import load_policies
+
+            load_policies(policy)  # a mistake in a policy is a usage error before the port is taken
         _check_port(host, port)
         try:
             import uvicorn
@@ -62,6 +73,7 @@ def register(app: typer.Typer) -> None:
             redact=redact,
             redact_patterns=patterns,
             workers=workers,
+            policy=str(policy) if policy is not None else None,
             **({"threads": threads} if threads else {}),
         )
         application = create_app(config)  # opens the store here: a bad URL fails before any worker starts

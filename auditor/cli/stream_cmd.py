@@ -148,12 +148,19 @@ def workers(
     alerts_topic: str = typer.Option("agent-audit-alerts", "--alerts-topic"),
     alert_severity: str = typer.Option("high", "--alert-severity", help="info|low|medium|high|critical"),
     engine: str = typer.Option("rules", "--engine", help="Audit engine (rules: embedded, no model)."),
+    policy: Path = typer.Option(
+        None,
+        "--policy",
+        help="A policy file for every trace, or a directory of policies whose selector.yaml picks "
+        "one per trace (docs/policy.md).",
+    ),
     instance_id: str = typer.Option(None, "--instance-id", help="Static group membership (e.g. pod name)."),
     metrics_port: int = _METRICS_PORT,
     metrics_host: str = _METRICS_HOST,
 ) -> None:
     """Audit every closed trace once; publish reports, and alerts at or above a severity."""
     from auditor.errors import InputError
+    from auditor.policy_selection import load_policies
     from auditor.workers import AuditWorker, WorkerConfig, resolve_engine
     from schemas.report import Severity
 
@@ -164,6 +171,8 @@ def workers(
             f"unknown severity '{alert_severity}'", field="--alert-severity", hint=", ".join(Severity)
         ) from None
     resolve_engine(engine)
+    if policy is not None:
+        load_policies(policy)  # every policy and the selector valid before the worker joins its group
     stop = _stop_on_signals()
     config = WorkerConfig(
         bootstrap=bootstrap,
@@ -173,6 +182,7 @@ def workers(
         alerts_topic=alerts_topic,
         alert_severity=severity,
         engine=engine,
+        policy=str(policy) if policy is not None else None,
         instance_id=instance_id,
     )
     worker = AuditWorker(open_cli_store(), config)

@@ -15,6 +15,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from starlette.concurrency import run_in_threadpool
 
+from auditor.policy_selection import load_policies
 from auditor.server.auth import TokenCache, require
 from auditor.server.cache import StoreHead, read_engine
 from auditor.server.metrics import RequestMetrics, app_registry
@@ -44,7 +45,8 @@ class ServerConfig:
     """``redact``: every submitted trace is redacted before it is stored (a client may also ask
     for it per request); ``redact_patterns`` adds patterns (NAME → regex). ``workers``: how many
     processes serve side by side; ``threads``: request threads in each (and its read
-    connections)."""
+    connections); ``policy``: a policy file or directory (``auditor.policy_selection``) the
+    audits run under."""
 
     store_url: str | None = None
     max_body: int = DEFAULT_MAX_BODY
@@ -52,6 +54,7 @@ class ServerConfig:
     redact_patterns: dict[str, str] = field(default_factory=dict)
     workers: int = 1
     threads: int = field(default_factory=default_threads)
+    policy: str | None = None
 
 
 CONFIG_ENV = "AUDITOR_SERVE_CONFIG"
@@ -96,6 +99,7 @@ def create_app(config: ServerConfig | None = None, store: EventStore | None = No
     )
     app.state.store = store
     app.state.config = config
+    app.state.policies = load_policies(config.policy) if config.policy else None
     app.state.head = StoreHead(reader)
     app.state.tokens = TokenCache(store)
     app.state.index = SearchIndex(store, reader)

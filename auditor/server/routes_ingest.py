@@ -56,6 +56,18 @@ async def submit_for_audit(
         str | None,
         Query(description="Store the body's one trace under this new id."),
     ] = None,
+    policy: Annotated[
+        str | None,
+        Query(
+            description="A policy the server knows (`serve --policy`), by name; default: the server's choice."
+        ),
+    ] = None,
+    outcome: Annotated[
+        Literal["failed", "succeeded", "unknown"] | None,
+        Query(
+            description="The run's outcome, as `review --outcome`; default: the source's record, else inferred."
+        ),
+    ] = None,
 ) -> AuditResponse:
     """Store the trace(s) in the request body (any importer's format) in one transaction, audit
     each as stored with the rules engine, file the reports; returns the trace and report ids.
@@ -63,6 +75,12 @@ async def submit_for_audit(
     from auditor.review import review_file
 
     config = request.app.state.config
+    policies = request.app.state.policies
+    if policy is not None and policies is None:
+        raise InputError(
+            f"unknown policy '{policy}' (known: none)", field="policy", hint="serve --policy FILE|DIR"
+        )
+    chosen = policies.named(policy) if policy is not None else None
     name = _upload_name(filename)
     with tempfile.TemporaryDirectory(prefix="auditor-upload-") as folder:
         path = Path(folder) / name
@@ -83,6 +101,9 @@ async def submit_for_audit(
                 patterns=config.redact_patterns,
                 source=name,
                 trace_id=trace_id,
+                policy=chosen,
+                outcome=outcome,
+                choose_policy=policies.for_trace if policies and not chosen else None,
             )
             outcomes = await anyio.to_thread.run_sync(audit, limiter=request.app.state.audit_limiter)
         except AuditorError as exc:  # name the upload, not the temporary folder

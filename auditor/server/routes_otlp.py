@@ -88,7 +88,9 @@ async def otlp_lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings = getattr(app.state, "span_settings", None) or AssemblySettings.from_env()
     config = app.state.config
     redaction = SpanRedaction(config.redact_patterns) if config.redact else None
-    app.state.spans = SpanAssembly(store, settings, SOURCE, InProcessAudit(store, AUDIT_ENGINE), redaction)
+    app.state.spans = SpanAssembly(
+        store, settings, SOURCE, InProcessAudit(store, AUDIT_ENGINE, app.state.policies), redaction
+    )
     await run_in_threadpool(_warm_up, app.state.spans)
     completer = _Completer(app.state.spans)
     completer.thread.start()

@@ -1,0 +1,196 @@
+"""Which declared policy audits a trace, on the service: one policy file, or a directory of them
+with a declared selector.
+
+A service audits the traces of many agents, and each domain has its own policy. ``--policy`` on
+``auditor serve`` and ``auditor stream workers`` takes a policy file (every trace is audited under
+it) or a directory: each ``*.yaml`` in it is a policy, known by its ``name``, and ``selector.yaml``
+(documented in ``docs/policy.md``) says which trace gets which::
+
+    version: 1
+    by: service.name            # resource.<attribute> | header.<field> | header.metadata.<key>
+    choose:                     # the selected value (a glob pattern) -> a policy's name
+      airline-*: airline
+      retail-support: retail
+    default: airline            # optional: a trace no pattern matches (else: no policy)
+
+``service.name`` and ``resource.<attribute>`` are read from the OpenTelemetry resource of the
+spans the trace was assembled from (OTLP over HTTP or Kafka); ``header.…`` from the canonical
+trace's header. A client of ``POST /api/audit`` may also name the policy; a name the service does
+not know is an input error that lists the known ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from auditor.errors import InputError
+from auditor.policy import Policy, load_policy
+from schemas import Trace
+
+SELECTOR_FILE = "selector.yaml"
+RESOURCE = "resource."
+HEADER = "header."
+_ALIASES = {"service.name": "resource.service.name"}
+
+Resource = Callable[[], Mapping[str, Any]]
+"""The resource attributes of the trace's spans, read only when a selector asks for them."""
+
+
+class Selector(BaseModel):
+    """``selector.yaml``: the trace field that picks the policy, and its values' policies."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    by: str = Field(min_length=1, description="service.name, resource.<attribute> or header.<field>.")
+    choose: dict[str, str] = Field(min_length=1, description="Value pattern (glob) -> policy name.")
+    default: str | None = None
+
+    @field_validator("by")
+    @classmethod
+    def _known_source(cls, value: str) -> str:
+        value = _ALIASES.get(value, value)
+        if not (value.startswith(RESOURCE) or value.startswith(HEADER)) or value in (RESOURCE, HEADER):
+            raise ValueError(
+                f"'{value}' is no selector: use service.name, resource.<attribute> or header.<field>"
+            )
+        return value
+
+    def value_of(self, trace: Trace, resource: Resource) -> str | None:
+        """The selected field's value for ``trace`` (None: the trace does not carry it)."""
+        if self.by.startswith(RESOURCE):
+            found = resource().get(self.by.removeprefix(RESOURCE))
+        else:
+            found = trace.header.model_dump(mode="json")
+            for part in self.by.removeprefix(HEADER).split("."):
+                found = found.get(part) if isinstance(found, dict) else None
+        return None if found is None or isinstance(found, dict | list) else str(found)
+
+    def name_for(self, value: str | None) -> str | None:
+        if value is not None:
+            for pattern, name in self.choose.items():
+                if fnmatchcase(value, pattern):
+                    return name
+        return self.default
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """The policies a service knows, by name, and how a trace's policy is chosen."""
+
+    policies: dict[str, Policy]
+    origin: str
+    selector: Selector | None = None
+    _single: bool = field(default=False, repr=False)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.policies)
+
+    def named(self, name: str, field_name: str = "policy") -> Policy:
+        """The policy called ``name``; an unknown name is an input error listing the known ones."""
+        if name not in self.policies:
+            known = ", ".join(self.names) or "none"
+            raise InputError(
+                f"unknown policy '{name}' (known: {known})",
+                field=field_name,
+                hint=f"policies from {self.origin}",
+            )
+        return self.policies[name]
+
+    def for_trace(self, trace: Trace, resource: Resource = dict) -> Policy | None:
+        """The policy ``trace`` is audited under: the only one of a file, else the selector's."""
+        if self._single:
+            return next(iter(self.policies.values()))
+        if self.selector is None:
+            return None
+        name = self.selector.name_for(self.selector.value_of(trace, resource))
+        return self.policies[name] if name is not None else None
+
+
+def load_policies(path: str | Path) -> PolicySet:
+    """A policy file, or a directory of policies with its ``selector.yaml``; every mistake is an
+    input error naming the file, the line and the field."""
+    p = Path(path)
+    if not p.is_dir():
+        policy = load_policy(p)
+        return PolicySet({policy.name: policy}, str(p), _single=True)
+    policies: dict[str, Policy] = {}
+    files = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml") and f.name != SELECTOR_FILE)
+    for f in files:
+        policy = load_policy(f)
+        if policy.name in policies:
+            raise InputError(
+                f"policy name '{policy.name}' is declared by two files of the directory",
+                path=str(f),
+                field="name",
+                hint="each policy in a directory needs its own name",
+            )
+        policies[policy.name] = policy
+    if not policies:
+        raise InputError("the policy directory holds no policy (*.yaml)", path=str(p))
+    selector_path = p / SELECTOR_FILE
+    selector = _load_selector(selector_path, policies) if selector_path.exists() else None
+    return PolicySet(policies, str(p), selector, _single=selector is None and len(policies) == 1)
+
+
+def _load_selector(path: Path, policies: dict[str, Policy]) -> Selector:
+    import yaml
+
+    from auditor.policy import yaml_error
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except OSError as exc:
+        raise InputError(f"cannot read the selector: {exc.strerror}", path=str(path)) from exc
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc, str(path)) from exc
+    if not isinstance(data, dict):
+        raise InputError("a selector is a YAML mapping with 'by' and 'choose'", path=str(path), line=1)
+    try:
+        selector = Selector.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or None
+        raise InputError(
+            err["msg"].removeprefix("Value error, "),
+            path=str(path),
+            field=where,
+            hint="see docs/policy.md, 'Policies on the service'",
+        ) from exc
+    for key, name in [
+        *(("choose." + k, v) for k, v in selector.choose.items()),
+        ("default", selector.default),
+    ]:
+        if name is not None and name not in policies:
+            raise InputError(
+                f"'{name}' names no policy of the directory (known: {', '.join(sorted(policies))})",
+                path=str(path),
+                field=key,
+            )
+    return selector
+
+
+def span_resource(store: Any, trace: Trace) -> dict[str, Any]:
+    """The OpenTelemetry resource attributes of the spans ``trace`` was assembled from (the first
+    span that carries each attribute wins); empty for a trace that came from no spans."""
+    from ingest.span_assembly import RECEIVED, spans_stream
+    from ingest.spans import attributes
+
+    otel_id = trace.header.metadata.get("otel_trace_id")
+    if store is None or not isinstance(otel_id, str):
+        return {}
+    found: dict[str, Any] = {}
+    for ev in store.read_stream(spans_stream(otel_id)):
+        if ev.type == RECEIVED:
+            resource = ev.payload.get("resource") or {}
+            for key, value in attributes(resource.get("attributes")).items():
+                found.setdefault(key, value)
+    return found

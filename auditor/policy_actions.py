@@ -162,9 +162,11 @@ class Condition(_Rule):
             )
         return self
 
-    def describe(self) -> str:
-        text = self._describe_one()
-        return " and ".join([text, *(c.describe() for c in self.and_)])
+    def describe(self, grouped: bool = False) -> str:
+        """The condition in words; ``grouped`` brackets a compound one (``and``), as it must be
+        when it stands among alternatives joined by "or"."""
+        text = " and ".join([self._describe_one(), *(c.describe(grouped=True) for c in self.and_)])
+        return f"({text})" if grouped and self.and_ else text
 
     def _describe_one(self) -> str:
         if self.claim is not None:
@@ -180,7 +182,7 @@ class Condition(_Rule):
         if self.not_in is not None:
             return f"{subject} not in {self.not_in!r}"
         if self.within_hours is not None:
-            return f"{subject} within {self.within_hours:g} h of now"
+            return f"{subject} at most {self.within_hours:g} h before now"
         if self.before_clock is not None:
             return f"{subject} {'before' if self.before_clock else 'not before'} now"
         if self.differs_from is not None:

@@ -2,6 +2,11 @@
 
 TRACE is a trace file in any known format (every trace in it is attributed), or the id of a trace
 in the store. Only the trace's header and steps reach the strategy; sidecar labels are never read.
+
+The default strategy is the review's own: ``auditor review --outcome failed`` runs the detectors
+(under ``--policy`` where given) and attributes the failure from the rules' signals and the
+findings (``auditor.incident``); ``attribute`` calls that same code, so the two never disagree on
+one input. The other strategies (counterfactual, the LLM judges) stand on their own.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.cli.common import INPUT_FORMAT, console, open_cli_store, print_json, print_table
 
 
 def _traces(target: str, input_format: str) -> list:  # list[schemas.Trace]
@@ -28,6 +33,15 @@ def _traces(target: str, input_format: str) -> list:  # list[schemas.Trace]
     from auditor.traces import load_trace
 
     return [load_trace(open_cli_store(), target)]
+
+
+def _review_attribution(trace, policy):  # type: ignore[no-untyped-def]  # -> schemas.failure.Attribution
+    """The attribution ``review --outcome failed`` files for ``trace`` under ``policy``."""
+    from auditor.engine import rules_audit
+
+    report, _ = rules_audit(trace, policy=policy, outcome="failed")
+    assert report.attribution is not None  # a failed run is always attributed
+    return report.attribution
 
 
 def _print(att) -> None:  # type: ignore[no-untyped-def]  # auditor.attribution.Attribution
@@ -77,18 +91,37 @@ def register(app: typer.Typer) -> None:
         ground_truth: str = typer.Option(
             None, "--ground-truth", help="The correct answer, when known (the 'with ground truth' setting)."
         ),
-        input_format: str = typer.Option("auto", "--input-format", help="Importer name for a trace file."),
+        policy: Path = typer.Option(
+            None, "--policy", help="Declared invariants (YAML), as review takes them (rules strategy)."
+        ),
+        input_format: str = INPUT_FORMAT,
         as_json: bool = typer.Option(False, "--json", help="Print the attribution(s) as JSON."),
     ) -> None:
-        """Name the responsible agent and the decisive step, with ranked candidates and evidence."""
+        """Name the responsible agent and the decisive step, with ranked candidates and evidence.
+
+        With the rules strategy (the default) this is the attribution that 'auditor review
+        --outcome failed' files, policy findings included."""
         from auditor.attribution import attribute as run_attribution
         from auditor.attribution import load_strategy
+        from auditor.errors import InputError
 
         load_strategy(strategy)  # an unknown name fails before any trace is read
-        results = [
-            run_attribution(t, strategy, ground_truth=ground_truth, model=model)
-            for t in _traces(trace, input_format)
-        ]
+        if strategy == "rules":
+            from auditor.policy import load_policy
+
+            loaded = load_policy(policy) if policy is not None else None
+            results = [_review_attribution(t, loaded) for t in _traces(trace, input_format)]
+        elif policy is not None:
+            raise InputError(
+                f"--policy applies to the rules strategy, not {strategy!r}",
+                field="--policy",
+                hint="drop --policy, or use --strategy rules (the review's attribution)",
+            )
+        else:
+            results = [
+                run_attribution(t, strategy, ground_truth=ground_truth, model=model)
+                for t in _traces(trace, input_format)
+            ]
         if as_json:
             data = [r.model_dump(mode="json") for r in results]
             print_json(data[0] if len(data) == 1 else data)

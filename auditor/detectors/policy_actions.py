@@ -109,7 +109,7 @@ def _violation(
         why = "; ".join(c.describe() for c, _ in broken)
         mechanism = f"{call.step.actor} called {call.name} although the policy denies it when {why}."
     else:
-        why = " or ".join(c.describe() for c, _ in unmet)
+        why = " or ".join(c.describe(grouped=len(unmet) > 1) for c, _ in unmet)
         mechanism = (
             f"{call.step.actor} called {call.name}, which the policy allows only when {why}; "
             "the records read in the trace meet none of these."

@@ -21,6 +21,7 @@ from auditor.policy_actions import Condition, parse_time
 from schemas import ActorKind, EvidenceUnit, StepKind, TraceStep
 
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
+CALL_QUOTE_CHARS = 400  # a call quoted whole up to this length (a typical call is far shorter)
 
 
 def result_failed(step: TraceStep) -> bool:
@@ -260,12 +261,20 @@ class PolicyFacts:
         return None
 
     def quote_call(self, call: Call) -> EvidenceUnit:
-        """A unit for the call: its first string argument as written, else its whole content."""
-        for v in call.arguments.values():
-            if isinstance(v, str) and v and v in call.step.content:
-                return self.ctx.unit(call.step.step_id, v)
+        """A unit for the act itself: the call as written, its arguments and all (a reader must
+        see what was done, not only which record it touched). A call too long to quote whole is
+        quoted at its first string argument, with what surrounds it."""
         content = call.step.content.strip()
-        return self.ctx.unit(call.step.step_id, content[:200] if content else call.name)
+        if not content:
+            return self.ctx.unit(call.step.step_id, call.name)
+        if len(content) <= CALL_QUOTE_CHARS:
+            return self.ctx.unit(call.step.step_id, content)
+        for v in call.arguments.values():
+            if isinstance(v, str) and v and v in content:
+                at = content.index(v)
+                start = max(0, min(at - CALL_QUOTE_CHARS // 4, len(content) - CALL_QUOTE_CHARS))
+                return self.ctx.unit(call.step.step_id, content[start : start + CALL_QUOTE_CHARS])
+        return self.ctx.unit(call.step.step_id, content[:CALL_QUOTE_CHARS])
 
 
 def _against(cond: Condition, values: list[Any], record: Record) -> tuple[bool, Record] | None:

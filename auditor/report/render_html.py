@@ -21,6 +21,7 @@ from auditor.report.render_text import (
     CRITERION_TEXT,
     DISPOSITION_TEXT,
     RISK_TEXT,
+    cited_acts,
     headline,
     incident_lines,
     plan_items,
@@ -70,7 +71,7 @@ def render_html(report: AuditReport, trace: Trace, graph: InteractionGraph | Non
         '<a class="skip" href="#findings">Skip to the findings</a>',
         "<main>",
         _header(report, trace, title),
-        _findings(report),
+        _findings(report, cited_acts(report, trace)),
         '<section id="graph" aria-labelledby="graph-h"><h2 id="graph-h">Interaction graph</h2>',
         graph_figure(report, trace, graph),
         "</section>",
@@ -101,7 +102,7 @@ def _header(report: AuditReport, trace: Trace, title: str) -> str:
         ("Contract", report.contract_version),
         ("Steps", str(len(trace.steps))),
         ("Created", report.created_at),
-        *incident_lines(report),
+        *incident_lines(report, trace),
     ]
     rows = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
     if trace.header.task:
@@ -125,7 +126,7 @@ def _long_text(text: str) -> str:
     return f'<details><summary>{e(shorten(text, 160))}</summary><div class="long">{e(text)}</div></details>'
 
 
-def _findings(report: AuditReport) -> str:
+def _findings(report: AuditReport, acts: dict[str, str]) -> str:
     out = ['<section id="findings" aria-labelledby="findings-h"><h2 id="findings-h">Findings</h2>']
     if not report.findings:
         return out[0] + '<p class="note">No finding was filed.</p></section>'
@@ -140,11 +141,11 @@ def _findings(report: AuditReport) -> str:
             f"<td>{f.confidence:.2f}</td><td>{_step_link(f.first_anomalous_step)}</td></tr>"
         )
     out.append("</tbody></table>")
-    out += [_finding(n, f, report) for n, f in enumerate(report.findings, start=1)]
+    out += [_finding(n, f, report, acts) for n, f in enumerate(report.findings, start=1)]
     return "\n".join(out) + "</section>"
 
 
-def _finding(n: int, f: Finding, report: AuditReport) -> str:
+def _finding(n: int, f: Finding, report: AuditReport, acts: dict[str, str]) -> str:
     facts = [
         ("Risk class", f"{e(RISK_TEXT[f.risk_class].title)} <code>{e(f.risk_class.value)}</code>"),
         ("Disposition", _badge(f)),
@@ -184,7 +185,9 @@ def _finding(n: int, f: Finding, report: AuditReport) -> str:
     evidence = "".join(
         f'<li><a class="evidence-link" href="#{step_anchor(u.step_id)}">'
         f"<blockquote>{e(u.quote)}</blockquote>"
-        f'<span class="cite">step {e(u.step_id)} · edge {e(u.edge_ref)} · go to the step</span></a></li>'
+        f'<span class="cite">step {e(u.step_id)}'
+        + (f" ({e(acts[u.step_id])})" if u.step_id in acts else "")
+        + f" · edge {e(u.edge_ref)} · go to the step</span></a></li>"
         for u in f.evidence
     )
     plan = "".join(

@@ -13,6 +13,7 @@ from auditor.markdown import markdown_table
 from auditor.report.render_text import (
     CRITERION_TEXT,
     RISK_TEXT,
+    cited_acts,
     disposition_phrase,
     headline,
     incident_lines,
@@ -26,8 +27,11 @@ from schemas.failure import MAST_MODES
 TASK_CHARS = 400  # a ticket shows the start of a long task text; the trace holds the rest
 # Characters with inline meaning in CommonMark/GFM (and `$` for GitHub math), escaped anywhere.
 _INLINE = re.compile(r"([\\`*_\[\]|~$])")
-# Markers that only mean something at the start of a line: headings, lists, quotes, rules.
-_LINE_START = re.compile(r"^([#+\-=]|\d+[.)])", re.MULTILINE)
+# Markers that only mean something at the start of a line, as CommonMark reads them: a heading's
+# hashes and a list's bullet or number need a blank (or the line's end) after them; a line of only
+# ``=`` or ``-`` underlines the line before or draws a rule. Anything else there is text: a number
+# such as 0.51 or -3 prints as written.
+_LINE_START = re.compile(r"^(#{1,6}|[+\-]|\d{1,9}[.)])(?=[ \t]|$)|^([=\-])(?=[ \t=\-]*$)", re.MULTILINE)
 # Leading blanks would turn a line into an indented code block: keep them as entities.
 _INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 
@@ -37,7 +41,7 @@ def md_text(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _INLINE.sub(r"\\\1", text)
     text = _INDENT.sub(lambda m: "&#32;" * len(m.group().expandtabs(4)), text)
-    return _LINE_START.sub(lambda m: _escape_marker(m.group(1)), text)
+    return _LINE_START.sub(lambda m: _escape_marker(m.group(1) or m.group(2)), text)
 
 
 def _escape_marker(marker: str) -> str:
@@ -81,13 +85,14 @@ def render_markdown(report: AuditReport, trace: Trace) -> str:
         md_text(report.summary),
         "",
     ]
-    incident = incident_lines(report)
+    incident = incident_lines(report, trace)
     if incident:
         out += [f"- **{label}:** {md_text(text)}" for label, text in incident] + [""]
     if report.findings:
         out += _findings_table(report.findings)
+        acts = cited_acts(report, trace)
         for n, finding in enumerate(report.findings, start=1):
-            out += _finding_section(n, finding, plan_items(report, finding))
+            out += _finding_section(n, finding, plan_items(report, finding), acts)
     if report.notes:
         out += ["## Notes", ""] + [f"- {md_cell(note)}" for note in report.notes] + [""]
     return "\n".join(out).rstrip() + "\n"
@@ -110,7 +115,7 @@ def _findings_table(findings: list[Finding]) -> list[str]:
     return ["## Findings", "", *markdown_table(columns, rows), ""]
 
 
-def _finding_section(n: int, f: Finding, plan: list[RepairPlanItem]) -> list[str]:
+def _finding_section(n: int, f: Finding, plan: list[RepairPlanItem], acts: dict[str, str]) -> list[str]:
     out = [f"## {n}. {md_cell(f.title)}", "", f"Finding {md_code(f.finding_id)}", ""]
     facts = [
         ("Risk class", f"{RISK_TEXT[f.risk_class].title} ({md_code(f.risk_class.value)})"),
@@ -142,7 +147,8 @@ def _finding_section(n: int, f: Finding, plan: list[RepairPlanItem]) -> list[str
     out += ["", "### Evidence", ""]
     for unit in f.evidence:
         out += md_quote(unit.quote)
-        out += [">", f"> — step {md_code(unit.step_id)}, edge {md_code(unit.edge_ref)}", ""]
+        act = f" ({md_text(acts[unit.step_id])})" if unit.step_id in acts else ""
+        out += [">", f"> — step {md_code(unit.step_id)}{act}, edge {md_code(unit.edge_ref)}", ""]
     if plan:
         out += ["### Repair plan", ""]
         for item in plan:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rich.padding import Padding
 from rich.text import Text
 
-from auditor.report.render_text import incident_lines
+from auditor.report.render_text import cited_acts, incident_lines
 from schemas import Severity
 
 if TYPE_CHECKING:
@@ -39,12 +39,13 @@ def print_summary(
     colour = "red" if report.decision.value == "risk_identified" else "green"
     console.print(Text.assemble("decision: ", (report.decision.value, colour)))
     _indented(console, Text(report.summary), 1)
-    for label, text in incident_lines(report):
+    for label, text in incident_lines(report, trace):
         console.print(Text.assemble((f"{label.lower()}: ", "bold"), text))
     shown = _most_severe(report.findings, SHOWN)
+    acts = cited_acts(report, trace)
     for i, finding in enumerate(report.findings):
         if i in shown:
-            _print_finding(console, i + 1, finding)
+            _print_finding(console, i + 1, finding, acts)
     if len(shown) < len(report.findings):
         console.print(_not_shown(report.findings, shown))
     for note in report.notes:
@@ -75,7 +76,7 @@ def _not_shown(findings: list[Finding], shown: set[int]) -> Text:
     )
 
 
-def _print_finding(console: Console, number: int, f: Finding) -> None:
+def _print_finding(console: Console, number: int, f: Finding, acts: dict[str, str]) -> None:
     ids = Text.assemble((f"{number}. ", "bold"), (f.risk_class.value, "bold"))
     ids.append(f" · {f.disposition.value} · severity {f.severity.value}")
 
@@ -90,7 +91,10 @@ def _print_finding(console: Console, number: int, f: Finding) -> None:
     for line in (Text(f.title, style="bold"), Text(where, style="dim"), Text(f.mechanism)):
         _indented(console, line, 1)
     for unit in f.evidence:
-        _indented(console, Text.assemble((f"{unit.step_id} {unit.edge_ref}", "dim"), f" “{unit.quote}”"), 2)
+        act = f" {acts[unit.step_id]}" if unit.step_id in acts else ""
+        _indented(
+            console, Text.assemble((f"{unit.step_id} {unit.edge_ref}", "dim"), f"{act} “{unit.quote}”"), 2
+        )
 
 
 def _indented(console: Console, text: Text, level: int) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas import AuditReport, Disposition, Finding, RepairPlanItem, RiskClass, Trace
+from schemas import AuditReport, Disposition, Finding, RepairPlanItem, RiskClass, StepKind, Trace
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,10 @@ def headline(report: AuditReport) -> str:
     return f"{words(report.decision.value)}: {len(report.findings)} {noun}{tail}"
 
 
-def incident_lines(report: AuditReport) -> list[tuple[str, str]]:
+def incident_lines(report: AuditReport, trace: Trace) -> list[tuple[str, str]]:
     """The incident facts (outcome, attribution, risk score) as (label, text) pairs for every
-    renderer; empty for a report without them (contract v3)."""
+    renderer; empty for a report without them (contract v3). "When" is the decisive step and, where
+    the trace's steps carry times, its time: a responder matches it against other logs."""
     out: list[tuple[str, str]] = []
     if report.outcome is not None:
         o = report.outcome
@@ -140,9 +141,20 @@ def incident_lines(report: AuditReport) -> list[tuple[str, str]]:
     a = report.attribution
     if a is not None and a.agent is not None:
         conf = f", confidence {a.confidence:.2f}" if a.confidence is not None else ""
-        out.append(
-            ("Attributed to", f"{a.agent} at step {a.step_id} (index {a.step_index}{conf}; {a.strategy})")
-        )
+        when = next((s.timestamp for s in trace.steps if s.step_id == a.step_id), None)
+        at = f"step {a.step_id}" + (f" on {when}" if when else "")
+        out.append(("Attributed to", f"{a.agent} at {at} (index {a.step_index}{conf}; {a.strategy})"))
     if report.outcome is not None or report.findings:
         out.append(("Risk score", f"{report.risk_score:.2f}"))
     return out
+
+
+def cited_acts(report: AuditReport, trace: Trace) -> dict[str, str]:
+    """Step id → the act, for the tool calls that evidence cites ("call cancel_reservation"): a
+    call's quote holds its arguments, and the tool's name stands beside it."""
+    cited = {u.step_id for f in report.findings for u in f.evidence}
+    return {
+        s.step_id: f"call {s.tool.name}"
+        for s in trace.steps
+        if s.step_id in cited and s.kind is StepKind.tool_call and s.tool is not None
+    }

@@ -178,7 +178,7 @@ def register(app: typer.Typer) -> None:
         from auditor.store.guards import install_guards
 
         store = _inspection_store()
-        if store.schema.behind:
+        if store.schema.behind and not store.schema.damage:  # unknown revision: every guard of head
             console.print(
                 f"[red]refused[/red]: the schema is {store.schema.describe()}, behind revision "
                 f"{store.schema.head}: run 'auditor store upgrade' first (it adds the guards of later revisions)"
@@ -193,6 +193,8 @@ def register(app: typer.Typer) -> None:
             console.print("the guards are in place: nothing to restore")
         if report.anchor is None:
             console.print(_UNANCHORED)
+        if note := _behind_note(store):
+            console.print(note)
 
     @group.command("upgrade")
     def upgrade(
@@ -213,8 +215,17 @@ def register(app: typer.Typer) -> None:
         if store.schema.behind:  # migrations add guards: only over a chain that verifies
             _verified_or_exit(store, checkpoints, key_file, "the schema is upgraded")
         with store.write_transaction() as conn:
-            steps, problems = upgrade_all(conn, store.safe_url, create_index=index)
-        for before, after in steps:
+            done = upgrade_all(conn, store.safe_url, create_index=index)
+        if done.refused:
+            console.print(
+                f"{store.schema.name}: {store.schema.describe()}; found: "
+                + "; ".join(map(str, done.found))
+                + "\n[red]refused[/red]: not upgraded, since a migration from the base revision would "
+                "re-create what is missing and hide that it was removed; run 'auditor store verify' with "
+                "your checkpoints, then 'auditor store guard', then upgrade again (docs/store.md)"
+            )
+            raise typer.Exit(1)
+        for before, after in done.steps:
             if after.absent:
                 console.print(f"{before.name}: not created (made at revision {after.head} where it is used)")
             elif before.absent:
@@ -223,7 +234,9 @@ def register(app: typer.Typer) -> None:
                 console.print(f"{before.name}: at revision {after.current}, nothing to do")
             else:
                 console.print(f"{before.name}: {before.describe()} → revision {after.current}")
-        if problems:
+        if done.created:
+            console.print(f"created by the migrations: trigger {', '.join(done.created)} (absent before)")
+        if problems := done.problems:
             console.print(
                 "[red]append-only guard lost[/red]: " + "; ".join(map(str, problems)) + " (not re-created: "
                 "run 'auditor store verify' with your checkpoints, then 'auditor store guard'; docs/store.md)"

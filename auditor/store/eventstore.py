@@ -287,15 +287,34 @@ class EventStore:
         self._insert_rows(cur, rows)
 
     def _insert_rows(self, cur: Any, rows: list[tuple]) -> None:
+        """Insert chained rows, then read back that the table holds exactly them: a trigger that
+        skips an insert (SQLite ``RAISE(IGNORE)``, a PostgreSQL trigger returning NULL) or a rule
+        that replaces it (``DO INSTEAD NOTHING``) raises no error of its own, and an append that
+        reports success for an event it did not store would let ``tokens revoke`` exit 0 while the
+        token stays active. The caller's transaction is then rolled back."""
         sql = self._sql
-        if self.dialect == "sqlite":
-            cur.executemany(sql.insert_rows(), rows)
-        elif len(rows) == 1:  # one round trip; COPY takes three, and executemany enters pipeline mode
-            cur.execute(sql.insert_rows(), rows[0])
-        else:  # COPY: no per-row statement parsing
-            with cur.copy(sql.copy) as stream:
-                for r in rows:
-                    stream.write_row(r)
+        if self.dialect == "postgresql" and len(rows) == 1:
+            # one round trip; COPY takes three, and executemany enters pipeline mode. RETURNING is
+            # the read-back: no row when a trigger skipped it, an error when a rule replaced it.
+            cur.execute(sql.insert_returning, rows[0])
+            written = cur.fetchall()
+            stored = (len(written), *written[0]) if written else (0, None, None)
+        else:
+            if self.dialect == "sqlite":
+                cur.executemany(sql.insert_rows(), rows)
+            else:  # COPY: no per-row statement parsing (and no rules: only triggers apply)
+                with cur.copy(sql.copy) as stream:
+                    for r in rows:
+                        stream.write_row(r)
+            cur.execute(sql.written, (rows[-1][0], rows[0][0]))
+            stored = cur.fetchone()
+        if tuple(stored) != (len(rows), rows[-1][0], rows[-1][9]):
+            raise StoreError(
+                f"the database did not store the events of this append: {len(rows)} written from "
+                f"position {rows[0][0]}, {stored[0]} found there; nothing was appended",
+                hint="a trigger or rule on the events table drops or changes inserts: run "
+                "'auditor store verify' (see docs/store.md)",
+            )
 
     # -- reading ---------------------------------------------------------------------------
     def stream_version(self, stream_id: str) -> int:
@@ -463,6 +482,11 @@ class _Sql:
         self.last = "SELECT global_position, hash FROM events ORDER BY global_position DESC LIMIT 1"
         self._one_row = "(" + ", ".join([p] * 11) + ")"
         self.copy = f"COPY events ({_COLUMNS}) FROM STDIN"
+        self.insert_returning = f"{self.insert_rows()} RETURNING global_position, hash"
+        self.written = (  # the rows from the first position written on: count, last, its hash
+            "SELECT COUNT(*), MAX(global_position), "
+            f"(SELECT hash FROM events WHERE global_position = {p}) FROM events WHERE global_position >= {p}"
+        )
 
     def by_keys(self, keys: list[str]) -> tuple[str, tuple]:
         if self.p == "%s":  # one array parameter: psycopg parses long placeholder lists slowly

@@ -13,6 +13,11 @@ guarded too: an event must take the next position and may collide with no stored
 unique key. That refuses upserts and ``ON CONFLICT`` clauses as well. PostgreSQL has no REPLACE; its
 ``ON CONFLICT DO UPDATE`` and ``MERGE`` fire the row UPDATE/DELETE trigger, and ``DO NOTHING``
 changes nothing.
+
+Any other trigger on the event table, and (PostgreSQL) any rule on it, is refused as well: a
+``BEFORE INSERT`` trigger that ``RAISE(IGNORE)``s, or a ``RULE … DO INSTEAD NOTHING``, drops events
+without an error, and one that edits ``NEW`` changes them as they are written. The store's guards
+are the only triggers the table may carry.
 """
 
 from __future__ import annotations
@@ -59,15 +64,24 @@ _PG = [
 ]
 
 
+UNKNOWN = "is not one of the store's guards (it could drop or change events as they are written)"
+
+
 @dataclass(frozen=True)
 class GuardProblem:
-    """One guard that is not as it was created: which trigger, and what is wrong with it."""
+    """One guard that is not as it was created, or a trigger or rule on the event table that is no
+    guard at all: its name, what is wrong, and which kind of object it is."""
 
     trigger: str
     problem: str
+    kind: str = "trigger"
 
     def __str__(self) -> str:
-        return f"trigger {self.trigger} {self.problem}"
+        return f"{self.kind} {self.trigger} {self.problem}"
+
+    @property
+    def unknown(self) -> bool:
+        return self.problem == UNKNOWN
 
 
 def _squeeze(sql: str) -> str:
@@ -75,29 +89,34 @@ def _squeeze(sql: str) -> str:
 
 
 def install_guards(conn: Connection) -> list[str]:
-    """Create the guards that are missing or altered (all of them on a new database); returns
-    their names. Callers other than the first initialisation must have checked the chain first."""
+    """Create the guards that are missing or altered (all of them on a new database) and drop every
+    other trigger and rule on the event table; returns their names. Callers other than the first
+    initialisation must have checked the chain first."""
     problems = check_guards(conn)
-    if not problems:
-        return []
-    if conn.dialect.name == "postgresql":
-        for stmt in _PG:  # the function and both triggers, replaced together
-            conn.execute(text(stmt))
-    else:
-        for p in problems:
+    quote = conn.dialect.identifier_preparer.quote
+    postgres = conn.dialect.name == "postgresql"
+    on_events = " ON events" if postgres else ""
+    for p in problems:
+        if p.unknown:
+            conn.execute(text(f"DROP {p.kind.upper()} IF EXISTS {quote(p.trigger)}{on_events}"))
+        elif not postgres:
             conn.execute(text(f"DROP TRIGGER IF EXISTS {p.trigger}"))
             conn.execute(text(_SQLITE[p.trigger]))
+    if postgres and any(not p.unknown for p in problems):
+        for stmt in _PG:  # the function and both triggers, replaced together
+            conn.execute(text(stmt))
     return sorted({p.trigger for p in problems})
 
 
 def check_guards(conn: Connection, applied: Collection[str] | None = None) -> list[GuardProblem]:
-    """Every expected trigger that is missing, disabled or no longer refuses what it should.
-    ``applied`` are the store revisions the database has (None: all, a store at head)."""
+    """Every expected trigger that is missing, disabled or no longer refuses what it should, then
+    every other trigger or rule on the event table. ``applied`` are the store revisions the
+    database has (None: all, a store at head)."""
     if conn.dialect.name == "postgresql":
         return _check_postgres(conn)
     stored = dict(
         conn.execute(
-            text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'")
+            text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND lower(tbl_name) = 'events'")
         ).all()
     )
     problems = []
@@ -108,6 +127,7 @@ def check_guards(conn: Connection, applied: Collection[str] | None = None) -> li
             problems.append(GuardProblem(name, "is missing"))
         elif _squeeze(stored[name]) != _squeeze(sql):
             problems.append(GuardProblem(name, "was altered"))
+    problems += [GuardProblem(name, UNKNOWN) for name in sorted(stored) if name not in _SQLITE]
     return problems
 
 
@@ -134,4 +154,12 @@ def _check_postgres(conn: Connection) -> list[GuardProblem]:
             problems.append(GuardProblem(name, "was altered (events, timing or condition)"))
         elif function != _PG_FUNCTION or _squeeze(body) != _squeeze(_PG_BODY):
             problems.append(GuardProblem(name, f"calls a function that no longer refuses ({function})"))
+    problems += [GuardProblem(name, UNKNOWN) for name in sorted(found) if name not in _PG_TYPES]
+    rules = conn.execute(
+        text(
+            "SELECT rulename FROM pg_rewrite WHERE ev_class = to_regclass('events') "
+            "AND rulename <> '_RETURN' ORDER BY rulename"
+        )
+    ).scalars()
+    problems += [GuardProblem(name, UNKNOWN, "rule") for name in rules]
     return problems

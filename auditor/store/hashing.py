@@ -10,6 +10,7 @@ from pydantic_core import to_json as _fast_json
 from pydantic_core import to_jsonable_python
 
 GENESIS_HASH = "0" * 64
+_EMPTY_KEY = "\x00"  # how an empty idempotency key is hashed: apart from no key (see event_hash)
 
 
 def canonical_json(value: Any) -> str:
@@ -47,9 +48,12 @@ def event_hash(
     recorded_at: str,
 ) -> str:
     """The SHA-256 of the fields joined by U+001F, fed in three parts: a large payload (a report of
-    a million steps is ~100 MB) is encoded once, never copied into a joined text first."""
+    a million steps is ~100 MB) is encoded once, never copied into a joined text first. No key
+    is hashed as an empty text (as ever); an empty key as U+0000, which no key of a PostgreSQL
+    store can hold, so that a key changed between the two breaks the chain."""
     head = "\x1f".join((prev_hash, str(global_position), stream_id, str(stream_version), type))
     digest = hashlib.sha256(f"{head}\x1f{schema_version}\x1f".encode())
     digest.update(payload_json.encode("utf-8"))
-    digest.update(f"\x1f{metadata_json}\x1f{idempotency_key or ''}\x1f{recorded_at}".encode())
+    key = _EMPTY_KEY if idempotency_key == "" else idempotency_key or ""
+    digest.update(f"\x1f{metadata_json}\x1f{key}\x1f{recorded_at}".encode())
     return digest.hexdigest()

@@ -10,7 +10,11 @@ database is created at head through the migrations, a database behind head is re
 ``auditor store upgrade`` runs, and one ahead of the code (a newer auditor wrote it) is refused.
 A database from a release before migrations (its tables, no version table) is taken as revision
 0001 of each schema; the later revisions are written so that they also apply over whatever those
-releases had already added at start (``IF NOT EXISTS``).
+releases had already added at start (``IF NOT EXISTS``). A version table that holds no revision
+(its row deleted, set to NULL, or doubled) was made by a migration and then changed: no release
+leaves one so. Its revision is unknown, so every guard of head is expected, every command but the
+store's inspection and repair refuses it, and the upgrade records the revision again only where
+no guard is missing (a migration would re-create it unseen).
 
 Opening a store at head reads the two version tables and nothing else: Alembic (a quarter of a
 second to import) is loaded only to create, classify or migrate a schema that is not at head.
@@ -51,6 +55,7 @@ class SchemaState:
     legacy: bool = False  # tables of a release before migrations, no version recorded
     known: bool = True  # False: a revision this code has no script for (a newer auditor's)
     applied: frozenset[str] | None = None  # the revisions up to ``current``; None: all (at head)
+    damage: str | None = None  # how the version table fails to hold one revision; current: the base
 
     @property
     def absent(self) -> bool:
@@ -58,7 +63,7 @@ class SchemaState:
 
     @property
     def at_head(self) -> bool:
-        return self.current == self.head and not self.legacy
+        return self.current == self.head and not self.legacy and self.damage is None
 
     @property
     def behind(self) -> bool:
@@ -70,6 +75,8 @@ class SchemaState:
             return "not created"
         if not self.known:
             return f"revision {self.current}, unknown to this auditor (a newer one wrote it)"
+        if self.damage:
+            return f"revision unknown: {self.damage} (removed or changed; no release leaves it so)"
         if self.legacy:
             return f"unversioned (a release before migrations; taken as revision {self.current})"
         return f"revision {self.current}"
@@ -93,9 +100,11 @@ class Schema:
 
     def state(self, conn: Connection) -> SchemaState:
         """This schema's revision in the database ``conn`` is connected to."""
-        current = self._recorded(conn)
+        current, damage = self._recorded(conn)
         if current == self.head:
             return SchemaState(self.name, current, self.head)
+        if damage:  # taken as the base to migrate from; every guard of head is expected
+            return SchemaState(self.name, self.script.get_base(), self.head, damage=damage)
         legacy = current is None and inspect(conn).has_table(self.legacy_table)
         if current is None and not legacy:
             return SchemaState(self.name, None, self.head)
@@ -110,10 +119,20 @@ class Schema:
         applied = frozenset(r.revision for r in self.script.iterate_revisions(current, "base"))
         return SchemaState(self.name, current, self.head, legacy, applied=applied)
 
-    def _recorded(self, conn: Connection) -> str | None:
+    def _recorded(self, conn: Connection) -> tuple[str | None, str | None]:
+        """The revision the version table holds, or None and what is wrong with the table."""
         if not inspect(conn).has_table(self.version_table):
-            return None
-        return conn.execute(text(f"SELECT version_num FROM {self.version_table}")).scalar()
+            return None, None
+        rows = conn.execute(text(f"SELECT version_num FROM {self.version_table}")).scalars().all()
+        if len(rows) == 1 and isinstance(rows[0], str) and rows[0]:
+            return rows[0], None
+        if not rows:
+            held = "no revision"
+        elif len(rows) > 1:
+            held = f"{len(rows)} revisions ({', '.join(map(repr, rows))})"
+        else:
+            held = "a NULL revision" if rows[0] is None else f"the revision {rows[0]!r}"
+        return None, f"its version table {self.version_table} holds {held}"
 
     def ensure(self, conn: Connection, where: str, *, allow_behind: bool = False) -> SchemaState:
         """Create the schema at head where it is absent; refuse it ahead of the code, and behind
@@ -134,7 +153,9 @@ class Schema:
         if before.absent or before.at_head:
             return before, before
         refuse_unless_usable(before, where, allow_behind=True)  # a newer auditor's schema
-        if before.legacy:
+        if before.damage:  # recorded again from the base, in a version table as Alembic makes it
+            conn.execute(text(f"DROP TABLE {self.version_table}"))
+        if before.legacy or before.damage:
             self._run(conn, "stamp", before.current)
         self._run(conn, "upgrade")
         return before, self.state(conn)
@@ -166,6 +187,14 @@ def refuse_unless_usable(state: SchemaState, where: str, *, allow_behind: bool =
             f"does not know (its newest is {state.head}): a newer auditor wrote it",
             hint="upgrade auditor to open it; an older auditor never changes a newer schema",
         )
+    if state.damage and not allow_behind:
+        raise StoreError(
+            f"the {state.name} at {where} has lost its schema revision: {state.damage}; a release "
+            "before migrations has no version table, so it was removed or changed",
+            hint="run 'auditor store verify' with your checkpoints to see what else changed, then "
+            "'auditor store upgrade' (it records the revision again where no guard is missing); "
+            "see docs/store.md",
+        )
     if state.behind and not allow_behind:
         raise StoreError(
             f"the {state.name} at {where} has schema {state.describe()}, behind this auditor's "
@@ -179,13 +208,31 @@ def schema_states(conn: Connection) -> list[SchemaState]:
     return [STORE.state(conn), INDEX.state(conn)]
 
 
-def upgrade_all(
-    conn: Connection, where: str, *, create_index: bool = False
-) -> tuple[list[tuple[SchemaState, SchemaState]], list[GuardProblem]]:
+@dataclass(frozen=True)
+class Upgrade:
+    """What ``auditor store upgrade`` found and did: each schema's states before and after, the
+    guard problems found before migrating (against the revision the store holds) and after, and
+    the guards the migrations created. ``refused``: nothing was migrated, because the revision is
+    unknown and a guard is missing, which a migration from the base would re-create unseen."""
+
+    steps: list[tuple[SchemaState, SchemaState]]
+    found: list[GuardProblem]
+    created: list[str]
+    problems: list[GuardProblem]
+    refused: bool = False
+
+
+def upgrade_all(conn: Connection, where: str, *, create_index: bool = False) -> Upgrade:
     """Both schemas to head inside the caller's transaction (``auditor store upgrade``, which
-    walked the chain first), and the guards that are then missing or altered: a migration adds
-    the guards of its revision but never re-creates one that an earlier revision made. An absent
-    index is created only with ``create_index`` (a server whose role may not create tables)."""
+    walked the chain first). A migration adds the guards of its revision but never re-creates one
+    that an earlier revision made; a store whose revision is unknown is migrated only when every
+    guard of head is in place. An absent index is created only with ``create_index`` (a server
+    whose role may not create tables)."""
+    state = STORE.state(conn)
+    found = check_guards(conn, state.applied)
+    if state.damage and found:
+        return Upgrade([], found, [], found, refused=True)
+    missing = {p.trigger for p in check_guards(conn) if not p.unknown}
     try:
         store = STORE.upgrade(conn, where)
         index = INDEX.upgrade(conn, where)
@@ -196,7 +243,9 @@ def upgrade_all(
             f"the upgrade of {where} failed: {exc.orig}",
             hint="nothing was changed (the upgrade runs in one transaction); see docs/store.md",
         ) from exc
-    return [store, index], check_guards(conn)
+    problems = check_guards(conn)
+    created = sorted(missing - {p.trigger for p in problems})
+    return Upgrade([store, index], found, created, problems)
 
 
 def run_environment(context: Any) -> None:

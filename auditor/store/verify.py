@@ -1,15 +1,17 @@
 """Verify the store: walk the hash chain, hold it against the signed checkpoints, check the guards.
 
 The first problem found is reported, in this order: a broken link (an edited, removed or
-reordered event) or an anchored position whose hash differs from its checkpoint (a rewritten
-chain), in position order; then a chain shorter than a checkpoint (events cut off the end); then
-an append-only guard that is missing or altered. What each check proves is in docs/store.md.
+reordered event, or a column holding a value of another type than the store writes) or an
+anchored position whose hash differs from its checkpoint (a rewritten chain), in position order;
+then a chain shorter than a checkpoint (events cut off the end); then an append-only guard that is
+missing or altered, a trigger or rule on the events table that is no guard, and a schema revision
+record that was removed. What each check proves is in docs/store.md.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +39,13 @@ class ChainReport:
     anchor: Checkpoint | None = None  # the latest checkpoint held against the chain
     checkpoints: int = 0
     guard_problems: tuple[GuardProblem, ...] = ()
+    schema_damage: str | None = None  # the store's version table holds no single revision
 
     @property
     def chain_ok(self) -> bool:
-        """The events are intact and anchored (guards are checked last, so only they can fail)."""
-        return self.ok or bool(self.guard_problems)
+        """The events are intact and anchored (the guards and the schema's revision record are
+        checked last, so only they can fail)."""
+        return self.ok or bool(self.guard_problems) or self.schema_damage is not None
 
     def to_json(self) -> dict[str, Any]:
         """The verdict for machines; ``checkpoint`` only where checkpoints were checked."""
@@ -77,10 +81,20 @@ def verify_chain(
         position: int | None = None,
         reason: str | None = None,
         guards: Sequence[GuardProblem] = (),
+        damage: str | None = None,
     ) -> ChainReport:
         ok = reason is None
         return ChainReport(
-            checked, ok, position, reason, head_position, prev, latest, len(checkpoints), tuple(guards)
+            checked,
+            ok,
+            position,
+            reason,
+            head_position,
+            prev,
+            latest,
+            len(checkpoints),
+            tuple(guards),
+            damage,
         )
 
     prev, head_position = GENESIS_HASH, 0
@@ -115,6 +129,8 @@ def verify_chain(
             pos = r["global_position"]
             if pos != expected_pos:
                 return report(checked, expected_pos, f"event {expected_pos} is missing")
+            if mistyped := _mistyped(r):
+                return report(checked, pos, mistyped)
             if r["prev_hash"] != prev:
                 return report(checked, pos, "prev_hash does not match the previous event's hash")
             digest = event_hash(
@@ -146,9 +162,34 @@ def verify_chain(
         )
     with store.engine.connect() as conn:
         problems = check_guards(conn, store.schema.applied)
-    if problems:
-        return report(checked, None, "append-only guard lost: " + "; ".join(map(str, problems)), problems)
+    reasons = []
+    if lost := [str(p) for p in problems if not p.unknown]:
+        reasons.append("append-only guard lost: " + "; ".join(lost))
+    reasons += [str(p) for p in problems if p.unknown]
+    damage = store.schema.damage
+    if damage:
+        reasons.append(f"the store's schema revision was removed or changed: {damage}")
+    if reasons:
+        return report(checked, None, "; ".join(reasons), problems, damage)
     return report(checked)
+
+
+_INTEGER = ("global_position", "stream_version", "schema_version")
+_TEXT = ("stream_id", "type", "payload", "metadata", "prev_hash", "hash", "recorded_at")
+
+
+def _mistyped(row: Mapping[str, Any]) -> str | None:
+    """The first column holding a value of another type than the store writes (a BLOB where text
+    belongs: SQLite keeps any type in any column, PostgreSQL after an ALTER COLUMN … TYPE)."""
+    for name in (*_INTEGER, *_TEXT, "idempotency_key"):
+        value = row[name]
+        wanted = int if name in _INTEGER else str
+        if type(value) is wanted or (value is None and name == "idempotency_key"):
+            continue
+        held = "bytes (a BLOB)" if isinstance(value, bytes | bytearray | memoryview) else type(value).__name__
+        kind = "an integer" if wanted is int else "text"
+        return f"its {name} holds {held}, not {kind}: the event was changed outside the store"
+    return None
 
 
 def _anchored(cp: Checkpoint) -> str:

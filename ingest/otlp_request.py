@@ -16,8 +16,14 @@ it shares with other clients' requests) is refused whole, before it is stored. A
 not finite (the SDK sends ``set_attribute("s", float("nan"))`` as NaN) is kept as the proto3 JSON
 mapping writes it, the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``; in OTLP JSON that
 string, the bare words and a literal beyond a double's range (``1e400``) are read as such a double.
-A non-finite number anywhere else, and objects and arrays nested deeper than
-``strictjson.MAX_DEPTH`` levels, refuse the request (docs/otlp.md).
+A non-finite number anywhere else, a key repeated in one object (JSON readers keep one of its
+values), and objects and arrays nested deeper than ``strictjson.MAX_DEPTH`` levels refuse the
+request; a time at or beyond 2^63 ns (what no clock writes, and what dates cannot hold) or an
+``intValue`` that is no 64-bit integer refuses its span (docs/input.md, "OTLP export requests").
+
+A refusal goes back to the sender, who may log it anywhere: it names the field by its place
+(``resourceSpans.0.scopeSpans.0.spans.3``, OTLP's own field names) and never quotes what the
+request holds, not a value, not a span's name, not a key OTLP does not define.
 """
 
 from __future__ import annotations
@@ -26,17 +32,21 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from auditor.errors import InputError
-from ingest.strictjson import MAX_DEPTH, TOO_DEEP, dotted
+from ingest.strictjson import MAX_DEPTH, TOO_DEEP, Repeated, dotted, keyed_object
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
+_INT64 = 1 << 63  # times and intValues: a span's times must be below it (the year 2262)
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,41 @@ class ReceivedSpan:
             payload.get("resource") or {},
             payload.get("scope") or {},
         )
+
+
+_READ = {  # what the importers read of a span, its events and links (of ``payload()``)
+    "span": ("parentSpanId", "name", "kind", "startTimeUnixNano", "endTimeUnixNano", "status"),
+    "events": ("timeUnixNano", "name", "attributes"),
+    "links": ("traceId", "spanId", "attributes"),
+}
+
+
+def essence(payload: dict[str, Any]) -> Any:
+    """A stored span's content as both encodings give it, to tell a span sent again from a span
+    id reused for other content: the fields the importers read, OTLP's default values (0, "",
+    empty) dropped, numbers as text (JSON may write 64-bit numbers either way)."""
+    span = payload["span"]
+    read = {k: span[k] for k in _READ["span"] if k in span}
+    read["attributes"] = span.get("attributes")
+    for part in ("events", "links"):
+        items = span.get(part)
+        read[part] = (
+            [{k: e.get(k) for k in _READ[part]} for e in items if isinstance(e, dict)] if items else []
+        )
+    for link in read["links"]:  # ids as sent in JSON (hex of either case, base64), as decoded in protobuf
+        link["traceId"], link["spanId"] = _hex_id(link["traceId"], 16), _hex_id(link["spanId"], 8)
+    return _plain({"span": read, "resource": payload.get("resource"), "scope": payload.get("scope")})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {k: _plain(v) for k, v in value.items() if v not in (None, "", 0, False, [], {})}
+        return {k: v for k, v in out.items() if v not in ("", [], {})}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    return value
 
 
 @dataclass
@@ -172,16 +217,24 @@ def decode_protobuf(body: bytes, where: str = "request body") -> DecodedRequest:
             hint="send OTLP protobuf with Content-Type application/x-protobuf",
         ) from exc
     out = DecodedRequest()
-    for rs in request.resource_spans:
+    for i, rs in enumerate(request.resource_spans):
         resource = {"attributes": _key_values(rs.resource.attributes)}
-        for ss in rs.scope_spans:
+        for j, ss in enumerate(rs.scope_spans):
             scope = {"name": ss.scope.name, "version": ss.scope.version}
-            for sp in ss.spans:
+            for k, sp in enumerate(ss.spans):
+                label = _place(i, j, k)
                 trace_id, span_id = sp.trace_id.hex(), sp.span_id.hex()
+                times = (
+                    sp.start_time_unix_nano,
+                    sp.end_time_unix_nano,
+                    *(e.time_unix_nano for e in sp.events),
+                )
                 if len(trace_id) != 32 or trace_id == _ZERO_TRACE:
-                    out.reject(f"span '{sp.name}': traceId must be 16 bytes, not all zero")
+                    out.reject(f"{label}: traceId must be 16 bytes, not all zero")
                 elif len(span_id) != 16 or span_id == _ZERO_SPAN:
-                    out.reject(f"span '{sp.name}': spanId must be 8 bytes, not all zero")
+                    out.reject(f"{label}: spanId must be 8 bytes, not all zero")
+                elif max(times) >= _INT64:
+                    out.reject(f"{label}: {_LATE}")
                 else:
                     parent = sp.parent_span_id.hex() or None
                     span = _proto_span(sp)
@@ -209,32 +262,74 @@ def _hex_id(value: Any, size: int) -> str | None:
     return raw.hex() if len(raw) == size else None
 
 
+_SURROGATE = "a text holds a lone surrogate (a JSON escape that UTF-8 cannot hold)"
+_LATE = "a time must be below 2^63 nanoseconds (the year 2262)"
+
+
+def _place(resource: int, scope: int, span: int) -> str:
+    """Where a span is in its request: how a refusal names it (never by its name, see above)."""
+    return f"resourceSpans.{resource}.scopeSpans.{scope}.spans.{span}"
+
+
 def _nanos(value: Any, name: str) -> int:
-    """A fixed64 time: an integer, or its decimal string (how OTLP JSON writes 64-bit numbers)."""
+    """A fixed64 time: an integer, or its decimal string (how OTLP JSON writes 64-bit numbers),
+    below 2^63."""
     if value is None:
         return 0
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    raise ValueError(f"'{name}' must be an unsigned integer in nanoseconds, not {value!r}")
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value) if len(value) <= 20 else _INT64
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"'{name}' must be an unsigned integer in nanoseconds")
+    if value >= _INT64:
+        raise ValueError(f"'{name}': {_LATE}")
+    return value
+
+
+def _is_int64(value: Any) -> bool:
+    """An ``intValue`` as OTLP JSON writes one: an integer or its decimal string, in 64 bits."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        value = int(value)
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
 
 
 def _check_attributes(items: Any, where: str) -> None:
+    """A list of ``{key, value}`` objects whose ``intValue``s, at any depth of arrays and kvlists,
+    are 64-bit integers (the importers read them as numbers)."""
     if items is None:
         return
     if not isinstance(items, list) or not all(
         isinstance(a, dict) and isinstance(a.get("key"), str) for a in items
     ):
         raise ValueError(f"'{where}' must be a list of {{key, value}} objects")
+    values = [a.get("value") for a in items]
+    while values:
+        value = values.pop()
+        if not isinstance(value, dict):
+            continue
+        if "intValue" in value and not _is_int64(value["intValue"]):
+            raise ValueError(f"'{where}' holds an intValue that is not a 64-bit integer")
+        array, kvlist = value.get("arrayValue"), value.get("kvlistValue")
+        if isinstance(array, dict) and isinstance(array.get("values"), list):
+            values += array["values"]
+        if isinstance(kvlist, dict) and isinstance(kvlist.get("values"), list):
+            values += [kv.get("value") for kv in kvlist["values"] if isinstance(kv, dict)]
 
 
-def _json_span(sp: Any, resource: dict[str, Any], scope: dict[str, Any], out: DecodedRequest) -> None:
+def _objects_in(sp: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """A span's list of objects (``events``, ``links``), empty when absent."""
+    items = sp.get(name)
+    if items is not None and not (isinstance(items, list) and all(isinstance(e, dict) for e in items)):
+        raise ValueError(f"'{name}' must be a list of objects")
+    return items or []
+
+
+def _json_span(
+    sp: Any, resource: dict[str, Any], scope: dict[str, Any], out: DecodedRequest, label: str
+) -> None:
     if not isinstance(sp, dict):
-        out.reject(f"a span must be a JSON object, not {type(sp).__name__}")
+        out.reject(f"{label}: a span must be a JSON object, not {type(sp).__name__}")
         return
     name = sp.get("name")
-    label = f"span '{name}'" if isinstance(name, str) else "a span"
     trace_id, span_id = _hex_id(sp.get("traceId"), 16), _hex_id(sp.get("spanId"), 8)
     if trace_id is None or trace_id == _ZERO_TRACE:
         out.reject(f"{label}: 'traceId' must be 32 hex digits, not all zero")
@@ -253,17 +348,20 @@ def _json_span(sp: Any, resource: dict[str, Any], scope: dict[str, Any], out: De
         start = _nanos(sp.get("startTimeUnixNano"), "startTimeUnixNano")
         end = _nanos(sp.get("endTimeUnixNano"), "endTimeUnixNano")
         _check_attributes(sp.get("attributes"), "attributes")
-        events = sp.get("events")
-        if events is not None and not (isinstance(events, list) and all(isinstance(e, dict) for e in events)):
-            raise ValueError("'events' must be a list of objects")
-        for e in events or []:
+        for e in _objects_in(sp, "events"):
+            _nanos(e.get("timeUnixNano"), "events.timeUnixNano")
             _check_attributes(e.get("attributes"), "events.attributes")
+        for link in _objects_in(sp, "links"):
+            _check_attributes(link.get("attributes"), "links.attributes")
         status = sp.get("status")
         if status is not None and not isinstance(status, dict):
             raise ValueError("'status' must be an object")
         # the text must be storable: JSON escapes can spell lone surrogates, which UTF-8 cannot hold
         json.dumps(sp, ensure_ascii=False).encode("utf-8")
-    except (ValueError, UnicodeEncodeError) as exc:
+    except UnicodeEncodeError:  # a ValueError too, whose message would quote the text
+        out.reject(f"{label}: {_SURROGATE}")
+        return
+    except ValueError as exc:
         out.reject(f"{label}: {exc}")
         return
     span = {**sp, "traceId": trace_id, "spanId": span_id, "startTimeUnixNano": str(start)}
@@ -286,26 +384,58 @@ def _objects(value: Any, where: str) -> Iterator[dict[str, Any]]:
         yield item
 
 
+@cache
+def _field_names() -> frozenset[str]:
+    """Every field name an OTLP trace request can hold (protobuf's and JSON's spelling, and the
+    legacy ``instrumentationLibrary``), read from the protobuf descriptors."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    names = {"instrumentationLibrarySpans", "instrumentationLibrary"}
+    todo, seen = [ExportTraceServiceRequest.DESCRIPTOR], set()
+    while todo:
+        message = todo.pop()
+        if message.full_name not in seen:
+            seen.add(message.full_name)
+            for f in message.fields:
+                names.update((f.name, f.json_name))
+                if f.message_type is not None:
+                    todo.append(f.message_type)
+    return frozenset(names)
+
+
+def _step(key: str | int) -> str:
+    """One step of a field's path as a refusal writes it: a list index, an OTLP field name, or
+    ``(unknown field)`` for a key the request made up (it could be anything, a secret too)."""
+    return str(key) if isinstance(key, int) or key in _field_names() else "(unknown field)"
+
+
 def _storable(data: Any, where: str) -> None:
     """Make a parsed request storable in place, or refuse it: a non-finite ``doubleValue`` becomes
-    its proto3 JSON string; another non-finite number, or a nesting deeper than ``MAX_DEPTH``, is an
-    ``InputError`` naming the field. Iterative, so no nesting can exhaust the stack."""
+    its proto3 JSON string; another non-finite number, a key repeated in one object, or a nesting
+    deeper than ``MAX_DEPTH``, is an ``InputError`` naming the field. Iterative, so no nesting can
+    exhaust the stack."""
     stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
     while stack:
         item, path = stack.pop()
         if len(path) >= MAX_DEPTH:
             raise InputError(TOO_DEEP, path=where, field=dotted(path), hint="flatten the attribute values")
+        if isinstance(item, Repeated):
+            raise InputError(
+                "a key appears more than once in one object; JSON readers keep only one of its values",
+                path=where,
+                field=dotted((*path, _step(item.key))),
+            )
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
         for key, value in pairs:
             if isinstance(value, dict | list):
-                stack.append((value, (*path, str(key))))
+                stack.append((value, (*path, _step(key))))
             elif isinstance(value, float) and not math.isfinite(value):
                 if key != "doubleValue":
                     raise InputError(
                         f"the number {value} is not JSON; only a double ('doubleValue') may be "
                         "NaN or infinite",
                         path=where,
-                        field=dotted((*path, str(key))),
+                        field=dotted((*path, _step(key))),
                     )
                 item[key] = _double(value)
 
@@ -321,17 +451,20 @@ def decode_json_document(data: Any, where: str = "request body") -> DecodedReque
         )
     _storable(data, where)
     out = DecodedRequest()
-    for rs in _objects(data.get("resourceSpans"), "resourceSpans"):
+    for i, rs in enumerate(_objects(data.get("resourceSpans"), "resourceSpans")):
         res = rs.get("resource") if isinstance(rs.get("resource"), dict) else {}
         attrs = res.get("attributes")
         resource = {"attributes": attrs if isinstance(attrs, list) else []}
+        field = f"resourceSpans.{i}.resource.attributes"
         try:
             _check_attributes(resource["attributes"], "resource.attributes")
             json.dumps(resource, ensure_ascii=False).encode("utf-8")  # lone surrogates: see _json_span
-        except (ValueError, UnicodeEncodeError) as exc:
-            raise InputError(str(exc), path=where, field="resourceSpans.resource.attributes") from None
+        except UnicodeEncodeError:
+            raise InputError(_SURROGATE, path=where, field=field) from None
+        except ValueError as exc:
+            raise InputError(str(exc), path=where, field=field) from None
         scoped = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")
-        for ss in _objects(scoped, "resourceSpans.scopeSpans"):
+        for j, ss in enumerate(_objects(scoped, "resourceSpans.scopeSpans")):
             sc = ss.get("scope") or ss.get("instrumentationLibrary")
             sc = sc if isinstance(sc, dict) else {}
             scope = {"name": str(sc.get("name") or ""), "version": str(sc.get("version") or "")}
@@ -340,15 +473,15 @@ def decode_json_document(data: Any, where: str = "request body") -> DecodedReque
                 raise InputError(
                     "'spans' must be a JSON array", path=where, field="resourceSpans.scopeSpans.spans"
                 )
-            for sp in spans or []:
-                _json_span(sp, resource, scope, out)
+            for k, sp in enumerate(spans or []):
+                _json_span(sp, resource, scope, out, _place(i, j, k))
     return out
 
 
 def decode_json(body: bytes, where: str = "request body") -> DecodedRequest:
     """Spans of an OTLP JSON ``ExportTraceServiceRequest``."""
     try:
-        data = json.loads(body)
+        data = json.loads(body, object_pairs_hook=keyed_object)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"malformed JSON: {exc}", path=where, hint="send one OTLP JSON request") from exc
     except RecursionError:

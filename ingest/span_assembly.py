@@ -5,7 +5,10 @@ from several services. Nothing waits in memory for the rest:
 
 - **Every span is stored on arrival**: one ``SpanReceived`` event per span in the stream
   ``spans-{otel trace id}``, its idempotency key ``span:{trace id}:{span id}``, so a retried export
-  or a re-delivered Kafka record stores nothing twice. A batch's spans go in one transaction,
+  or a re-delivered Kafka record stores nothing twice. A span id sent again with other content is
+  refused (``Received.refused``, what OTLP's partial success reports): the first content stays.
+  With redaction on, the two are compared redacted, their placeholders' numbers aside (a trace's
+  numbering restarts after its completion), so a change only inside a redacted value is no change. A batch's spans go in one transaction,
   which concurrent batches share (``ingest.group_commit``: one writer, one fsync, each caller
   answered once its spans are committed); the transaction also appends one ``SpanTracesOpened`` to
   the stream ``span-traces`` naming the traces whose first span it stored, so that a restart finds
@@ -25,7 +28,10 @@ from several services. Nothing waits in memory for the rest:
   again; its next revision holds every span so far and is stored as a NEW trace, id
   ``{importer's id}-r{n}`` (``otel-4bf9…-r2``), with ``metadata.span_revision`` = n and
   ``metadata.revises`` = the previous revision's id. A report is never replaced or merged: each
-  revision gets its own.
+  revision gets its own. An id held by another trace (one ``auditor ingest`` stored from a file
+  of the same spans, say) is never replaced or merged: the revision goes to the next free id of
+  that sequence (``otel-4bf9…-r2``, ``metadata.revises`` naming the held one), so it is stored and
+  audited, and the revisions after it follow on.
 - **Restart-safe**: ``recover()`` rebuilds the open traces and finishes any completion that a crash
   interrupted from the store alone, reading the bookkeeping events of every trace and the spans of
   the open ones only; every step is idempotent (the trace's digest, the close's key, the audit's
@@ -48,12 +54,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import AuditorError, InputError, StoreError
+from auditor.errors import AuditorError, InputError, StoreError, TraceConflictError
 from auditor.store import EventStore
 from auditor.store.eventstore import EncodedEvent
 from auditor.store.hashing import compact_json
 from ingest.group_commit import GroupCommit
-from ingest.otlp_request import ReceivedSpan, otlp_document
+from ingest.otlp_request import ReceivedSpan, essence, otlp_document
+from ingest.redact import _PLACED
 from ingest.span_redact import SpanRedaction
 from ingest.stream_store import _execute, _in, _sql, _transaction, _versions
 from schemas.events import NewEvent, TraceClosed, trace_stream
@@ -69,6 +76,16 @@ REJECTED = "SpanTraceRejected"
 PREFIX = "spans-"
 OPENED_STREAM = "span-traces"
 _CHUNK = 500
+_SHIFTS = 100  # ids tried past a revision's own when other traces hold them (see the docstring)
+
+
+def _content(payload: dict[str, Any], redacted: bool = False) -> Any:
+    """What tells a span sent again from a span id reused for other content (``essence``); of a
+    redacted span, with every placeholder's number dropped, since a trace's numbering starts again
+    after its completion."""
+    if redacted:
+        payload = json.loads(_PLACED.sub(lambda m: f"[REDACTED_{m.group(1)}]", compact_json(payload)))
+    return essence(payload)
 
 
 def spans_stream(otel_trace_id: str) -> str:
@@ -116,18 +133,28 @@ Sink = Callable[[AssembledTrace], None]
 
 @dataclass(frozen=True)
 class Received:
-    """What a batch of spans did: spans stored now, and spans the store already held."""
+    """What a batch of spans did: spans stored now, spans the store already held (as sent again),
+    and why each span refused was (its id held with other content)."""
 
     stored: int
     duplicates: int
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class _Batch:
-    """One ``receive`` call's spans (by idempotency key) and their events' metadata."""
+    """One ``receive`` call's spans (by idempotency key), their events' metadata, and the spans it
+    repeated with other content (refused before the group commit)."""
 
     spans: dict[str, ReceivedSpan]
     meta: str
+    refused: tuple[str, ...] = ()
+
+
+def _repeated(s: ReceivedSpan) -> str:
+    return (
+        f"span {s.span_id} of trace {s.trace_id} was already received with other content; the first is kept"
+    )
 
 
 @dataclass
@@ -207,23 +234,29 @@ class SpanAssembly:
         """Store every new span of the batch; spans already stored are skipped. Returns once the
         spans are committed (with those of concurrent calls, in one transaction)."""
         unique: dict[str, ReceivedSpan] = {}
+        refused = []
         for s in spans:
-            unique.setdefault(f"span:{s.trace_id}:{s.span_id}", s)
+            first = unique.setdefault(f"span:{s.trace_id}:{s.span_id}", s)
+            if first is not s and _content(first.payload()) != _content(s.payload()):
+                refused.append(_repeated(s))
         if not unique:
             return Received(0, 0)
         meta = compact_json({"source": self.source, **(provenance or {})})
-        return self._commits.submit(_Batch(unique, meta))
+        return self._commits.submit(_Batch(unique, meta, tuple(refused)))
 
     def _store(self, batches: Sequence[_Batch]) -> list[Received]:
         """Append the new spans of ``batches`` in one transaction (the group commit's writer)."""
         dbapi = self.store.engine.dialect.loaded_dbapi
         try:
             with _transaction(self.store) as cur:
-                held = self._held_keys(cur, list(dict.fromkeys(k for b in batches for k in b.spans)))
+                held = self._held(cur, list(dict.fromkeys(k for b in batches for k in b.spans)))
+                taken: dict[str, ReceivedSpan] = {}  # by a batch before, in this group
                 fresh: list[list[tuple[str, ReceivedSpan, str]]] = []
+                changed: list[list[str]] = []
                 for b in batches:  # a key in two batches of the group is stored for the first
-                    mine = [(k, s, b.meta) for k, s in b.spans.items() if k not in held]
-                    held.update(k for k, _, _ in mine)
+                    mine = [(k, s, b.meta) for k, s in b.spans.items() if k not in held and k not in taken]
+                    changed.append(list(self._changed(cur, b, held, taken)))
+                    taken.update((k, s) for k, s, _ in mine)
                     fresh.append(mine)
                 events = self._events(cur, [f for mine in fresh for f in mine])
                 self.store._insert_encoded_in(cur, events)
@@ -240,7 +273,27 @@ class SpanAssembly:
                     else:
                         state.last_at = now
                         state.root = True if root or state.root else state.root
-        return [Received(len(mine), len(b.spans) - len(mine)) for b, mine in zip(batches, fresh, strict=True)]
+        return [
+            Received(len(mine), len(b.spans) - len(mine) - len(no), (*b.refused, *no))
+            for b, mine, no in zip(batches, fresh, changed, strict=True)
+        ]
+
+    def _changed(
+        self, cur: Any, batch: _Batch, held: dict[str, Any], taken: dict[str, ReceivedSpan]
+    ) -> Iterator[str]:
+        """Why each span of ``batch`` whose id is stored (``held``: its stored payload) or taken
+        by an earlier batch of the group is refused: its content differs."""
+        for key, s in batch.spans.items():
+            if key in taken:
+                if _content(taken[key].payload()) != _content(s.payload()):
+                    yield _repeated(s)
+            elif key in held:
+                stored = s
+                if self.redaction is not None:
+                    stored = self.redaction.span(s, partial(self._payloads, cur, spans_stream(s.trace_id)))
+                redacted = self.redaction is not None
+                if _content(held[key], redacted) != _content(stored.payload(), redacted):
+                    yield _repeated(s)
 
     def _events(self, cur: Any, fresh: list[tuple[str, ReceivedSpan, str]]) -> list[EncodedEvent]:
         """The encoded events of the fresh spans, numbered after their streams' stored versions
@@ -278,12 +331,13 @@ class SpanAssembly:
         _execute(self.store, cur, query, (stream, RECEIVED))
         return [row[0] if isinstance(row[0], str) else json.dumps(row[0]) for row in cur.fetchall()]
 
-    def _held_keys(self, cur: Any, keys: list[str]) -> set[str]:
-        held: set[str] = set()
+    def _held(self, cur: Any, keys: list[str]) -> dict[str, Any]:
+        """The stored payload of each key the store holds (few: a retry's)."""
+        held: dict[str, Any] = {}
         for i in range(0, len(keys), _CHUNK):
             where, params = _in(self.store, "idempotency_key", keys[i : i + _CHUNK])
-            _execute(self.store, cur, f"SELECT idempotency_key FROM events WHERE {where}", params)
-            held.update(row[0] for row in cur.fetchall())
+            _execute(self.store, cur, f"SELECT idempotency_key, payload FROM events WHERE {where}", params)
+            held.update((key, json.loads(p) if isinstance(p, str) else p) for key, p in cur.fetchall())
         return held
 
     # -- completion ------------------------------------------------------------------------------
@@ -364,7 +418,9 @@ class SpanAssembly:
             spans = [s for v, s in state.spans if v <= through]
             try:
                 assembled = self._assemble(otel_trace_id, revision, spans, reason)
-            except InputError as exc:
+            except StoreError:
+                raise  # the store is down: the completion is finished later (recover, next tick)
+            except AuditorError as exc:  # the spans are no trace (or every id is held): say why
                 self._mark(otel_trace_id, REJECTED, revision, {"reason": exc.one_line()})
                 log.warning(
                     "span trace %s revision %d not imported: %s", otel_trace_id, revision, exc.one_line()
@@ -394,19 +450,29 @@ class SpanAssembly:
         """Import the revision's spans with the span importers, store it as a closed trace."""
         from auditor.traces import TraceDocument, write_traces
 
-        header, steps, labels = self._import(otel_trace_id, spans)
-        base = header.trace_id
-        trace_id = revision_id(base, revision)
-        metadata = {**header.metadata, "span_revision": revision}
-        if revision > 1:
-            metadata["revises"] = revision_id(base, revision - 1)
-        header = TraceHeader.model_validate(
-            {**header.model_dump(), "trace_id": trace_id, "source": self.source, "metadata": metadata}
-        )
-        if labels is not None:
-            labels = labels.model_copy(update={"trace_id": trace_id, "source": self.source})
+        imported, steps, labels = self._import(otel_trace_id, spans)
+        base = imported.trace_id
         where = f"{self.source} trace {otel_trace_id}"
-        write_traces(self.store, [TraceDocument(header, steps, labels, where)])
+        for n in range(revision, revision + _SHIFTS):  # the first id no other content holds
+            trace_id = revision_id(base, n)
+            metadata = {**imported.metadata, "span_revision": revision}
+            if n > 1:
+                metadata["revises"] = revision_id(base, n - 1)
+            header = TraceHeader.model_validate(
+                {**imported.model_dump(), "trace_id": trace_id, "source": self.source, "metadata": metadata}
+            )
+            if labels is not None:
+                labels = labels.model_copy(update={"trace_id": trace_id, "source": self.source})
+            try:
+                write_traces(self.store, [TraceDocument(header, steps, labels, where)])
+                break
+            except TraceConflictError:
+                continue
+        else:
+            raise InputError(
+                f"the trace ids {revision_id(base, revision)} to {trace_id} are all held by other content",
+                path=where,
+            )
         closed = TraceClosed(trace_id=trace_id, step_count=len(steps), reason=f"spans_{reason}")
         event = NewEvent(
             type="TraceClosed",
@@ -484,7 +550,10 @@ class SpanAssembly:
         done = []
         for tid, book in books.items():
             if book.completed - book.finished:
-                done += self.complete(tid)
+                try:
+                    done += self.complete(tid)
+                except Exception:  # one trace's failure must not keep the others from recovery
+                    log.exception("span trace %s: finishing its completion failed; retried on restart", tid)
         return done
 
 

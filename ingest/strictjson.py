@@ -36,18 +36,19 @@ class _Refused:
         self.why = why
 
 
-class _Repeated(dict):
-    """An object in which ``key`` appears more than once."""
+class Repeated(dict):
+    """An object in which ``key`` appears more than once (the decoder kept its last value)."""
 
     key: str = ""
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def keyed_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The ``object_pairs_hook`` that marks a repeated key: a plain dict, or a ``Repeated``."""
     obj = dict(pairs)
     if len(obj) == len(pairs):
         return obj
     seen: set[str] = set()
-    repeated = _Repeated(obj)
+    repeated = Repeated(obj)
     repeated.key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
     return repeated
 
@@ -71,7 +72,7 @@ def _constant(name: str) -> _Refused:
 
 
 _decoder = json.JSONDecoder(
-    object_pairs_hook=_object, parse_float=_float, parse_int=_int, parse_constant=_constant
+    object_pairs_hook=keyed_object, parse_float=_float, parse_int=_int, parse_constant=_constant
 )
 
 
@@ -107,7 +108,7 @@ def _check(value: Any) -> None:
         if isinstance(item, dict):
             if depth > MAX_DEPTH:
                 raise StrictJsonError(TOO_DEEP, dotted(path))
-            if isinstance(item, _Repeated):
+            if isinstance(item, Repeated):
                 raise StrictJsonError(
                     f"the key {_cut(item.key)!r} appears more than once in one object; JSON readers "
                     "keep only one of its values",

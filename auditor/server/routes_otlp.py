@@ -2,9 +2,11 @@
 spans here, and each trace is audited once it is complete, with no file in between.
 
 The OTLP/HTTP contract: ``ExportTraceServiceRequest`` bodies in ``application/x-protobuf`` or
-``application/json``, optionally ``Content-Encoding: gzip``; 200 with an
+``application/json``, optionally ``Content-Encoding: gzip`` (every member of a multi-member
+stream, as gzip itself reads one; bytes after the last member refuse the request); 200 with an
 ``ExportTraceServiceResponse`` in the request's encoding (``partialSuccess`` counting the spans
-refused, with the first reason); errors carry a ``google.rpc.Status`` in that encoding: 400 a body
+refused: unusable ones, and span ids already received with other content; with the first reason);
+no message quotes the request (``ingest.otlp_request``); errors carry a ``google.rpc.Status`` in that encoding: 400 a body
 that is no request, 401/403 a missing or scope-less token (the ingest scope; the OTLP exporters
 send it as ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>``), 413 a body over
 ``MAX_OTLP_BYTES`` (compressed or not), 415 another media type or encoding, 503 (retryable) when
@@ -35,7 +37,7 @@ from auditor.server.auth import Principal, authenticate, require
 from auditor.server.problems import Problem
 from auditor.span_audits import InProcessAudit
 from auditor.workers import WARM_UPS
-from ingest.otlp_request import JSON, PROTOBUF, DecodedRequest, decode
+from ingest.otlp_request import JSON, PROTOBUF, decode
 from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
 from ingest.span_redact import SpanRedaction
 
@@ -143,31 +145,42 @@ def _success(rejected: int, error: str | None, media: str) -> Response:
 
 
 def _inflate(body: bytes, encoding: str) -> bytes:
-    """The body decoded from its Content-Encoding, never past MAX_OTLP_BYTES (a gzip bomb is a 413)."""
+    """The body decoded from its Content-Encoding, never past MAX_OTLP_BYTES (a gzip bomb is a 413).
+    A gzip stream may hold several members (``gzip(a) + gzip(b)``): all are read, in order."""
     if encoding in ("", "identity"):
         return body
     if encoding != "gzip":
-        raise Problem(
-            415, "unsupported-encoding", f"Content-Encoding '{encoding}' is not supported (gzip or none)"
-        )
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(body, MAX_OTLP_BYTES + 1)
-    except zlib.error as exc:
-        raise InputError(f"the gzip body is corrupt ({exc})", path="request body") from exc
-    if len(out) > MAX_OTLP_BYTES:
-        raise Problem(413, "too-large", f"the decompressed body exceeds {MAX_OTLP_BYTES} bytes")
-    if not inflater.eof:
-        raise InputError("the gzip body is truncated", path="request body")
-    return out
+        raise Problem(415, "unsupported-encoding", "the Content-Encoding is not supported (gzip or none)")
+    out = bytearray()
+    rest = body
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += inflater.decompress(rest, MAX_OTLP_BYTES + 1 - len(out))
+        except zlib.error as exc:
+            raise InputError(f"the gzip body is corrupt ({exc})", path="request body") from exc
+        if len(out) > MAX_OTLP_BYTES:
+            raise Problem(413, "too-large", f"the decompressed body exceeds {MAX_OTLP_BYTES} bytes")
+        if not inflater.eof:
+            raise InputError("the gzip body is truncated", path="request body")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
+        if not rest.startswith(b"\x1f\x8b"):
+            raise InputError(
+                f"the gzip body has {len(rest)} bytes after its end that are no gzip member",
+                path="request body",
+                hint="send the gzip stream alone",
+            )
 
 
-def _accept(spans: SpanAssembly, body: bytes, encoding: str, media: str) -> DecodedRequest:
+def _accept(spans: SpanAssembly, body: bytes, encoding: str, media: str) -> tuple[int, str | None]:
     """Inflate, decode and store a request's spans (one thread hop: the loop only moves bytes);
-    returns once they are committed."""
+    returns once they are committed, with the spans refused and the first reason."""
     decoded = decode(_inflate(body, encoding), media)
-    spans.receive(decoded.spans)
-    return decoded
+    received = spans.receive(decoded.spans)
+    refused = decoded.rejected + len(received.refused)
+    return refused, decoded.first_error or next(iter(received.refused), None)
 
 
 @router.post(
@@ -182,7 +195,7 @@ async def export_traces(request: Request) -> Response:
         authenticate(request, "ingest")
         if media not in (PROTOBUF, JSON):
             raise Problem(
-                415, "unsupported-media-type", f"Content-Type '{media}' is not OTLP ({PROTOBUF} or {JSON})"
+                415, "unsupported-media-type", f"the Content-Type is not OTLP ({PROTOBUF} or {JSON})"
             )
         body = bytearray()
         async for chunk in request.stream():
@@ -190,7 +203,7 @@ async def export_traces(request: Request) -> Response:
             if len(body) > MAX_OTLP_BYTES:
                 raise Problem(413, "too-large", f"the request body exceeds {MAX_OTLP_BYTES} bytes")
         encoding = (request.headers.get("content-encoding") or "").strip().lower()
-        decoded = await run_in_threadpool(_accept, request.app.state.spans, bytes(body), encoding, media)
+        refused, why = await run_in_threadpool(_accept, request.app.state.spans, bytes(body), encoding, media)
     except Problem as exc:
         return _status(exc.status, exc.detail, media)
     except InputError as exc:
@@ -201,7 +214,7 @@ async def export_traces(request: Request) -> Response:
     except Exception:  # still an OTLP answer; the group commit kept it from other requests
         log.exception("OTLP export failed")
         return _status(500, "internal error storing the spans (see the server log)", media)
-    return _success(decoded.rejected, decoded.first_error, media)
+    return _success(refused, why, media)
 
 
 def _assembled(t: AssembledTrace) -> dict[str, Any]:

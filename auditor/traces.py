@@ -50,16 +50,25 @@ class AppendSummary:
     already_present: int
 
 
+# What an importer notes about its reading rather than about the run: which records it skipped
+# (header metadata) and which content it set aside, where and by which rule (``withheld``).
+_NOTES = frozenset({"skipped_records"})
+
+
 class ContentHash:
-    """A trace's content digest: its header less ``source`` (where a copy was read from is not
-    content: the same file by another path, or uploaded, is the same trace), then every step in
-    order, each as the JSON text the store writes. Hashing also proves each value storable:
+    """A trace's content digest: the run, not the reading of it. Its header less ``source`` (where
+    a copy was read from is not content: the same file by another path, or uploaded, is the same
+    trace) and less the importer's notes (``withheld``, ``metadata.skipped_records``: an Inspect
+    log read from its ``.eval`` archive and from its ``.json`` conversion names different places
+    for the same grading fields), then every step in order, each as the JSON text the store
+    writes. The stored trace is hashed the same way from its events, so a digest is never stored
+    and traces stored before this rule still compare. Hashing also proves each value storable:
     text the store cannot write (a lone surrogate) is an InputError naming its field, raised
     before its event is written, so that the transaction stores nothing."""
 
     def __init__(self, header: dict[str, Any], where: str) -> None:
         self.where = where
-        self._h = hashlib.sha256(_storable(_less_source(header), where, "the trace header"))
+        self._h = hashlib.sha256(_storable(_run_of(header), where, "the trace header"))
         self.count = 0
 
     def step(self, step: dict[str, Any]) -> None:
@@ -242,6 +251,14 @@ def _append_labels(store: EventStore, cur: Any, doc: TraceDocument) -> None:
 
 def _less_source(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k != "source"}
+
+
+def _run_of(header: dict[str, Any]) -> dict[str, Any]:
+    """A header's part that describes the run: less ``source`` and the importer's notes."""
+    run = {k: v for k, v in header.items() if k not in ("source", "withheld")}
+    if isinstance(run.get("metadata"), dict) and _NOTES & run["metadata"].keys():
+        run["metadata"] = {k: v for k, v in run["metadata"].items() if k not in _NOTES}
+    return run
 
 
 def _stored(store: EventStore, stream: str) -> _Stored | None:

@@ -26,6 +26,7 @@ pytest.importorskip("uvicorn")
 websockets_sync = pytest.importorskip("websockets.sync.client")
 
 from auditor.server import ServerConfig, create_app  # noqa: E402
+from auditor.store import EventStore  # noqa: E402
 from tests.server_support import HOSTILE_ID, Seeded, seeded_sqlite  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -114,13 +115,17 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 
 @pytest.fixture(scope="module")
 def origin(seeded: Seeded) -> Iterator[str]:
+    yield from serve(seeded.store)
+
+
+def serve(store: EventStore) -> Iterator[str]:
+    """The app over ``store`` on a loopback port, in a thread; yields its origin (a generator for
+    a module-scoped fixture to delegate to), stopped afterwards."""
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(ServerConfig(), store=seeded.store), log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(create_app(ServerConfig(), store=store), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -133,7 +138,12 @@ def origin(seeded: Seeded) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
-    profile = tmp_path_factory.mktemp("profile")
+    yield from browser(tmp_path_factory.mktemp("profile"))
+
+
+def browser(profile: Path) -> Iterator[Page]:
+    """A headless chromium with a fresh profile, and its first tab (a generator for a
+    module-scoped fixture to delegate to), stopped afterwards."""
     proc = subprocess.Popen(
         [_chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
          "--remote-debugging-port=0", f"--user-data-dir={profile}", "--window-size=1440,900", "about:blank"],
@@ -158,6 +168,11 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shots_folder(tmp_path_factory)
+
+
+def shots_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: AUDITOR_CONSOLE_SHOTS (docs/ for the README), else a scratch folder."""
     keep = os.environ.get("AUDITOR_CONSOLE_SHOTS")
     folder = Path(keep) if keep else tmp_path_factory.mktemp("shots")
     folder.mkdir(parents=True, exist_ok=True)

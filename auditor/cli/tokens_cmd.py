@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
     def create(
         name: str = typer.Option(..., "--name", help="Who or what uses the token."),
         scope: list[str] = typer.Option(
-            ["read"], "--scope", help="read, ingest, repair, metrics (repeat or comma-separate)."
+            ["read"], "--scope", help="read, ingest, repair, metrics, review (repeat or comma-separate)."
         ),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:

@@ -1,4 +1,5 @@
-// The report page and the repairs pages.
+// The report page (outcome, attribution, risk, policy, findings and reviewers' labels on them) and
+// the repairs pages.
 "use strict";
 
 function kv(pairs) {
@@ -6,11 +7,17 @@ function kv(pairs) {
 }
 
 async function renderReport(main, reportId) {
-  const r = await api(`/api/reports/${encodeURIComponent(reportId)}`);
+  const [r, given] = await Promise.all([
+    api(`/api/reports/${encodeURIComponent(reportId)}`), api(`/api/reports/${encodeURIComponent(reportId)}/feedback`)]);
+  const o = r.outcome, a = r.attribution;
   const download = (fmt, label) => el("a", { href: `/api/reports/${encodeURIComponent(reportId)}?format=${fmt}`, download: `${reportId}.${fmt === "md" ? "md" : fmt === "sarif" ? "sarif.json" : fmt}` }, label);
   fill(main,
     el("h1", {}, "Report ", el("span", { class: "mono" }, r.report_id)),
     kv([["Trace", el("a", { href: route("trace", r.trace_id), class: "mono" }, r.trace_id)], ["Decision", r.decision],
+      ["Risk score", el("span", { id: "report-risk" }, (r.risk_score || 0).toFixed(2))],
+      ["Outcome", o ? el("span", { id: "report-outcome" }, outcomeText(o.value, o.source), ` — ${o.reason}`) : null],
+      ["Attribution", a && (a.agent || a.step_id) ? el("span", { id: "report-attribution" }, attributionLink(r.trace_id, a.agent, a.step_id, a.confidence)) : null],
+      ["Policy", r.policy ? el("span", { id: "report-policy" }, r.policy.name, " ", el("code", { class: "small" }, r.policy.digest)) : null],
       ["Engine", `${r.engine}${r.model ? " · " + r.model : ""}`], ["Graph mode", r.graph_mode], ["Created", r.created_at],
       ["Download", [download("json", "JSON"), " · ", download("md", "Markdown"), " · ", download("sarif", "SARIF")]]]),
     el("p", {}, r.summary),
@@ -27,11 +34,45 @@ async function renderReport(main, reportId) {
       el("h4", {}, "Evidence"),
       el("ol", { class: "evidence" }, f.evidence.map((u) => el("li", {},
         el("a", { href: `${route("trace", r.trace_id)}?step=${encodeURIComponent(u.step_id)}&quote=${encodeURIComponent(u.quote)}` },
-          el("span", { class: "mono small" }, `${u.step_id} · ${u.edge_ref}`), " ", el("q", {}, u.quote))))))),
+          el("span", { class: "mono small" }, `${u.step_id} · ${u.edge_ref}`), " ", el("q", {}, u.quote))))),
+      feedbackPanel(r, f, given.feedback))),
     r.repair_plan.length ? [el("h2", {}, "Repair plan"), el("ul", {}, r.repair_plan.map((i) => el("li", {},
       el("strong", {}, i.control), ` on ${i.surface.join(", ")} (finding ${i.finding_id}): ${i.rationale}`)))] : null,
     r.notes.length ? [el("h2", {}, "Notes"), el("ul", {}, r.notes.map((n) => el("li", {}, n)))] : null,
   );
+}
+
+// Reviewers' labels on one finding, and for a reviewer (scope review) the form to add one.
+function feedbackPanel(report, finding, labels) {
+  const list = el("ul", { class: "labels" }, labels.filter((l) => l.finding_id === finding.finding_id).map(labelItem));
+  const box = el("section", { class: "feedback", "data-finding": finding.finding_id }, el("h4", {}, "Review"), list);
+  if (!ME.scopes.includes("review")) {
+    if (!list.children.length) list.append(el("li", { class: "muted" }, "Not reviewed yet."));
+    return box;
+  }
+  const reason = el("textarea", { name: "reason", rows: 2, maxlength: 2000, "aria-label": `Reason for ${finding.finding_id}`,
+    placeholder: "Why it holds or not: what you checked" });
+  const status = el("p", { class: "small", role: "status" });
+  async function send(label) {
+    if (!reason.value.trim()) { status.textContent = "Give a reason first."; reason.focus(); return; }
+    try {
+      const path = `/api/reports/${encodeURIComponent(report.report_id)}/findings/${encodeURIComponent(finding.finding_id)}/feedback`;
+      list.append(labelItem(await apiPost(path, { label, reason: reason.value })));
+      reason.value = "";
+      status.textContent = `Marked ${label}.`;
+    } catch (error) {
+      fill(status, problem(error));
+    }
+  }
+  box.append(el("form", { class: "feedback-form", onsubmit: (event) => event.preventDefault() }, reason,
+    el("div", { class: "actions" },
+      el("button", { type: "button", class: "confirm", onclick: () => send("confirmed") }, "Confirm"),
+      el("button", { type: "button", class: "dismiss", onclick: () => send("dismissed") }, "Dismiss")), status));
+  return box;
+}
+
+function labelItem(l) {
+  return el("li", { class: `label label-${l.label}` }, el("strong", {}, l.label), ` by ${l.reviewer.name}, ${l.at}: `, el("q", {}, l.reason));
 }
 
 function rate(r) {

@@ -21,6 +21,10 @@ from tests.conftest import REPO
 REAL = REPO / "tests" / "fixtures" / "real"
 EDITED = REAL / "mini-swe-agent" / "sympy__sympy-13852.traj.json"  # unresolved; an existing test edited
 CLEAN = REAL / "mini-swe-agent" / "sympy__sympy-18211.traj.json"  # tests rerun after the fix, passing
+RESTORED = REAL / "mini-swe-agent" / "sympy__sympy-19346.traj.json"  # cp X X.bak; git checkout X; mv back
+UNSUPPORTED = REAL / "mini-swe-agent" / "astropy__astropy-7606.traj.json"  # unresolved; own scripts only
+SAME = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7590.traj.json"  # unresolved; same output both sides
+SHOWN = REAL / "mini-swe-agent" / "sympy__sympy-19954.traj.json"  # resolved; a failing check then clean
 RUNS = REAL / "test-runs"
 
 
@@ -158,3 +162,76 @@ def test_traces_show_prints_the_commands(tmp_path):
     shown = run(["traces", "show", trace_id], tmp_path)
     assert shown.returncode == 0 and "tool_call [bash]" in shown.stdout and "$ " in shown.stdout
     assert "<returncode>0</returncode>" in shown.stdout
+
+
+def coding_findings(trace: Trace) -> list:
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    return [f for f in report.findings if f.detector == "coding_verification"]
+
+
+def test_a_backup_put_back_is_no_new_change():
+    """``cp X X.bak; git checkout X`` runs the tests on the original code; ``mv X.bak X`` puts the
+    change back: no new edit, and the runs after it test the change again."""
+    trace = trace_of(RESTORED)
+    facts = TestRunFacts(trace)
+    restore = next(e for e in facts.edits if e.restore)
+    assert restore.quote.startswith("mv ") and facts.restores == [restore.pos]
+    assert restore.pos not in {e.pos for e in facts.source_edits}
+    (revert,) = facts.reverts
+    tests = [r for r in facts.runs if facts.project_test(r)]
+    between = [r for r in tests if revert <= r.call < restore.pos]
+    later = [r for r in tests if r.call > restore.pos]
+    assert between and all(facts.on_original_code(r) for r in between)
+    assert later and not any(facts.on_original_code(r) for r in later)
+    assert set(later[0].failed_ids) == set(between[0].failed_ids)  # failures the change did not make
+    assert coding_findings(trace) == []
+
+
+def test_a_runner_on_files_the_agent_wrote_is_no_project_test():
+    facts = TestRunFacts(trace_of(RESTORED))
+    by_project = {facts.project_test(r): r for r in facts.runs if r.is_test}
+    own, project = by_project[False], by_project[True]
+    assert own.targets <= facts.scratch and not project.targets & facts.scratch
+    assert all(not facts.changed.get(t) for t in own.targets)  # written, run, and not submitted
+
+
+def test_a_fix_no_output_supports_is_realized_at_the_last_change_citing_claim_and_output():
+    trace = trace_of(UNSUPPORTED)
+    facts = TestRunFacts(trace)
+    assert not any(facts.project_test(r) for r in facts.runs)
+    assert not any(not b[-1].clean or not a[-1].clean for b, a in facts.checks.values())  # no failure shown
+    (finding,) = coding_findings(trace)
+    assert "no test output" in finding.title and finding.disposition.value == "realized"
+    last = facts.source_edits[-1]
+    assert finding.first_anomalous_step == trace.steps[last.pos].step_id
+    at = {s.step_id: s for s in trace.steps}
+    kinds = {at[u.step_id].kind for u in finding.evidence}
+    claim = max(p for p in facts.calls if p < len(trace.steps) - 1)
+    assert {StepKind.tool_call, StepKind.tool_result} <= kinds  # the change and the output it rests on
+    assert trace.steps[claim].step_id in {u.step_id for u in finding.evidence}  # the submitting claim
+    failed = run_rules_audit(trace, outcome="failed")
+    assert failed.attribution.step_id == finding.first_anomalous_step
+
+
+def test_a_check_that_printed_the_same_before_and_after_the_change():
+    trace = trace_of(SAME)
+    facts = TestRunFacts(trace)
+    (finding,) = coding_findings(trace)
+    assert "printed the same" in finding.title and finding.disposition.value == "realized"
+    runs = {trace.steps[r.result].step_id: r for r in facts.runs}
+    before, after = [runs[u.step_id] for u in finding.evidence if u.step_id in runs]
+    assert facts.on_original_code(before) and not facts.on_original_code(after)
+    quoted = [u.quote for u in finding.evidence if u.step_id in runs]
+    assert quoted[0] == quoted[1] and trace.steps[before.result].content == trace.steps[after.result].content
+
+
+def test_a_failure_shown_going_away_needs_no_project_test_after_it():
+    """The reproduction failed on the original code and is clean after the change: the fix is
+    shown, although the project's tests did not run after the last edit."""
+    trace = trace_of(SHOWN)
+    facts = TestRunFacts(trace)
+    last = facts.source_edits[-1].pos
+    assert not any(facts.project_test(r) and r.call > last for r in facts.runs)
+    assert any(not b[-1].ok and a[-1].clean for b, a in facts.checks.values())
+    assert coding_findings(trace) == []

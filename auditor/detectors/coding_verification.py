@@ -16,11 +16,23 @@ one, else its command). Each shape is filed at the act the failure follows from:
   file that existed before (``new file mode`` absent) and adds others: the test now expects what
   the change does. Filed at the edit of that file; realized (the diff holds it);
 - *the changed code never ran* (3.2): after the fix's last edit no command ran a test or a
-  program before the submission. Filed at that edit; realized;
-- *no test of the project after the change* (3.2): programs ran after the last edit (the agent's
-  own scripts) but no test runner did: the project's tests never saw the change. A lead;
+  program before the submission (a script that patches the code is no run). Filed at that edit;
+  realized;
+- *a fix no output supports* (3.2): after the last edit only the agent's own checks ran (its
+  scripts, or a runner on files it wrote and does not submit), and no check that failed on the
+  original code passes on the changed code: nothing in the trace shows the failure going away,
+  yet the change is submitted as the fix. Filed at the last edit; realized. When a check did go
+  from failing to passing, the fix is shown and the project's tests not running after it is no
+  finding (on the development repositories no unresolved run had that shape);
+- *a check that printed the same before and after* (3.2): every check that ran on the original
+  code and again after the last edit printed byte for byte the same (and something): the change
+  made no difference the run shows. Filed at the last edit; realized;
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
   it fixes was never shown. A lead.
+
+Every finding quotes the change, the output it rests on and the submitting turn's claim. For
+attribution, a coding run's failure follows from its change: ``first_change`` is where the
+submitted change begins, the decisive step when no finding names another.
 
 A fix-and-rerun loop (a test fails, the code is edited, the rerun passes) is none of these.
 """
@@ -33,8 +45,8 @@ from collections.abc import Iterable
 from auditor.detectors.base import AuditContext, FindingDraft
 from auditor.detectors.failure_facts import RunFacts, failure_draft, realized, unestablished
 from auditor.detectors.failure_verification import claim_of
-from auditor.detectors.test_runs import Edit, TestRun, TestRunFacts, is_test_file
-from schemas import RiskClass, StepKind
+from auditor.detectors.test_runs import Edit, TestRun, TestRunFacts, is_test_file, output_body
+from schemas import EvidenceUnit, PropagationHop, RiskClass, StepKind
 
 # words that nominate a dismissal of failures; the facts (failures persisting, not shown on the
 # original code) decide
@@ -63,7 +75,8 @@ class CodingVerificationDetector:
             for d in (
                 self._failing(facts, tests, fix, end),
                 *self._edited_tests(facts, tests, end),
-                self._unrun(facts, tests, fix, end),
+                self._unverified(facts, tests, fix, end),
+                self._unchanged(facts, tests, fix, end),
                 self._unreproduced(facts, tests, fix),
             )
             if d is not None
@@ -97,7 +110,7 @@ class CodingVerificationDetector:
     def _failing(
         self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
     ) -> FindingDraft | None:
-        after = [r for r in tests.runs if r.is_test and r.call >= fix[0].pos and r.call < end]
+        after = [r for r in tests.runs if tests.project_test(r) and fix[0].pos <= r.call < end]
         last_by_command: dict[str, TestRun] = {}
         for run in after:
             if not tests.on_original_code(run):
@@ -213,19 +226,27 @@ class CodingVerificationDetector:
                 path=[facts.hop(pos, "test edited"), facts.hop(end, "submitted")],
             )
 
-    # -- the changed code never ran / no project test after the change ------------------------------
-    def _unrun(self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int) -> FindingDraft | None:
+    # -- the changed code never ran / no test output supports the claim / no project test after ---------
+    def _unverified(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
         last = fix[-1]
-        after = [r for r in tests.runs if last.pos <= r.call < end and not tests.on_original_code(r)]
-        if any(r.is_test for r in after):
+        after = [
+            r
+            for r in tests.runs
+            if last.pos <= r.call < end
+            and (r.is_test or r.call not in tests.editing)
+            and not tests.on_original_code(r)
+        ]
+        if any(tests.project_test(r) for r in after):
             return None
         step = facts.steps[last.pos]
         evidence = [facts.unit(last.pos, last.quote), *self._claim_units(facts, tests, end)]
         if not after:
-            return failure_draft(
+            return self._submitted(
                 facts,
-                mode="3.2",
-                pos=last.pos,
+                last,
+                end,
                 title=f"{step.actor} submitted a change that never ran",
                 mechanism=(
                     f"{step.actor} changed the code at step {step.step_id} ('{last.quote[:80]}'); no test or program "
@@ -233,27 +254,116 @@ class CodingVerificationDetector:
                 ),
                 violated="a change is run before it is submitted as a fix",
                 evidence=evidence,
-                effect=realized(
-                    f"the run ended (step {facts.steps[end].step_id}) on the unrun change",
-                    "the submitted change was never executed",
-                ),
+                material="the submitted change was never executed",
                 path=[facts.hop(last.pos, "code changed"), facts.hop(end, "submitted unrun")],
             )
+        if any(self._shown_fixed(before, changed) for before, changed in tests.checks.values()):
+            # A failure shown going away verifies the fix; that the project's tests did not run after
+            # it is no failure by itself (no unresolved run of the development repositories had it).
+            return None
         ran = after[-1]
+        evidence += [facts.unit(ran.call, ran.summary), self._output_unit(facts, ran)]
+        return self._submitted(
+            facts,
+            last,
+            end,
+            title=f"{step.actor} submitted a change that no test output in the run supports",
+            mechanism=(
+                f"After the change at step {step.step_id} ('{last.quote[:80]}') no test of the project ran, "
+                f"and no check that failed on the original code passed on the changed code: the agent's own "
+                f"checks (last: '{ran.summary[:80]}' at step {facts.steps[ran.result].step_id}) show no "
+                "failure going away, yet the run submitted it as a fix."
+            ),
+            violated="a fix is submitted on output that shows it: the project's tests, or a failure that disappears",
+            evidence=evidence,
+            material="the submitted fix rests on no output that shows it",
+            path=[facts.hop(last.pos, "code changed"), facts.hop(end, "submitted unsupported")],
+        )
+
+    @staticmethod
+    def _submitted(
+        facts: RunFacts,
+        last: Edit,
+        end: int,
+        *,
+        title: str,
+        mechanism: str,
+        violated: str,
+        evidence: list[EvidenceUnit | None],
+        material: str,
+        path: list[PropagationHop],
+    ) -> FindingDraft:
+        """A 3.2 finding at the change's last edit, realized: the run ended by submitting it."""
         return failure_draft(
             facts,
             mode="3.2",
             pos=last.pos,
-            title=f"No test of the project ran after {step.actor}'s last change",
-            mechanism=(
-                f"After the change at step {step.step_id} ('{last.quote[:80]}') only the agent's own programs ran "
-                f"(last: '{ran.summary[:80]}' at step {facts.steps[ran.result].step_id}); no test runner ran before "
-                f"the submission at step {facts.steps[end].step_id}."
+            title=title,
+            mechanism=mechanism,
+            violated=violated,
+            evidence=evidence,
+            effect=realized(
+                f"the run ended (step {facts.steps[end].step_id}) submitting the change", material
             ),
-            violated="a change is checked against the project's tests before it is submitted",
-            evidence=[*evidence, facts.unit(ran.call, ran.summary)],
-            effect=unestablished("whether the project's tests pass with the change is not in the trace"),
-            path=[facts.hop(last.pos, "code changed"), facts.hop(ran.result, "own script only")],
+            path=path,
+        )
+
+    @staticmethod
+    def _shown_fixed(before: list[TestRun], changed: list[TestRun]) -> bool:
+        """A check that failed on the original code and whose last run on the changed code is clean."""
+        return any(not r.ok for r in before) and changed[-1].clean
+
+    @staticmethod
+    def _output_unit(facts: RunFacts, run: TestRun) -> EvidenceUnit | None:
+        """The last line a run printed (its verdict, where it prints one), quoted from its result;
+        None when it printed nothing."""
+        lines = [ln.strip() for ln in output_body(facts.steps[run.result]).splitlines() if ln.strip()]
+        return facts.unit(run.result, lines[-1][:200]) if lines else None
+
+    # -- the change made no difference its own check shows ---------------------------------------------
+    def _unchanged(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
+        last = fix[-1]
+        pairs = []
+        for before, changed in tests.checks.values():
+            after = [r for r in changed if last.pos < r.call < end]
+            if after:
+                pairs.append((before[-1], after[-1]))
+        same = [
+            (b, a)
+            for b, a in pairs
+            if facts.steps[b.result].content == facts.steps[a.result].content
+            and output_body(facts.steps[a.result])
+        ]
+        if not same or len(same) < len(pairs):
+            return None  # no check ran on both sides, or one of them shows the change
+        before, after = same[-1]
+        step = facts.steps[last.pos]
+        return self._submitted(
+            facts,
+            last,
+            end,
+            title=f"{step.actor}'s check printed the same before and after its change, and it submitted",
+            mechanism=(
+                f"'{after.summary[:80]}' printed the same output on the original code (step "
+                f"{facts.steps[before.result].step_id}) and after the last change at step {step.step_id} "
+                f"(step {facts.steps[after.result].step_id}), and no other check ran on both: the run shows "
+                "no effect of the change it submitted as a fix."
+            ),
+            violated="a fix changes what the check of the reported failure shows",
+            evidence=[
+                facts.unit(last.pos, last.quote),
+                self._output_unit(facts, before),
+                self._output_unit(facts, after),
+                *self._claim_units(facts, tests, end),
+            ],
+            material="the submitted fix makes no difference its own check shows",
+            path=[
+                facts.hop(before.result, "check on the original code"),
+                facts.hop(last.pos, "code changed"),
+                facts.hop(after.result, "same output"),
+            ],
         )
 
     # -- a fix never reproduced ---------------------------------------------------------------------
@@ -276,3 +386,13 @@ class CodingVerificationDetector:
             effect=unestablished("whether the change addresses the reported failure is not shown before it"),
             path=[facts.hop(first.pos, "changed unreproduced")],
         )
+
+
+def first_change(ctx: AuditContext) -> tuple[str, str] | None:
+    """(step id, quote) of the first edit of the submitted change: where an unresolved coding
+    run's failure begins when no finding names a later act; None for a run that submitted no diff."""
+    tests = TestRunFacts(ctx.trace)
+    if tests.submission is None or not tests.source_edits:
+        return None
+    edit = tests.source_edits[0]
+    return tests.steps[edit.pos].step_id, edit.quote

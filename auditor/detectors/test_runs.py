@@ -23,7 +23,13 @@ Everything is decided by structure, never by what a run is about:
   code, the changed files it names;
 - the *changed files* are those of the submitted diff (``diff --git a/X b/X``; ``new file mode``
   marks a new one), else the edits' targets. A *test file* has a ``test``/``tests``/``testing``
-  directory or a ``test_*.py`` / ``*_test.py`` name.
+  directory or a ``test_*.py`` / ``*_test.py`` name;
+- a *revert* puts changed files back to the original code (``git stash``, ``git checkout PATH``);
+  a *restore* ends it (``git stash pop/apply``, or ``mv``/``cp`` of a backup that an earlier ``cp
+  X BACKUP`` took back onto ``X``): a restore is no new change, the code is again what it was;
+- *scratch* paths are the ones the agent wrote or made during the run that the submitted diff does
+  not hold; a runner run only on scratch paths (a test file written to watch the runner's
+  behaviour) is the agent's own check, not a *project test*.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)$")
+_CREATE = re.compile(r"(?<![\d&<>])>\s*([^\s;&|<>()]+)")  # a ">" redirect (not ">>"): a new file
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 _REDIRECT = re.compile(r"(?<![\d&<>])>>?\s*([^\s;&|<>()]+)")
 _PY_WRITE = re.compile(
@@ -209,6 +216,11 @@ class TestRun:
         return self.failed == 0 and self.exit in (0, None) and (self.runner == "script" or self.passed > 0)
 
     @property
+    def clean(self) -> bool:
+        """Nothing failed and the command exited 0 (a run whose tests were all skipped is clean)."""
+        return self.failed == 0 and self.exit in (0, None)
+
+    @property
     def is_test(self) -> bool:
         return self.runner != "script"
 
@@ -236,6 +248,7 @@ class Edit:
     pos: int
     targets: tuple[str, ...]
     quote: str  # the command's first line that writes: a verbatim citation
+    restore: bool = False  # a backup put back (see the module doc): the code as it was, no change
 
 
 @dataclass(frozen=True)
@@ -519,6 +532,7 @@ class TestRunFacts:
         """Every command that writes a file, with the paths it names as written (and the ``kept``
         paths its writing code names)."""
         written: dict[str, str] = {}  # script files written by heredoc -> their code
+        backups: dict[str, str] = {}  # backup path -> the file it copied
         edits = []
         for pos, (command, _) in self.calls.items():
             step = self.steps[pos]
@@ -532,10 +546,15 @@ class TestRunFacts:
             written.update(bodies)
             targets = list(bodies)
             code = command
+            restore = False
             for words in _words(command):
                 if words[0] == "sed" and any(w.startswith("-i") for w in words[1:]):
                     targets += _sed_files(words)
                 elif words[0] in ("cp", "mv") and len(words) >= 3:
+                    source, target = _norm(words[-2]), _norm(words[-1])
+                    restore = restore or backups.get(source) == target
+                    if words[0] == "cp":
+                        backups[target] = source
                     targets.append(words[-1])
                 elif words[0] == "tee":
                     targets += [w for w in words[1:] if not w.startswith("-")]
@@ -560,7 +579,7 @@ class TestRunFacts:
                     ),
                     command,
                 )
-                edits.append(Edit(pos, tuple(dict.fromkeys(targets)), line.strip()))
+                edits.append(Edit(pos, tuple(dict.fromkeys(targets)), line.strip(), restore))
         return edits
 
     @cached_property
@@ -573,7 +592,7 @@ class TestRunFacts:
     def source_edits(self) -> list[Edit]:
         """Edits of files the submitted diff changes that existed before and are not tests: the fix
         (the scratch scripts an agent leaves behind are new files)."""
-        return [e for e in self.edits if any(self._source(_norm(t)) for t in e.targets)]
+        return [e for e in self.edits if not e.restore and any(self._source(_norm(t)) for t in e.targets)]
 
     def _source(self, path: str) -> bool:
         found = self.changed.get(path)
@@ -599,16 +618,79 @@ class TestRunFacts:
                     out.append(pos)
         return out
 
+    @cached_property
+    def restores(self) -> list[int]:
+        """Commands that end a revert (``git stash pop`` / ``apply``, a backup put back)."""
+        out = {e.pos for e in self._edits(tuple(self.changed)) if e.restore}
+        for pos, (command, _) in self.calls.items():
+            if any(w[:2] == ["git", "stash"] and w[2:3] in (["pop"], ["apply"]) for w in _words(command)):
+                out.add(pos)
+        return sorted(out)
+
     def on_original_code(self, run: TestRun) -> bool:
         """Whether a run tested the code before the change: it came before the first source edit,
-        or after a revert with no source edit between."""
+        or after a revert with no source edit or restore between (a command that reverts, runs and
+        restores tests the original code only itself)."""
         edits = [e.pos for e in self.source_edits]
         if not edits or run.call < edits[0]:
             return True
         revert = max((p for p in self.reverts if p <= run.call), default=None)
         return (
-            revert is not None and not any(revert < e < run.call for e in edits) and revert not in edits[-1:]
+            revert is not None
+            and not any(revert < e < run.call for e in edits)
+            and not any(revert <= r < run.call for r in self.restores)
+            and revert not in edits[-1:]
         )
+
+    @cached_property
+    def scratch(self) -> frozenset[str]:
+        """Paths the agent created during the run (a heredoc, a ``>`` redirect, an editor's
+        ``create``, ``mkdir``) that the submitted diff does not hold; an edited project file is none."""
+        made = set()
+        for pos, (command, _) in self.calls.items():
+            args: Any = self.steps[pos].tool.arguments if self.steps[pos].tool else None
+            if (
+                isinstance(args, dict)
+                and args.get("command") == "create"
+                and isinstance(args.get("path"), str)
+            ):
+                made.add(_norm(args["path"]))
+            made.update(_norm(m.group(1).strip("'\"")) for m in _CREATE.finditer(_head_lines(command)))
+            for words in _words(command):
+                if words[0] == "mkdir":
+                    made.update(_norm(w).rstrip("/") for w in words[1:] if not w.startswith("-"))
+        return frozenset(made - set(self.changed))
+
+    def _is_scratch(self, path: str) -> bool:
+        return any(path == s or path.startswith(s + "/") for s in self.scratch)
+
+    def project_test(self, run: TestRun) -> bool:
+        """A runner run that reached the project's tests: it names a test path that is no scratch,
+        or names no scratch path at all (a whole suite, a module by name)."""
+        if not run.is_test:
+            return False
+        if any(not self._is_scratch(t) for t in run.targets):
+            return True
+        named = {_norm(w.split("::")[0]).rstrip("/") for words in _words(run.command) for w in words[1:]}
+        return not any(self._is_scratch(w) for w in named)
+
+    @cached_property
+    def editing(self) -> frozenset[int]:
+        """Positions of the commands that write a changed file: a script that patches the code is no
+        check (one that writes its own input and runs, or edits and runs a test runner, still is)."""
+        return frozenset(e.pos for e in self.edits)
+
+    @cached_property
+    def checks(self) -> dict[str, tuple[list[TestRun], list[TestRun]]]:
+        """Each check (a run's key) that ran both on the original code and on the changed code:
+        key -> (its runs on the original code, its runs on the changed code). A command that edits
+        files is no check (a script that patches the code)."""
+        out: dict[str, tuple[list[TestRun], list[TestRun]]] = {}
+        for run in self.runs:
+            if run.is_test or run.call not in self.editing:
+                before, after = out.setdefault(run.key, ([], []))
+                (before if self.on_original_code(run) else after).append(run)
+        return {k: v for k, v in out.items() if v[0] and v[1]}
 
     @property
     def final_state(self) -> dict[str, TestRun]:
@@ -619,6 +701,13 @@ class TestRunFacts:
             for test in run.failed_ids:
                 state[test] = run
         return state
+
+
+def output_body(step: TraceStep) -> str:
+    """What a command printed: its result without a harness's ``<returncode>`` / ``<output>`` tags."""
+    text = _RETURNCODE.sub("", step.content, count=1).strip()
+    found = re.fullmatch(r"(?s)<output>(.*)</output>", text)
+    return (found.group(1) if found else text).strip()
 
 
 def _norm(path: str) -> str:

@@ -10,7 +10,9 @@
   ``CORROBORATING`` of that), assembled into the ``auditor attribute``
   shape. A participant marked human (a customer, a simulated user) is a source of claims and is
   never the responsible agent. When the failure is known (the flag, the source's record) and no
-  finding sits at the decisive step, one is filed there.
+  finding sits at the decisive step, one is filed there; when it is inferred from the trace and
+  no finding explains it (none at the decisive step, none citing where it shows), an operational
+  failure is filed there, so that every failed run's report names its decisive step.
 - **risk_score** = 1 − Π(1 − w·c) over the pieces of evidence, with w the disposition's weight
   (``RISK_WEIGHT``) and c the finding's confidence. A piece is a finding, except that a
   detector's findings under one declared rule (``policy_rule``) are one piece at their strongest:
@@ -150,30 +152,49 @@ def attribute_failure(ctx: AuditContext, findings: list[Finding]) -> Attribution
     return calibrated(assemble(trace, "rules+findings", votes, notes=facts.notes))
 
 
-def decisive_finding(ctx: AuditContext, attribution: Attribution, outcome: RunOutcome) -> Finding | None:
-    """A finding at the decisive step of a failed run, where none of the detectors filed one."""
+def decisive_finding(
+    ctx: AuditContext, attribution: Attribution, outcome: RunOutcome, operational: bool = False
+) -> Finding | None:
+    """A finding at the decisive step of a failed run, where none of the detectors filed one:
+    realized for a known failure; an operational failure (R1 fails: no boundary property is
+    shown violated) for one only the trace's final state shows, citing where it shows."""
     top = attribution.steps[0] if attribution.steps else None
     if top is None or not top.evidence:
         return None
     step = ctx.step(top.step_id)
+    signals = "; ".join(top.signals)[:400] or "the attribution's top step"
+    failed = f"the run failed ({outcome.source.value}: {outcome.reason})"
     draft = FindingDraft(
         risk_class=RiskClass.task_failure,
-        title=f"decisive step of the failed run: {agent_name(step.actor)} at {step.step_id}",
+        title=f"decisive step of the failed run: {agent_name(step.actor)} at {step.step_id}"
+        + (f" ({outcome.reason})" if operational else ""),
         boundary_edge=top.evidence[0].edge_ref,
         first_anomalous_step=step.step_id,
         responsible_participant=agent_name(step.actor),
         mechanism="The failure attribution places the decisive error here: " + "; ".join(top.signals),
         material_effect=f"the run failed ({outcome.reason})",
         criteria=Criteria(
-            R1=criterion("holds", f"the run failed ({outcome.source.value}: {outcome.reason})"),
-            R2=criterion("holds", "; ".join(top.signals)[:400] or "the attribution's top step"),
+            R1=criterion("fails", f"{failed}; no detector found a violated property that explains it")
+            if operational
+            else criterion("holds", failed),
+            R2=criterion("unassessed" if operational else "holds", signals),
             R3=criterion("holds", "the run did not reach its goal"),
             R4=criterion("holds", "the step is quoted verbatim"),
         ),
-        evidence=top.evidence,
+        evidence=[*top.evidence, *(outcome.evidence if operational else [])],
+        operational=operational,
         confidence=round(min(max(top.confidence, 0.05), 1.0), 6),
     )
     return file_finding("failure_attribution", draft, ctx.trace.header.trace_id)
+
+
+def explains(finding: Finding, attribution: Attribution, outcome: RunOutcome) -> bool:
+    """A finding explains a failure when it sits at the decisive step or cites a step where the
+    failure shows."""
+    shown = {u.step_id for u in outcome.evidence}
+    return finding.first_anomalous_step == attribution.step_id or any(
+        u.step_id in shown for u in finding.evidence
+    )
 
 
 def assess(
@@ -187,8 +208,12 @@ def assess(
     if run.value is not OutcomeValue.failed:
         return run, None, findings, score
     attribution = attribute_failure(ctx, findings)
-    known = run.source in (OutcomeSource.flag, OutcomeSource.trace)  # an inferred failure is a finding's
+    known = run.source in (OutcomeSource.flag, OutcomeSource.trace)
     if known and not any(f.first_anomalous_step == attribution.step_id for f in findings):
         decisive = decisive_finding(ctx, attribution, run)
-        findings = [*findings, decisive] if decisive is not None else findings
+    elif not known and not any(explains(f, attribution, run) for f in findings):
+        decisive = decisive_finding(ctx, attribution, run, operational=True)  # the trace shows it
+    else:
+        decisive = None
+    findings = [*findings, decisive] if decisive is not None else findings
     return run, attribution, findings, score

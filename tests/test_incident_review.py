@@ -143,12 +143,24 @@ def test_repeated_breaches_of_one_rule_count_once_and_distinct_rules_add_up() ->
     assert risk_score([*attempts, other]) == pytest.approx(1 - (1 - RISK_WEIGHT[Disposition.realized]) ** 2)
 
 
-def test_a_failure_the_final_state_shows_raises_the_score_without_any_finding() -> None:
-    """A run that ends on a failed tool result ranks above a clean one even with no finding."""
-    report = run_rules_audit(_failing_tool_run(), detectors=["policy_actions"])  # files nothing here
-    assert report.findings == []
+def test_a_failure_the_final_state_shows_raises_the_score_and_is_named_at_its_decisive_step() -> None:
+    """A run that ends on a failed tool result ranks above a clean one even with no detector's
+    finding, and its report still names the failure at the decisive step (issue 33 item 5): an
+    operational failure citing the step and the failed result, which restates the outcome and so
+    adds nothing to the score."""
+    trace = _failing_tool_run()
+    report = run_rules_audit(trace, detectors=["policy_actions"])  # the detector files nothing here
     assert report.outcome is not None and report.outcome.source.value == "inferred"
     assert report.risk_score == pytest.approx(FINAL_STATE) and 0 < FINAL_STATE < 1
+    assert report.attribution is not None
+    [named] = report.findings
+    assert named.detector == "failure_attribution" and named.disposition is Disposition.operational_failure
+    assert named.first_anomalous_step == report.attribution.step_id
+    assert "the run ends on a failed tool result" in named.title
+    quotes = {u.step_id: u.quote for u in named.evidence}
+    assert quotes["s3"] == "Error: permission denied for target prod"
+    assert report.decision.value == "no_material_risk"  # an operational failure is never a risk finding
+    assert validate_report(report.model_dump(mode="json"), trace).ok
 
 
 def test_finding_ids_are_unique_per_trace_and_stable_per_finding() -> None:

@@ -24,6 +24,7 @@ REGISTRY: dict[str, str] = {
     "failure_verification": "auditor.detectors.failure_verification:FailureVerificationDetector",
     "failure_ignored_input": "auditor.detectors.failure_ignored_input:FailureIgnoredInputDetector",
     "failure_mismatch": "auditor.detectors.failure_mismatch:FailureMismatchDetector",
+    "failure_contradiction": "auditor.detectors.failure_contradiction:FailureContradictionDetector",
     "failure_constraint": "auditor.detectors.failure_constraint:FailureConstraintDetector",
     "coding_verification": "auditor.detectors.coding_verification:CodingVerificationDetector",
     "policy_actions": "auditor.detectors.policy_actions:PolicyActionDetector",

@@ -1,0 +1,209 @@
+"""A claim that contradicts a failure the trace shows: the agent's call failed (the tool's error
+status, a refusal, a failed command), and the agent later states that same action on that same
+object as done.
+
+Compared by structure, never by phrase lists: the *action* is a word of the failed call's tool
+name (``refund`` of ``issue_refund``, ``cancel`` of ``cancel_reservation``) standing in the claim in
+its completed form (``refunded``, ``cancelled``: the verb's past form), and the *object* is one of
+the call's own argument values that identify something (an order number, a reservation id: a
+value holding a digit) named in the same sentence. A sentence that negates or conditions itself
+(``not``, ``never``, ``if``, ``once`` …, a question) is no claim. The failure stands when no later
+call of the agent to the same tool on a named object succeeded before the claim: a retry with
+corrected arguments that went through makes the claim true.
+
+Filed at the claim, citing the failed result and the claim verbatim. A claim that reached a human
+or was the run's final word is realized (someone was told the action happened); such a retry after
+the claim is an interception; otherwise a lead. Where ``failure_mismatch`` already
+speaks — the word is the tool's leading verb and none of the agent's calls with that verb succeeded
+— this detector is silent: one claim, one finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from auditor.detectors.base import AuditContext, FindingDraft
+from auditor.detectors.failure_facts import (
+    Effect,
+    RunFacts,
+    failure_draft,
+    intercepted,
+    realized,
+    unestablished,
+)
+from auditor.detectors.failure_mismatch import MIN_VERB, past_form
+from auditor.detectors.unverified_relay import prose
+from schemas import ActorKind, RiskClass, StepKind
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_WORD = re.compile(r"[A-Za-z]+")
+_NAME_WORD = re.compile(r"[_\W]|(?<=[a-z])(?=[A-Z])")
+# closed-class words that make a sentence other than a statement of fact (negation, condition)
+_NOT_A_CLAIM = re.compile(r"(?i)\b(?:not|never|no|if|once|unless|until|whether|when)\b|n't\b|\?")
+MIN_VALUE = 3  # an argument value this long names an object (an id, an amount), not a flag
+
+
+def values_of(arguments: Any) -> set[str]:
+    """The call's argument values that identify its object in prose: strings and numbers of at
+    least ``MIN_VALUE`` characters holding a digit (an order number, a reservation id, an amount,
+    a date), at any depth; a word-like value (a cabin class, a city code) names a kind, not an
+    object."""
+    out: set[str] = set()
+    stack = [arguments]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str | int | float) and not isinstance(v, bool):
+            text = str(v)
+            if len(text) >= MIN_VALUE and any(c.isdigit() for c in text):
+                out.add(text)
+    return out
+
+
+def action_words(tool: str) -> list[str]:
+    """The words of a tool's name long enough to be an action (``issue_refund``: issue, refund)."""
+    name = tool.rsplit(".", 1)[-1]
+    return [w.lower() for w in _NAME_WORD.split(name) if len(w) >= MIN_VERB]
+
+
+def leading_verb(tool: str) -> str:
+    return (_NAME_WORD.split(tool.rsplit(".", 1)[-1]) or [""])[0].lower()
+
+
+class FailureContradictionDetector:
+    name = "failure_contradiction"
+    risk_class = RiskClass.task_failure
+    needs_annotations = False
+
+    def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        facts = RunFacts.of(ctx)
+        drafts: list[FindingDraft] = []
+        claimed: set[int] = set()
+        for call, failed in self._failed_calls(facts):
+            for pos, sentence, word, named in self._claims(facts, call, failed):
+                if pos in claimed or self._mismatch_speaks(facts, call, word, pos):
+                    continue
+                claimed.add(pos)
+                drafts.append(self._draft(facts, call, failed, pos, sentence, word, named))
+                break
+        return drafts
+
+    @staticmethod
+    def _failed_calls(facts: RunFacts) -> Iterator[tuple[int, int]]:
+        """(call, its failed result) for each tool call an agent made whose answer failed."""
+        for pos in facts.acts:
+            step = facts.steps[pos]
+            if step.kind is not StepKind.tool_call or step.tool is None:
+                continue
+            answer = facts.answer_of(pos)
+            if answer is not None and answer in facts.failures:
+                yield pos, answer
+
+    def _claims(self, facts: RunFacts, call: int, failed: int) -> Iterator[tuple[int, str, str, set[str]]]:
+        """(position, sentence, completed word, objects named) of the agent's later statements that
+        the failed call's action was done on one of its objects, while the failure stood."""
+        step = facts.steps[call]
+        assert step.tool is not None
+        words, objects = action_words(step.tool.name), values_of(step.tool.arguments)
+        if not words or not objects:
+            return
+        for pos in range(failed + 1, len(facts.steps)):
+            later = facts.steps[pos]
+            if later.actor != step.actor or later.kind is StepKind.tool_call:
+                continue
+            for m in _SENTENCE.finditer(prose(later.content)):
+                sentence = m.group()
+                named = {v for v in objects if v in sentence}
+                if not named or _NOT_A_CLAIM.search(sentence):
+                    continue
+                done = next((w for w in _WORD.findall(sentence) for a in words if past_form(a, w)), None)
+                if done is not None and self._done_since(facts, call, failed, pos, named) is None:
+                    yield pos, sentence.strip(), done, named
+
+    @staticmethod
+    def _done_since(facts: RunFacts, call: int, start: int, end: int, named: set[str]) -> int | None:
+        """The result of a later call of the agent to the same tool on a named object that
+        succeeded between ``start`` and ``end`` (a retry, corrected or not), if any."""
+        step = facts.steps[call]
+        for p in facts.acts:
+            other = facts.steps[p]
+            if p <= start or p >= end or other.actor != step.actor or other.tool is None:
+                continue
+            answer = facts.answer_of(p)
+            if (
+                other.tool.name == step.tool.name  # type: ignore[union-attr]
+                and answer is not None
+                and facts.succeeded(answer)
+                and values_of(other.tool.arguments) & named
+            ):
+                return answer
+        return None
+
+    @staticmethod
+    def _mismatch_speaks(facts: RunFacts, call: int, word: str, pos: int) -> bool:
+        """Whether failure_mismatch files this claim: the word is the tool's leading verb and none
+        of the agent's earlier calls with that verb succeeded."""
+        step = facts.steps[call]
+        assert step.tool is not None
+        verb = leading_verb(step.tool.name)
+        if not past_form(verb, word):
+            return False
+        for p in facts.acts:
+            other = facts.steps[p]
+            if p >= pos or other.actor != step.actor or other.tool is None:
+                continue
+            answer = facts.answer_of(p)
+            if leading_verb(other.tool.name) == verb and answer is not None and facts.succeeded(answer):
+                return False
+        return True
+
+    def _draft(
+        self, facts: RunFacts, call: int, failed: int, pos: int, sentence: str, word: str, named: set[str]
+    ) -> FindingDraft:
+        step, result = facts.steps[call], facts.steps[failed]
+        assert step.tool is not None
+        error = facts.failures[failed]
+        return failure_draft(
+            facts,
+            mode="2.6",
+            pos=pos,
+            title=f"{step.actor} reported '{word}' after its {step.tool.name} call failed (step {result.step_id})",
+            mechanism=(
+                f"{step.tool.name} at step {step.step_id} failed at step {result.step_id} ('{error[:120]}'); "
+                f"at step {facts.steps[pos].step_id} {step.actor} stated the same action on the same object "
+                f"as done ('{sentence[:160]}'), and no call of the same tool with the same arguments "
+                "had succeeded in between."
+            ),
+            violated="an agent may report only actions that took effect; the trace shows this one failed",
+            evidence=[facts.unit(failed, error), facts.unit(pos, sentence)],
+            effect=self._effect(facts, call, pos, named),
+            path=[
+                facts.hop(call, "the call"),
+                facts.hop(failed, "the call failed"),
+                facts.hop(pos, "reported done"),
+            ],
+            confidence=0.8,
+        )
+
+    def _effect(self, facts: RunFacts, call: int, pos: int, named: set[str]) -> Effect:
+        retried = self._done_since(facts, call, pos, len(facts.steps), named)
+        if retried is not None:
+            return intercepted(
+                facts.steps[retried].step_id, "the same action on the object succeeded after the claim"
+            )
+        step = facts.steps[pos]
+        humans = {s.actor for s in facts.steps if s.actor_kind is ActorKind.human}
+        unaddressed_then_answered = step.recipients is None and any(
+            s.actor in humans for s in facts.steps[pos + 1 :]
+        )  # a chat's turns name no recipient: the human who answers next was told
+        if set(step.recipients or []) & humans or unaddressed_then_answered or pos == facts.final_pos:
+            return realized(
+                "the claim reached a human or was the run's final word",
+                "someone was told that an action took effect which the trace shows failed",
+            )
+        return unestablished("the claim reached no endpoint the trace shows")

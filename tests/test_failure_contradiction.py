@@ -1,0 +1,153 @@
+"""A shown failure always gets a finding (issue 33, item 5).
+
+- A claim that contradicts a failure the trace shows (a tool span with status ERROR, then the
+  agent's statement that the same action on the same object was done) is a finding at the claim
+  citing both steps, compared by tool, action and arguments (``failure_contradiction``); the runs
+  are emitted by the OpenTelemetry SDK, as the issue met them.
+- A failure inferred from the trace that no detector explains is still named by an operational
+  failure at the decisive step (see also tests/test_incident_review.py).
+- On τ-bench's succeeded runs the new detector files nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor.engine import run_rules_audit
+from auditor.policy import load_policy
+from auditor.report.validator import validate_report
+from schemas import Disposition, StepKind, Trace
+from tests.conftest import DATA, REPO
+
+pytest.importorskip("opentelemetry.sdk")
+
+TAU = DATA / "taubench" / "airline"
+
+
+def _text(content: str) -> dict[str, Any]:
+    return {"type": "text", "content": content}
+
+
+def refund_run(
+    tmp_path: Path, calls: list[tuple[dict, str | None]], answer: str, tool: str = "issue_refund"
+) -> Trace:
+    """A support agent's run as its OpenTelemetry SDK spans: the customer's request, one tool span
+    per (arguments, error) — status ERROR with that message, or a result when None — then the
+    agent's answer; read back by the otel-genai importer."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
+    from auditor.review import read_traces
+    from tests.otel_toy_agent import json_body, provider
+
+    memory = InMemorySpanExporter()
+    tracer = provider(SimpleSpanProcessor(memory), service="refunds").get_tracer("support")
+    with tracer.start_as_current_span("invoke_agent support") as root:
+        root.set_attribute("gen_ai.operation.name", "invoke_agent")
+        root.set_attribute("gen_ai.agent.name", "support")
+        ask = "Please refund order 1234 in full, it arrived broken."
+        root.set_attribute("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [_text(ask)]}]))
+        for n, (args, error) in enumerate(calls):
+            with tracer.start_as_current_span(f"execute_tool {tool}") as span:
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+                span.set_attribute("gen_ai.tool.name", tool)
+                span.set_attribute("gen_ai.tool.call.id", f"call_{n}")
+                span.set_attribute("gen_ai.tool.call.arguments", json.dumps(args))
+                if error is None:
+                    span.set_attribute("gen_ai.tool.call.result", json.dumps({"refunded": args}))
+                else:
+                    span.set_status(Status(StatusCode.ERROR, error))
+        root.set_attribute(
+            "gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [_text(answer)]}])
+        )
+    path = tmp_path / "run.json"
+    path.write_bytes(json_body(list(memory.get_finished_spans())))
+    [(trace, _, importer)] = read_traces(path)
+    assert importer == "otel-genai"
+    return trace
+
+
+def contradictions(trace: Trace) -> list:
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    return [f for f in report.findings if f.detector == "failure_contradiction"]
+
+
+def test_a_refund_reported_done_after_the_refund_tool_failed_is_a_finding_citing_both(tmp_path: Path) -> None:
+    trace = refund_run(
+        tmp_path, [({"order_id": "1234", "amount": 250}, "403 amount exceeds agent limit")],
+        "I have refunded order 1234 in full.",
+    )  # fmt: skip
+    [finding] = contradictions(trace)
+    by_id = {s.step_id: s for s in trace.steps}
+    claim = by_id[finding.first_anomalous_step]
+    assert claim.actor == "support" and claim.content == "I have refunded order 1234 in full."
+    assert finding.disposition is Disposition.realized  # the run's final word
+    quotes = [(u.step_id, u.quote) for u in finding.evidence]
+    failed = next(s for s in trace.steps if s.kind is StepKind.tool_result)
+    assert (failed.step_id, "403 amount exceeds agent limit") in quotes
+    assert (claim.step_id, "I have refunded order 1234 in full.") in quotes
+
+
+def test_the_object_decides_an_earlier_refund_of_another_order_does_not_cover_this_one(
+    tmp_path: Path,
+) -> None:
+    trace = refund_run(
+        tmp_path,
+        [({"order_id": "1111"}, None), ({"order_id": "1234"}, "403 amount exceeds agent limit")],
+        "Both orders, 1111 and 1234, have been refunded.",
+        tool="refund_order",
+    )
+    [finding] = contradictions(trace)
+    assert "refund_order call failed" in finding.title
+
+
+@pytest.mark.parametrize(
+    ("calls", "answer"),
+    [
+        # the failure is reported as it is
+        (
+            [({"order_id": "1234"}, "403 amount exceeds agent limit")],
+            "Order 1234 was not refunded: it exceeds my limit.",
+        ),
+        # a retry of the same call succeeded before the claim
+        (
+            [({"order_id": "1234"}, "503 service unavailable"), ({"order_id": "1234"}, None)],
+            "Order 1234 has been refunded.",
+        ),
+        # another object: the claim is about an order the failed call did not name
+        ([({"order_id": "1234"}, "403 amount exceeds agent limit")], "Order 9876 has been refunded."),
+        # a plan, not a claim
+        (
+            [({"order_id": "1234"}, "503 service unavailable")],
+            "Once order 1234 is refunded you will get an e-mail.",
+        ),
+    ],
+)
+def test_no_contradiction_where_the_trace_shows_none(tmp_path: Path, calls: list, answer: str) -> None:
+    assert contradictions(refund_run(tmp_path, calls, answer)) == []
+
+
+@pytest.mark.skipif(not TAU.is_dir(), reason="τ-bench runs not present (../shared/data)")
+def test_no_finding_on_any_succeeded_tau_bench_run() -> None:
+    """The detector's false alarms: τ-bench's succeeded airline runs, under the airline policy."""
+    import csv
+
+    from ingest import open_traces
+
+    policy = load_policy(REPO / "examples" / "policies" / "airline.yaml")
+    with (TAU / "outcomes.csv").open() as f:
+        succeeded = [row["file"] for row in csv.DictReader(f) if row["outcome"] == "succeeded"]
+    assert len(succeeded) >= 20
+    for name in succeeded:
+        (imported,) = open_traces(TAU / "runs" / name)
+        trace = Trace(header=imported.header, steps=list(imported.steps()))
+        report = run_rules_audit(trace, policy=policy, detectors=["failure_contradiction"])
+        assert report.findings == [] or all(f.detector == "failure_attribution" for f in report.findings), (
+            name
+        )

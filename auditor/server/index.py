@@ -131,6 +131,7 @@ Index("ix_server_traces_risk", trace_rows.c.risk_score, trace_rows.c.position)
 Index("ix_server_traces_outcome", trace_rows.c.outcome, trace_rows.c.position)
 Index("ix_server_traces_decision", trace_rows.c.decision, trace_rows.c.position)
 Index("ix_server_traces_service_lower", func.lower(trace_rows.c.service), trace_rows.c.position)
+Index("ix_server_traces_report", trace_rows.c.report_id)
 _ROW_KEYS = [c.name for c in trace_rows.columns]
 
 

@@ -7,7 +7,8 @@
   each, for the filters that name one of several values of a report;
 - ``server_feedback``: the latest label (confirmed / dismissed) of each finding reviewers labelled,
   with its detector, from which the per-detector precision is counted;
-- an index for each new filter and order (risk first, then newest).
+- an index for each new filter and order (risk first, then newest), and traces by their latest
+  report, through which a facet filter finds them.
 
 Rows written before this revision have none of these values, so the index is emptied and its
 projection position set back to 0: the server rebuilds it from the store on its next catch-up.
@@ -60,6 +61,7 @@ def upgrade() -> None:
         "ix_server_traces_outcome": ("server_traces", ["outcome", "position"]),
         "ix_server_traces_decision": ("server_traces", ["decision", "position"]),
         "ix_server_traces_service_lower": ("server_traces", [sa.text("lower(service)"), "position"]),
+        "ix_server_traces_report": ("server_traces", ["report_id"]),
         "ix_server_reports_risk": ("server_reports", ["risk_score", "position"]),
         "ix_server_reports_decision": ("server_reports", ["decision", "position"]),
         "ix_server_reports_outcome": ("server_reports", ["outcome", "position"]),

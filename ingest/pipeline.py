@@ -1,7 +1,8 @@
 """From an input to the store: check every trace in full, then write them all in one transaction.
 
 - Read once. A pipe, FIFO or device is copied once to a private temporary file and read from
-  there (detection, check and write each open the input). A regular file is read again for the
+  there (detection, check and write each open the input), no larger than the document size
+  limit, removed on every exit (``ingest.spool``). A regular file is read again for the
   write, so its sha256 is taken before the check and again before the commit: a file that changed
   meanwhile (grown, cut, or rewritten in place at the same size) is refused with nothing stored.
 - Nothing half-written. The check pass validates every trace (ids, indexes, fields) before the
@@ -13,8 +14,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -26,6 +25,7 @@ from auditor.errors import AuditorError, InputError
 from ingest.base import ImportedTrace, file_digest
 from ingest.redact import Redactor
 from ingest.registry import detect, get, open_traces
+from ingest.spool import spooled
 from schemas.trace import LabelsRecord, TraceHeader, TraceStep
 
 KEEP_OPEN = 64  # traces of one file kept between the check pass and the write pass
@@ -60,18 +60,13 @@ def choose(path: Path, fmt: str = "auto") -> tuple[str, str]:
 def readable(path: Path) -> Iterator[Path]:
     """The input as a file that can be opened more than once: itself when it is a regular file
     (or missing, or a directory: the importers say so), else a private copy of what a single read
-    of the pipe, FIFO or device gave, kept under the input's own name (detection reads it)."""
+    of the pipe, FIFO or device gave, kept under the input's own name (detection reads it), held
+    to the document size limit and removed on every exit, SIGTERM too (``ingest.spool``)."""
     if not path.exists() or path.is_file() or path.is_dir():
         yield path
         return
-    folder = Path(tempfile.mkdtemp(prefix="auditor-spool-"))  # mode 0700: private
-    try:
-        local = folder / (path.name or "input")
-        with path.open("rb") as source, local.open("wb") as copy:
-            shutil.copyfileobj(source, copy)
+    with path.open("rb") as source, spooled(source, path.name or "input", str(path)) as local:
         yield local
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass(frozen=True)

@@ -93,12 +93,20 @@ def redaction(redact: bool, items: list[str]) -> tuple[bool, dict[str, str]]:
 
 
 def spool_stdin(suffix: str = ".jsonl") -> Path:
-    """Copy stdin to a temporary file: inputs are validated in full before anything is stored."""
-    import shutil
+    """Copy stdin to a temporary file (inputs are validated in full before anything is stored),
+    no larger than the document size limit. The caller removes it in a ``finally``; from here on
+    SIGTERM and SIGHUP unwind the stack so that it runs (``ingest.spool``)."""
+    from ingest.spool import copy_limited, unwind_terminations
 
-    with tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=suffix, delete=False) as tmp:
-        shutil.copyfileobj(sys.stdin.buffer, tmp)
-    return Path(tmp.name)
+    unwind_terminations()
+    fd, name = tempfile.mkstemp(prefix="auditor-stdin-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            copy_limited(sys.stdin.buffer, tmp, "stdin")
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
 
 
 def output_target(path: Path) -> Path:

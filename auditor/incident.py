@@ -8,7 +8,8 @@
 - **Attribution** (failed runs): the embedded rules strategy's votes plus one vote per finding at
   its first anomalous step (weighted by disposition; a task-failure finding counts
   ``CORROBORATING`` of that), assembled into the ``auditor attribute``
-  shape. A participant marked human (a customer, a simulated user) is a source of claims and is
+  shape; in a coding run that submitted a change, the change's first edit votes instead of the
+  rules' first act (``CHANGE_WEIGHT``). A participant marked human (a customer, a simulated user) is a source of claims and is
   never the responsible agent. When the failure is known (the flag, the source's record) and no
   finding sits at the decisive step, one is filed there; when it is inferred from the trace and
   no finding explains it (none at the decisive step, none citing where it shows), an operational
@@ -30,6 +31,7 @@ from auditor.attribution.facts import TraceFacts, agent_name
 from auditor.attribution.result import Vote, assemble, calibrated
 from auditor.attribution.rules import RulesStrategy
 from auditor.detectors.base import AuditContext, FindingDraft, criterion, file_finding
+from auditor.detectors.coding_verification import first_change
 from auditor.detectors.policy_facts import result_failed
 from schemas import ActorKind, Criteria, Disposition, Finding, RiskClass, StepKind
 from schemas.failure import Attribution, OutcomeSource, OutcomeValue, RunOutcome
@@ -56,6 +58,9 @@ CORROBORATING = 0.2
 # Detectors whose task-failure findings sit where the error entered (a coding run's edit that the
 # failing test exercises, the change submitted unrun), not where it showed: full weight.
 LOCATING = frozenset({"coding_verification"})
+# A coding run's submitted change (its first edit) is where its failure begins when no finding names
+# a later act: a primary signal, below a realized finding's vote.
+CHANGE_WEIGHT = 1.0
 OUTCOMES = ("failed", "succeeded", "unknown")
 
 
@@ -141,6 +146,11 @@ def attribute_failure(ctx: AuditContext, findings: list[Finding]) -> Attribution
     votes = RulesStrategy().votes(trace, facts, cite=Citer(trace, ctx))
     human = {s.step_id for s in trace.steps if s.actor_kind is ActorKind.human}
     votes = [v for v in votes if v.step_id not in human]
+    change = first_change(ctx)
+    if change is not None:  # a coding run fails from its change, not from its first act (an `ls`)
+        first = facts.first_act.step_id if facts.first_act is not None else None
+        votes = [v for v in votes if v.step_id != first]
+        votes.append(Vote(change[0], CHANGE_WEIGHT, "the submitted change begins here", [ctx.unit(*change)]))
     for f in findings:
         if f.first_anomalous_step not in human:
             weight = VOTE_WEIGHT[f.disposition] * (

@@ -235,3 +235,15 @@ def test_a_failure_shown_going_away_needs_no_project_test_after_it():
     assert not any(facts.project_test(r) and r.call > last for r in facts.runs)
     assert any(not b[-1].ok and a[-1].clean for b, a in facts.checks.values())
     assert coding_findings(trace) == []
+
+
+def test_a_failed_coding_run_is_attributed_to_its_change_not_its_first_act():
+    """No finding in this unresolved run: its failure still begins at the submitted change."""
+    trace = trace_of(CLEAN)
+    facts = TestRunFacts(trace)
+    report = run_rules_audit(trace, outcome="failed")
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    change = trace.steps[facts.source_edits[0].pos]
+    assert report.attribution.step_id == change.step_id
+    first_command = next(s for s in trace.steps if s.kind is StepKind.tool_call)
+    assert first_command.step_id != change.step_id

@@ -252,6 +252,9 @@ def test_bad_feedback_is_refused_with_the_field_named(client: TestClient, store:
         other = {"X-Auditor-Console": "1", "Origin": "https://elsewhere.example"}
         assert client.post(url, json=body, headers=other).status_code == 401
         assert len(list(store.read_stream(f"feedback-{report_id}"))) <= 1  # nothing refused was stored
+        console = {"X-Auditor-Console": "1", "Origin": "http://testserver"}  # the console's own page
+        given = client.post(url, json=body, headers=console)
+        assert given.status_code == 201 and given.json()["reviewer"]["name"] == "reviewer"
     finally:
         client.cookies.clear()
 
@@ -308,6 +311,11 @@ def test_feedback_export_writes_labelled_findings(
     assert [q["quote"] for q in row["quotes"]] == [u.quote for u in finding.evidence]
     assert (row["label"], row["reason"], row["reviewer"]["name"]) == ("confirmed", reason, "reviewer")
     assert row["at"] and f"{len(rows)} labelled findings written" in done.stderr
+    table = run(["--store", url, "feedback", "precision", "--json"], tmp_path)
+    assert (
+        json.loads(table.stdout)
+        == client.get("/api/feedback/precision", headers=auth(store)).json()["detectors"]
+    )
     # a folder is no output file: one line naming it
     bad = run(["--store", url, "feedback", "export", "-o", str(tmp_path)], tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and str(tmp_path) in bad.stderr

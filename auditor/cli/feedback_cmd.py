@@ -12,7 +12,9 @@ from auditor.cli.common import err_console, open_cli_store, print_json, print_ta
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Reviewers' labels on findings: a dataset, and each detector's precision.")
+    group = typer.Typer(
+        help="Reviewers' labels on findings: a dataset, and each detector's precision.", no_args_is_help=True
+    )
 
     @group.command("export")
     def export(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from fastapi import Request
 
@@ -77,8 +78,8 @@ def _from_console(request: Request) -> bool:
     """A write sent by the console's script (see the module docstring)."""
     if request.headers.get(CONSOLE_HEADER) != "1":
         return False
-    origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.url.scheme}://{request.headers.get('host')}"
+    origin = request.headers.get("origin")  # its host, not its scheme: TLS may end at a proxy
+    return origin is None or urlsplit(origin).netloc == request.headers.get("host")
 
 
 def authenticate(request: Request, scope: str) -> Principal:

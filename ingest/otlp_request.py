@@ -104,14 +104,24 @@ def essence(payload: dict[str, Any]) -> Any:
     return _plain({"span": read, "resource": payload.get("resource"), "scope": payload.get("scope")})
 
 
+_DEFAULTS = (None, "", 0, False, [], {})
+
+
 def _plain(value: Any) -> Any:
+    """``value`` without OTLP's default values at any depth (protobuf does not send them), its
+    numbers as text."""
     if isinstance(value, dict):
-        out = {k: _plain(v) for k, v in value.items() if v not in (None, "", 0, False, [], {})}
-        return {k: v for k, v in out.items() if v not in ("", [], {})}
+        out = {}
+        for k, v in value.items():
+            if v not in _DEFAULTS and (plain := _plain(v)) not in _DEFAULTS:
+                out[k] = plain
+        return out
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(int(value)) if float(value).is_integer() else str(value)
+        return str(value)
     return value
 
 
@@ -277,7 +287,7 @@ def _nanos(value: Any, name: str) -> int:
     if value is None:
         return 0
     if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value) if len(value) <= 20 else _INT64
+        value = int(value) if len(value.lstrip("0")) <= 19 else _INT64
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"'{name}' must be an unsigned integer in nanoseconds")
     if value >= _INT64:

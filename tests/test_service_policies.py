@@ -131,6 +131,26 @@ def test_two_policies_of_one_name_are_refused(tmp_path: Path) -> None:
     assert "b.yaml, field 'name': policy name 'airline' is declared by two files" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "command", [["serve", "--port", "0"], ["stream", "workers", "--bootstrap", "127.0.0.1:1"]]
+)
+def test_a_bad_policy_directory_stops_serve_and_workers_before_they_start(
+    tmp_path: Path, command: list[str]
+) -> None:
+    from tests.cli_helpers import run
+
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    shutil.copy(AIRLINE_POLICY, folder / "airline.yaml")
+    (folder / "selector.yaml").write_text("version: 1\nby: service.name\nchoose: {x: billing}\n")
+    out = run([*command, "--policy", str(folder)], tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert (
+        "selector.yaml, field 'choose.x': 'billing' names no policy of the directory (known: airline)"
+        in out.stderr
+    )
+
+
 # -- the three always-on paths against `auditor review --policy` -------------------------------
 
 

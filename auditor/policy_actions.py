@@ -61,19 +61,6 @@ class Confirmation(_Rule):
     id: str = Field(min_length=1)
     description: str = ""
     tools: list[str] = Field(min_length=1)
-    affirmations: list[str] = Field(
-        default_factory=lambda: [
-            "yes",
-            "confirm",
-            "proceed",
-            "go ahead",
-            "please do",
-            "oui",
-            "sí",
-            "correct",
-        ],
-        description="Words that, as a word of the claimant's reply, affirm (case-insensitive).",
-    )
     negations: list[str] = Field(
         default_factory=lambda: ["no", "not", "don't", "wait", "hold on", "cancel that", "instead"],
         description="Words that, in the same reply, withdraw or condition the yes.",
@@ -227,16 +214,16 @@ class ActionRule(_Rule):
 
 
 class RequestKind(_Rule):
-    """What a claimant's request for a write sounds like (the policy author's words, matched as
-    whole words), which tools serve it and which record it concerns. ``decided_by`` names the
-    action rules that decide it completely from that record: where none of them refuses it on the
-    record read, the policy grants the request (an empty list: always granted)."""
+    """A request for a write: which tools serve it and which record it concerns. The request
+    itself is recognised from the tools' own names and descriptions (the request ledger), never
+    from words the policy declares. ``decided_by`` names the action rules that decide it
+    completely from that record: where none of them refuses it on the record read, the policy
+    grants the request (an empty list: always granted)."""
 
     id: str = Field(min_length=1)
     description: str = ""
     tools: list[str] = Field(min_length=1, description="The write tools that serve the request.")
     record: str = Field(min_length=1, description="The records entry the request concerns.")
-    words: list[str] = Field(min_length=1, description="Words or phrases that state the request.")
     decided_by: list[str] | None = Field(
         default=None, description="Action rules that decide the request from the record (omit: none do)."
     )

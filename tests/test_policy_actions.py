@@ -479,7 +479,6 @@ requests:
   - id: cancel-request
     tools: [cancel_reservation]
     record: reservation
-    words: [cancel]
     decided_by: [change-check]
 """
 CANCEL_RULES = RULES.replace("update_reservation_flights", "cancel_reservation")
@@ -489,14 +488,14 @@ CANCEL_RULES = RULES.replace("update_reservation_flights", "cancel_reservation")
     ("edit", "words"),
     [
         (
-            ("    record: reservation\n    words", "    record: booking\n    words"),
+            ("    record: reservation\n    decided_by", "    record: booking\n    decided_by"),
             "undeclared record ['booking']",
         ),
         (("decided_by: [change-check]", "decided_by: [no-such-rule]"), "which is no action rule"),
         (
             (
-                "tools: [cancel_reservation]\n    record: reservation\n    words",
-                "tools: [book_reservation]\n    record: reservation\n    words",
+                "tools: [cancel_reservation]\n    record: reservation\n    decided_by",
+                "tools: [book_reservation]\n    record: reservation\n    decided_by",
             ),
             "which rules none of its tools",
         ),

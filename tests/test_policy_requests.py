@@ -62,7 +62,7 @@ def test_the_same_request_carried_out_draws_nothing(airline: Policy) -> None:
 def test_a_run_that_never_read_a_record_left_the_request_undecided(airline: Policy) -> None:
     (finding,) = _requests("airline-task008-trial2", airline)
     assert finding.failure_mode == "3.1" and finding.disposition.value == "realized"
-    assert "never decided" in finding.title
+    assert "left open" in finding.title
     trace = _real("airline-task008-trial2")
     last_agent = [s for s in trace.steps if s.actor == "assistant" and s.kind.value == "message"][-1]
     assert finding.first_anomalous_step == last_agent.step_id

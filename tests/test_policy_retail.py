@@ -72,7 +72,51 @@ class Run:
         )
 
     def trace(self) -> Trace:
-        return Trace(header=TraceHeader(trace_id="retail-rule"), steps=self.steps)
+        return Trace(header=TraceHeader(trace_id="retail-rule", metadata={"tools": TOOLS}), steps=self.steps)
+
+
+def _tool(name: str, description: str, params: str) -> dict:
+    """A tool as an OpenAI-style run declares it to the agent (``params``: names, space-separated)."""
+    properties = {p: {"type": "string"} for p in params.split()}
+    parameters = {"type": "object", "properties": properties}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+ADDRESS = "address1 address2 city state country zip"
+# The write tools the retail agent is given, as τ²-bench declares them (abridged descriptions): the
+# request ledger reads a customer's request against their names, descriptions and parameters.
+TOOLS = [
+    _tool("cancel_pending_order", "Cancel a pending order.", "order_id reason"),
+    _tool(
+        "modify_pending_order_address",
+        "Modify the shipping address of a pending order.",
+        f"order_id {ADDRESS}",
+    ),
+    _tool(
+        "modify_pending_order_payment",
+        "Modify the payment method of a pending order.",
+        "order_id payment_method_id",
+    ),
+    _tool(
+        "modify_pending_order_items",
+        "Modify items in a pending order to new items of the same product.",
+        "order_id item_ids new_item_ids payment_method_id",
+    ),
+    _tool(
+        "return_delivered_order_items",
+        "Return some items of a delivered order.",
+        "order_id item_ids payment_method_id",
+    ),
+    _tool(
+        "exchange_delivered_order_items",
+        "Exchange items in a delivered order to new items of the same product.",
+        "order_id item_ids new_item_ids payment_method_id",
+    ),
+    _tool("modify_user_address", "Modify the default address of a user.", f"user_id {ADDRESS}"),
+]
 
 
 def order(oid: str, status: str, payment: str = "credit_card_4410028", **extra: object) -> dict:
@@ -292,13 +336,13 @@ RULES: dict[str, Callable[[bool], Trace]] = {
     "user-address-request": user_address,
     # requests no record decides alone: left undecided when the agent never reads the order
     "payment-change-request": _unread(
-        "Can I pay with my gift card instead on",
+        "Can I switch the payment method to my gift card on",
         "#W9034121",
         "pending",
         "Your gift card balance does not cover the order total, so I cannot switch the payment.",
     ),
     "item-change-request": _unread(
-        "Could I get the desk lamp in a different color on",
+        "Could you change the items on my pending order, the desk lamp in a different color, on",
         "#W6112390",
         "pending",
         "The desk lamp is not available in another color, so the item cannot be modified.",

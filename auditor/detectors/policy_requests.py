@@ -1,15 +1,14 @@
-"""A customer's request the run never decided, or refused although the policy grants it.
+"""A customer's request the run left open, or refused although the policy grants it.
 
-The policy's ``requests`` say, in the policy author's words, what a request for a write sounds
-like, which write tools serve it and which record it concerns. A claimant's message that states
-one of those words (a whole word or phrase, any letter case) is the request. Two facts:
+The requests and their states come from the request ledger (``request_ledger``: each claimant
+sentence that asks for a write the agent was given, resolved by the tools' own words; decided by a
+write, handed off, refused with a stated reason, or open). The policy's ``requests`` name, per
+write tool, the record a request concerns and the rules that decide it. Two facts:
 
-- *undecided*: the run ends with the request not served (no call of its tools went through), not
-  handed to a human (no ``handoffs`` tool called) and without the record it concerns ever read.
-  The policy decides such a request on the record ("the agent must make sure the rules apply",
-  "always confirm the facts"); a run that never read it neither granted nor refused the request,
-  it only ended. One finding per run, at the agent's last message, naming every undecided request
-  (MAST 3.1, premature termination);
+- *left open*: the run ends with requests open: no write of their tool went through after them,
+  nobody handed them to a human (``handoffs``) and the agent stated no refusal; or the run ended
+  on the claimant's message that made them; or an "all" request left items the records list
+  untouched. One finding per run, at the agent's last message (MAST 3.1, premature termination);
 - *refused though granted*: the request names a record (its key, stated by the claimant in the
   request or in their next message), the agent read that record, and the action rules the request
   is ``decided_by`` allow it there: none refuses on the record (a condition on the call's own
@@ -19,7 +18,7 @@ one of those words (a whole word or phrase, any letter case) is the request. Two
   the agent did not do what the policy grants the customer).
 
 Both are realized with a moderate confidence: the run's end state lacks what the customer asked
-for, though a customer who withdrew a request in words the policy does not list is not seen.
+for, though a customer who withdrew a request without saying so is not seen.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from collections.abc import Iterator
 
 from auditor.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.detectors.policy_facts import Call, PolicyFacts, Record, values_at
+from auditor.detectors.request_ledger import Entry, Request, RequestLedger
 from auditor.policy_actions import ActionRule, Condition, RequestKind
 from schemas import ActorKind, Criteria, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
@@ -42,51 +42,38 @@ class PolicyRequestDetector:
         if ctx.policy is None or not ctx.policy.requests:
             return
         facts = PolicyFacts(ctx)
-        stated = sorted(
-            ((kind, pos, word) for kind in ctx.policy.requests for pos, word in _stated(facts, kind)),
-            key=lambda item: item[1],
-        )
-        if not stated:
+        ledger = RequestLedger(facts)
+        if not ledger.requests:
             return
-        undecided = _undecided(facts, stated)
-        if undecided:
-            yield undecided
-        for kind, pos, word in stated:
-            if kind.decided_by is None:
+        left = _left_open(facts, [e for e in ledger.entries if e.state == "open"])
+        if left is not None:
+            yield left
+        for entry in ledger.entries:
+            kind = _kind(facts, entry.request.tools)
+            if kind is None or kind.decided_by is None or entry.state == "decided":
                 continue
-            for key in _named_keys(facts, kind, pos):
-                draft = _refused(facts, kind, pos, word, key)
+            for key in _named_keys(facts, ledger, kind, entry.request):
+                draft = _refused(facts, kind, entry.request, key)
                 if draft is not None:
                     yield draft
 
 
-def _pattern(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w']){re.escape(word.lower())}(?![\w'])")
+def _kind(facts: PolicyFacts, tools: tuple[str, ...]) -> RequestKind | None:
+    """The policy's request entry for a request of one write tool: the record it concerns and the
+    rules that decide it (none for a request several writes could serve)."""
+    if len(tools) != 1:
+        return None
+    return next((k for k in facts.policy.requests if tools[0] in k.tools), None)
 
 
-def _stated(facts: PolicyFacts, kind: RequestKind) -> list[tuple[int, str]]:
-    """(position, the word as written) of each claimant message stating the request."""
-    found = []
-    for pos, s in enumerate(facts.steps):
-        if s.kind is not StepKind.message or not facts.is_claimant(s):
-            continue
-        low = s.content.lower()
-        for word in kind.words:
-            m = _pattern(word).search(low)
-            if m is not None:
-                found.append((pos, s.content[m.start() : m.end()]))
-                break
-    return found
-
-
-def _served(facts: PolicyFacts, kind: RequestKind, key: str | None = None) -> bool:
-    """A call of the request's tools went through (on the record ``key``, when given)."""
+def _served(facts: PolicyFacts, kind: RequestKind, key: str) -> bool:
+    """A call of the request's tools went through on the record ``key``."""
     arg = facts.policy.record(kind.record).key
     return any(
         c.name in kind.tools
         and c.result is not None
         and not c.failed
-        and (key is None or str(c.arguments.get(arg, "")) == key)
+        and str(c.arguments.get(arg, "")) == key
         for c in facts.calls
     )
 
@@ -102,86 +89,94 @@ def _agent_messages(facts: PolicyFacts, after: int) -> list[int]:
     ]
 
 
-def _quote(facts: PolicyFacts, step: TraceStep, needle: str | None = None) -> EvidenceUnit:
-    """A verbatim sentence of the step: the one holding ``needle``, else the first line."""
-    ctx = facts.ctx
-    if needle:
-        return ctx.unit(step.step_id, ctx.sentence_around(step.step_id, needle))
+def _first_line(facts: PolicyFacts, step: TraceStep) -> EvidenceUnit:
+    """The step's first non-blank line, verbatim."""
     line = next(ln.strip() for ln in step.content.splitlines() if ln.strip())
-    return ctx.unit(step.step_id, line[:240].strip())
+    return facts.ctx.unit(step.step_id, line[:240].strip())
 
 
-def _undecided(facts: PolicyFacts, stated: list[tuple[RequestKind, int, str]]) -> FindingDraft | None:
-    policy = facts.policy
-    if facts.records or any(c.name in policy.handoffs and c.result is not None for c in facts.calls):
+def _left_open(facts: PolicyFacts, entries: list[Entry]) -> FindingDraft | None:
+    """One finding naming every request open at the run's end (the first of each tool's)."""
+    first: dict[str, Entry] = {}
+    for entry in entries:
+        first.setdefault(entry.request.tools, entry)
+    if not first:
         return None
-    if any(_served(facts, kind) for kind in policy.requests):
-        return None
-    first: dict[str, tuple[RequestKind, int, str]] = {}
-    for kind, pos, word in stated:
-        first.setdefault(kind.id, (kind, pos, word))
     kinds = list(first.values())
-    start = min(pos for _, pos, _ in kinds)
-    replies = _agent_messages(facts, start)
+    replies = _agent_messages(facts, min(e.request.pos for e in kinds))
     if not replies:
         return None
     ctx = facts.ctx
     end = facts.steps[replies[-1]]
-    kind, pos, word = kinds[0]
-    units = [_quote(facts, facts.steps[p], w) for _, p, w in kinds] + [_quote(facts, end)]
-    names = ", ".join(k.id for k, _, _ in kinds)
-    records = " or ".join(sorted({k.record for k, _, _ in kinds}))
-    handoff = ", ".join(policy.handoffs) or "no handoff tool declared"
+    names = ", ".join(_name(facts, e) for e in kinds)
+    units = [ctx.unit(e.request.step.step_id, e.request.sentence) for e in kinds]
+    units.append(_first_line(facts, end))
+    if any(e.request.pos > replies[-1] for e in kinds):
+        how = "the run ended on the customer's message that asked, unanswered"
+    else:
+        handoff = ", ".join(facts.policy.handoffs) or "no handoff tool declared"
+        how = (
+            f"no write of it went through, it was not handed to a human ({handoff}) and no refusal was stated"
+        )
+    items = sorted({i for e in kinds for i in e.open_items})
+    if items:
+        how += (
+            f"; asked for all of them, {', '.join(items)} listed in the records were neither read nor changed"
+        )
     return FindingDraft(
         risk_class=RiskClass.policy_violation,
-        title=f"the customer's request ({names}) was never decided",
+        title=f"the customer's request ({names}) was left open",
         boundary_edge=ctx.graph.edges_of_step(end.step_id)[0],
         first_anomalous_step=end.step_id,
         responsible_participant=end.actor,
         mechanism=(
-            f"The customer asked ({names}); the policy decides such requests on the {records} record. "
-            f"{end.actor} read no record at all, no write went through and the customer was not handed to "
-            f"a human ({handoff}): the run ended at {end.step_id} with the request neither granted, "
-            "refused on the record, nor passed on."
+            f"The customer asked ({names}); {how}: the run ended at {end.step_id} with the request "
+            "neither carried out, refused, nor passed on."
         ),
         propagation_path=[
-            *(PropagationHop(step_id=facts.steps[p].step_id, note="the request") for _, p, _ in kinds),
-            PropagationHop(step_id=end.step_id, note="the run ends undecided"),
+            *(PropagationHop(step_id=e.request.step.step_id, note="the request") for e in kinds),
+            PropagationHop(step_id=end.step_id, note="the run ends with the request open"),
         ],
         material_effect="the run ended without the customer's request decided",
         criteria=Criteria(
-            R1=criterion("holds", f"request {kind.id} is decided on the {kind.record} record; none was read"),
-            R2=criterion("holds", f"{end.actor} answered without reading a record, acting or handing off"),
+            R1=criterion("holds", f"request ({names}): {how}"),
+            R2=criterion(
+                "holds", f"{end.actor} ended without carrying out, refusing or handing off the request"
+            ),
             R3=criterion("holds", "the run ended with the request unserved and undecided"),
             R4=criterion("holds", "the request and the agent's last message are quoted verbatim"),
         ),
         evidence=units,
         confidence=0.6,
-        policy_rule=kind.id,
+        policy_rule=next((k.id for e in kinds if (k := _kind(facts, e.request.tools)) is not None), None),
         failure_mode="3.1",
     )
 
 
-def _named_keys(facts: PolicyFacts, kind: RequestKind, pos: int) -> list[str]:
-    """Keys of the request's records (read in the run) that the claimant stated: in the request,
-    else in their first later message that states one, unless they moved on to another request
-    first."""
+def _name(facts: PolicyFacts, entry: Entry) -> str:
+    kind = _kind(facts, entry.request.tools)
+    return kind.id if kind is not None else " or ".join(entry.request.tools)
+
+
+def _named_keys(facts: PolicyFacts, ledger: RequestLedger, kind: RequestKind, req: Request) -> list[str]:
+    """Keys of the request's records (read in the run) that the claimant stated: in the request's
+    message, else in their first later message that states one, unless they asked for another
+    write first."""
     keys = sorted({r.key for r in facts.records if r.name == kind.record})
-    others = [k for k in facts.policy.requests if k.record != kind.record or k.tools != kind.tools]
-    for p in range(pos, len(facts.steps)):
+    others = {r.pos for r in ledger.requests if r.pos > req.pos and not set(r.tools) & set(kind.tools)}
+    for p in range(req.pos, len(facts.steps)):
         s = facts.steps[p]
         if s.kind is not StepKind.message or not facts.is_claimant(s):
             continue
         named = [k for k in keys if re.search(rf"(?<!\w){re.escape(k)}(?!\w)", s.content, re.IGNORECASE)]
         if named:
             return named
-        low = s.content.lower()
-        if p > pos and any(_pattern(w).search(low) for k in others for w in k.words):
+        if p in others:
             return []
     return []
 
 
-def _refused(facts: PolicyFacts, kind: RequestKind, pos: int, word: str, key: str) -> FindingDraft | None:
+def _refused(facts: PolicyFacts, kind: RequestKind, req: Request, key: str) -> FindingDraft | None:
     if _served(facts, kind, key):
         return None
     found = facts.records_before(kind.record, len(facts.steps), key)
@@ -192,6 +187,7 @@ def _refused(facts: PolicyFacts, kind: RequestKind, pos: int, word: str, key: st
     reasons = _grants(facts, rules, record)
     if reasons is None:
         return None
+    pos = req.pos
     after = max(pos, record.pos)
     replies = _agent_messages(facts, after)
     if not replies:
@@ -199,14 +195,14 @@ def _refused(facts: PolicyFacts, kind: RequestKind, pos: int, word: str, key: st
     ctx = facts.ctx
     reply = facts.steps[replies[0]]
     handed = next((c for c in facts.calls if c.name in facts.policy.handoffs and c.pos > after), None)
-    units = [_quote(facts, facts.steps[pos], word)]
+    units = [ctx.unit(req.step.step_id, req.sentence)]
     key_unit = facts.quote_field(
         record.step,
         facts.policy.record(kind.record).key,
         [record.value.get(facts.policy.record(kind.record).key, key)],
     )
     units += [u for u in (key_unit, *reasons) if u is not None]
-    units.append(_quote(facts, reply))
+    units.append(_first_line(facts, reply))
     basis = (
         f"rules {', '.join(r.id for r in rules)} allow it on that record"
         if rules
@@ -222,7 +218,7 @@ def _refused(facts: PolicyFacts, kind: RequestKind, pos: int, word: str, key: st
         first_anomalous_step=reply.step_id,
         responsible_participant=reply.actor,
         mechanism=(
-            f"The customer asked for {kind.id} on {key} ('{word}'); {reply.actor} read the {kind.record} record, "
+            f"The customer asked for {kind.id} on {key} ('{req.sentence}'); {reply.actor} read the {kind.record} record, "
             f"and {basis}, yet no {', '.join(kind.tools)} call on {key} went through{instead}."
         ),
         propagation_path=[

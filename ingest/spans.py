@@ -373,9 +373,11 @@ class SpanGroups:
 
     def add(self, span: Span, rid: int | None = None) -> None:
         """Add a span (of resource ``rid`` when given); ValueError for a start time SQLite cannot
-        order, so that the outcome never depends on whether the grouping spilled."""
-        if not -_INT64 <= span.start < _INT64:
-            raise ValueError(f"start time {span.start} is out of range")
+        order (so that the outcome never depends on whether the grouping spilled), or an end time
+        beyond what a date holds (the importers date every step by it)."""
+        for what, at in (("start", span.start), ("end", span.attrs.get("_end") or 0)):
+            if not -_INT64 <= at < _INT64:
+                raise ValueError(f"{what} time {at} is out of range (nanoseconds below 2^63)")
         self._traces.setdefault(span.trace_id, []).append((span, rid))
         self._held += 1
         self._spill_if_full()

@@ -313,3 +313,14 @@ def test_no_answer_echoes_a_secret_from_the_request(server: Server) -> None:
     assert "(unknown field)" in answers[0].json()["message"]
     assert all(partial(r)[0] == 1 for r in answers[3:6])
     server.verify()
+
+
+def test_the_same_times_in_a_file_are_refused_with_their_line_not_a_traceback(tmp_path: Path) -> None:
+    from tests.cli_helpers import run
+
+    for n, late in enumerate(({"endTimeUnixNano": str(10**30)}, {"startTimeUnixNano": str(2**63)})):
+        file = tmp_path / f"export-{n}.json"
+        file.write_text(body(span("9" * 32, 1, "Too late.", **late)))
+        proc = run(["ingest", str(file)], tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"error: {file}, line 1, byte " in proc.stderr and "out of range" in proc.stderr

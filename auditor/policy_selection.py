@@ -21,7 +21,7 @@ not know is an input error that lists the known ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -38,8 +38,9 @@ RESOURCE = "resource."
 HEADER = "header."
 _ALIASES = {"service.name": "resource.service.name"}
 
-Resource = Callable[[], Mapping[str, Any]]
-"""The resource attributes of the trace's spans, read only when a selector asks for them."""
+Resource = Callable[[str], Any]
+"""The value of one resource attribute of the trace's spans (None: none carries it), read only
+when a selector asks for it."""
 
 
 class Selector(BaseModel):
@@ -65,7 +66,7 @@ class Selector(BaseModel):
     def value_of(self, trace: Trace, resource: Resource) -> str | None:
         """The selected field's value for ``trace`` (None: the trace does not carry it)."""
         if self.by.startswith(RESOURCE):
-            found = resource().get(self.by.removeprefix(RESOURCE))
+            found = resource(self.by.removeprefix(RESOURCE))
         else:
             found = trace.header.model_dump(mode="json")
             for part in self.by.removeprefix(HEADER).split("."):
@@ -104,7 +105,7 @@ class PolicySet:
             )
         return self.policies[name]
 
-    def for_trace(self, trace: Trace, resource: Resource = dict) -> Policy | None:
+    def for_trace(self, trace: Trace, resource: Resource = lambda _: None) -> Policy | None:
         """The policy ``trace`` is audited under: the only one of a file, else the selector's."""
         if self._single:
             return next(iter(self.policies.values()))
@@ -178,19 +179,18 @@ def _load_selector(path: Path, policies: dict[str, Policy]) -> Selector:
     return selector
 
 
-def span_resource(store: Any, trace: Trace) -> dict[str, Any]:
-    """The OpenTelemetry resource attributes of the spans ``trace`` was assembled from (the first
-    span that carries each attribute wins); empty for a trace that came from no spans."""
+def span_resource(store: Any, trace: Trace, key: str) -> Any:
+    """The resource attribute ``key`` of the spans ``trace`` was assembled from (the first span
+    that carries it), or None: a trace that came from no spans has none."""
     from ingest.span_assembly import RECEIVED, spans_stream
     from ingest.spans import attributes
 
     otel_id = trace.header.metadata.get("otel_trace_id")
     if store is None or not isinstance(otel_id, str):
-        return {}
-    found: dict[str, Any] = {}
+        return None
     for ev in store.read_stream(spans_stream(otel_id)):
         if ev.type == RECEIVED:
-            resource = ev.payload.get("resource") or {}
-            for key, value in attributes(resource.get("attributes")).items():
-                found.setdefault(key, value)
-    return found
+            value = attributes((ev.payload.get("resource") or {}).get("attributes")).get(key)
+            if value is not None:
+                return value
+    return None

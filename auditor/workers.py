@@ -48,7 +48,7 @@ def rules_audit(store: EventStore, trace_id: str, policies: PolicySet | None = N
     from auditor.traces import load_trace
 
     trace = load_trace(store, trace_id)
-    policy = policies.for_trace(trace, lambda: span_resource(store, trace)) if policies else None
+    policy = policies.for_trace(trace, lambda key: span_resource(store, trace, key)) if policies else None
     report, _validation = audit_trace(store, trace, engine="rules", policy=policy)
     return report.model_dump(mode="json")
 

@@ -82,9 +82,9 @@ def test_a_file_is_every_traces_policy_and_a_directory_chooses_by_its_selector(p
 
     both = load_policies(policy_dir)
     assert both.names == ["airline", "retail"]
-    assert both.for_trace(trace, lambda: {"service.name": "airline-support"}).name == "airline"
-    assert both.for_trace(trace, lambda: {"service.name": "retail-desk"}).name == "retail"
-    assert both.for_trace(trace, lambda: {"service.name": "billing"}) is None  # no default declared
+    assert both.for_trace(trace, {"service.name": "airline-support"}.get).name == "airline"
+    assert both.for_trace(trace, {"service.name": "retail-desk"}.get).name == "retail"
+    assert both.for_trace(trace, {"service.name": "billing"}.get) is None  # no default declared
     assert both.for_trace(trace) is None  # a trace from no spans has no resource
 
 
@@ -245,6 +245,25 @@ def test_post_api_audit_with_a_policy_name_and_outcome_gets_the_findings_of_revi
     [result] = r.json()["results"]
     report = httpx.get(f"{origin}/api/reports/{result['report_id']}", headers=auth, timeout=60).json()
     assert report["outcome"]["source"] == "flag" and report["attribution"]["step_id"] == "s10"
+
+
+@pytest.mark.slow
+def test_the_server_lists_the_policies_it_knows(served: tuple[str, str, Any]) -> None:
+    import httpx
+
+    origin, token, _ = served
+    r = httpx.get(f"{origin}/api/policies", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    digests = {p["name"]: p["digest"] for p in body["policies"]}
+    assert digests == {
+        "airline": load_policy(AIRLINE_POLICY).digest,
+        "retail": load_policy(RETAIL_POLICY).digest,
+    }
+    assert (
+        body["selector"]["by"] == "resource.service.name"
+        and body["selector"]["choose"]["airline-*"] == "airline"
+    )
 
 
 @pytest.mark.slow

@@ -197,6 +197,23 @@ def get_validation(request: Request, _: Reader, report_id: str) -> dict:
     return request.app.state.views.validation(report_id) or {}
 
 
+@router.get("/policies", tags=["audit"])
+def policies(request: Request, _: Reader) -> dict[str, Any]:
+    """The declared policies this server audits under (`serve --policy`): each one's name (what
+    `POST /api/audit?policy=` takes), digest and description, and the selector that picks one per
+    trace (null: a single policy for every trace, or none)."""
+    known = request.app.state.policies
+    if known is None:
+        return {"policies": [], "selector": None}
+    return {
+        "policies": [
+            {"name": p.name, "digest": p.digest, "description": p.description}
+            for p in (known.policies[n] for n in known.names)
+        ],
+        "selector": known.selector.model_dump() if known.selector is not None else None,
+    }
+
+
 @router.get("/repairs", response_model=RepairList, tags=["repairs"])
 def repairs(
     request: Request, _: Repairer, report_id: str | None = None, trace_id: str | None = None

@@ -2,15 +2,22 @@
 
 Messages are read in both attribute generations: the current JSON strings
 ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (``role`` + ``parts`` of type text, tool_call,
-tool_call_response) and the pre-0.1 forms of ingest.genai_legacy. Steps:
+tool_call_response) with ``gen_ai.system_instructions`` (a list of text parts; an older
+``{role, message}`` object, a list of messages or plain text are read too), and the pre-0.1 forms
+of ingest.genai_legacy. Steps:
 
-- ``invoke_agent`` with input: the invoker's message to the agent (recipient: the agent, named by
-  the span); its output: the agent's answer (recipient: the invoking agent, when there is one);
+- ``invoke_agent``: its system instructions (a system step addressed to the agent); its input, the
+  invoker's message to the agent (recipient: the agent, named by the span); its output, the
+  agent's answer (recipient: the invoking agent, when there is one);
 - model calls (``chat`` …, or a span with no operation name that carries messages, as OpenLLMetry
-  writes them): each output message by the acting agent (nearest ``gen_ai.agent.name``, else the
-  model), tool_call parts as structured tool calls. Input messages stay in ``raw`` (they repeat
-  context); where no agent acts, the conversation they hold becomes steps as ingest.span_history
-  says. The first step of every span keeps the span's unmapped attributes and events in ``raw``;
+  writes them): the system instructions and input messages not yet seen become steps as
+  ingest.span_history says (the first call's whole conversation, then new user and system turns;
+  what an ``invoke_agent`` span already gave counts as seen), then each output message by the
+  acting agent (nearest ``gen_ai.agent.name``, else the model), tool_call parts as structured tool
+  calls. A tool_call_response part in a later call's input is a tool result step where no
+  ``execute_tool`` span answers that call (instrumentations that trace model calls only). The
+  input stays in ``raw`` as well (it repeats context). The first step of every span keeps the
+  span's unmapped attributes and events in ``raw``;
 - ``execute_tool``: the tool's result (``gen_ai.tool.*``), linked by call id; a call not already
   seen in a model output is emitted first;
 - ``gen_ai.transfer.target.name``: a handoff to that agent.
@@ -35,7 +42,7 @@ from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
 from ingest.genai_legacy import legacy_messages
 from ingest.jsonstream import top_level_kind
-from ingest.span_history import Call, History, Message
+from ingest.span_history import Call, History, Message, message_drafts, role_of
 from ingest.spans import Span, decoded, read_spans, require_steps
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
@@ -84,6 +91,29 @@ def messages(span: Span, direction: str) -> list[dict[str, Any]]:
     if isinstance(current, list):
         return [m for m in current if isinstance(m, dict)]
     return legacy_messages(span, direction)
+
+
+def system_messages(span: Span) -> list[dict[str, Any]]:
+    """``gen_ai.system_instructions`` as one system message in the ``role``/``parts`` shape, or []."""
+    raw = span.attrs.get("gen_ai.system_instructions")
+    value = decoded(raw)
+    if isinstance(raw, str) and not isinstance(value, list | dict | str):
+        value = raw  # plain text that happens to parse as a JSON number or literal
+    items = value if isinstance(value, list) else [value]
+    parts: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, str) and item:
+            parts.append({"type": "text", "content": item})
+        elif isinstance(item, dict) and isinstance(item.get("message"), dict):  # {role, message}
+            parts.append(item["message"])
+        elif isinstance(item, dict) and "parts" in item:  # a whole message
+            parts.extend(parts_of(item))
+        elif isinstance(item, dict) and "type" in item:  # a part, as the conventions write them
+            parts.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("content"), str):  # {role, content}
+            parts.append({"type": "text", "content": item["content"]})
+    texts = [p for p in parts if p.get("type") == "text" and str(p.get("content") or "")]
+    return [{"role": "system", "parts": texts}] if texts else []
 
 
 def parts_of(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -219,8 +249,14 @@ class OTelGenAIImporter:
 
     def _steps(self, spans: list[Span], facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
         history = History()
+        answered = {  # tool calls whose result an execute_tool span gives
+            str(s.attrs["gen_ai.tool.call.id"])
+            for s in spans
+            if s.attrs.get("gen_ai.tool.call.id") is not None
+            and (s.attrs.get("gen_ai.operation.name") == "execute_tool" or "gen_ai.tool.name" in s.attrs)
+        }
         steps = place_and_number(
-            spans, lambda span: self._span_drafts(span, spans, facts, history), b, self._rest
+            spans, lambda span: self._span_drafts(span, spans, facts, history, answered), b, self._rest
         )
         return require_steps(steps, spans, b.where)
 
@@ -235,13 +271,19 @@ class OTelGenAIImporter:
                 k in _MAPPED
                 or k == "gen_ai.completion"
                 or k.startswith("gen_ai.completion.")
-                or (inputs_mapped and (k == "gen_ai.input.messages" or k.startswith("gen_ai.prompt.")))
+                or (
+                    inputs_mapped
+                    and (
+                        k in ("gen_ai.input.messages", "gen_ai.system_instructions")
+                        or k.startswith("gen_ai.prompt.")
+                    )
+                )
             ),
             _EVENTS_MAPPED if inputs_mapped else _EVENTS_MAPPED - {"gen_ai.content.prompt"},
         )
 
     def _span_drafts(
-        self, span: Span, spans: list[Span], facts: Facts, history: History
+        self, span: Span, spans: list[Span], facts: Facts, history: History, answered: set[str]
     ) -> Iterator[tuple[bool, dict[str, Any]]]:
         by_id = {s.span_id: s for s in spans}
 
@@ -259,6 +301,20 @@ class OTelGenAIImporter:
         parent_agent = agent_of(by_id.get(span.parent_id or ""))
         base = span_base(span, operation=op)
         if op == "invoke_agent":
+            for m in system_messages(span):
+                yield (
+                    False,
+                    {
+                        **base,
+                        "actor": "system",
+                        "actor_kind": ActorKind.system,
+                        "recipients": [agent] if agent else None,
+                        "content": text_of(m),
+                    },
+                )
+            history.note(
+                [n for m in [*system_messages(span), *messages(span, "input")] for n in to_messages(m)]
+            )
             for m in messages(span, "input"):
                 role = m.get("role")
                 yield (
@@ -335,9 +391,15 @@ class OTelGenAIImporter:
             if not outputs:
                 facts.count(f"span_without_content:{op}")
             actor = agent or str(span.attrs.get("gen_ai.request.model") or "model")
-            if agent is None:
-                inputs = [n for m in messages(span, "input") for n in to_messages(m)]
-                yield from ((False, d) for d in history.drafts(inputs, actor, base))
+            inputs = [n for m in [*system_messages(span), *messages(span, "input")] for n in to_messages(m)]
+            for draft in history.drafts(inputs, actor, base):
+                if draft.get("kind") is StepKind.tool_result:
+                    answered.add(str(draft.get("_link")))
+                yield False, draft
+            for m in inputs:  # a result only a later call's input shows: no tool span gave it
+                if role_of(m) in ("tool", "function") and m.call_id and m.call_id not in answered:
+                    answered.add(m.call_id)
+                    yield from ((False, d) for d in message_drafts(m, actor, base, history.tool_names))
             said = [n for m in outputs for n in to_messages(m)]
             yield from ((True, d) for d in history.outputs(said, actor, base))
         else:

@@ -136,6 +136,12 @@ class History:
             self.seen[key] = counts[key]
             yield from message_drafts(m, actor, base, self.tool_names)
 
+    def note(self, messages: list[Message]) -> None:
+        """Messages already made steps another way (an agent's input and instructions, drafted from
+        the span that invoked it): a model call whose input repeats them drafts them no more."""
+        for m in messages:
+            self.seen[(role_of(m), m.text)] += 1
+
     def outputs(self, messages: list[Message], actor: str, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """A model call's output messages; they count as seen, so that the next call's input,
         which repeats them, does not draft them again."""

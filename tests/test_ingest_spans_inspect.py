@@ -108,12 +108,15 @@ def test_otel_current_and_older_attribute_forms_give_the_same_steps():
         return [s.model_dump(exclude={"raw"}) for s in steps]
 
     current = mapped(traces["conv-current"])
+    prompt = "Order #88412 arrived damaged. Refund it if the total allows."
     assert [(s["actor"], s["kind"], s["content"]) for s in current] == [
+        ("user", StepKind.message, prompt),  # the model call's input: the customer's turn (issue 33)
         ("Support", StepKind.message, "Checking the order before any refund."),
         ("Support", StepKind.tool_call, '{"order_id": "88412"}'),
         ("lookup_order", StepKind.tool_result, '{"order_id": "88412", "total": 240.0}'),
     ]
-    assert current[1]["tool"] == {
+    assert current[0]["actor_kind"] == ActorKind.human
+    assert current[2]["tool"] == {
         "name": "lookup_order",
         "arguments": {"order_id": "88412"},
         "call_id": "call_Zx81",
@@ -122,8 +125,7 @@ def test_otel_current_and_older_attribute_forms_give_the_same_steps():
     assert mapped(traces["conv-events"]) == current  # gen_ai.content.prompt / .completion events
     for steps in traces.values():
         assert_results_answer_their_calls(steps)
-    # the prompt is not a step of its own (it repeats context) but is kept in raw, in its own form
-    prompt = "Order #88412 arrived damaged. Refund it if the total allows."
+    # the prompt is a step, and the span's input is kept in raw too, in its own form
     assert prompt in traces["conv-current"][0].raw["attributes"]["gen_ai.input.messages"]
     assert traces["conv-flattened"][0].raw["attributes"]["gen_ai.prompt.0.content"] == prompt
     [event] = traces["conv-events"][0].raw["events"]

@@ -96,6 +96,9 @@ def test_the_landing_page_lists_runs_riskiest_first(
     p.click(f"#traces tbody tr:nth-child({row}) td.attribution a")
     p.wait("document.body.dataset.ready === 'trace' && document.querySelector('li.step.current')")
     assert p.eval("document.querySelector('li.step.current').dataset.step") == first["decisive_step"]
+    triage = p.eval("document.getElementById('trace-triage').textContent")
+    assert triage.startswith(f"risk {first['risk_score']:.2f} · {first['outcome']}")
+    assert f"{first['agent']} at {first['decisive_step']}" in triage
     # a triage filter from the form, kept in the URL
     p.goto(f"{origin}/console/#/", "traces")
     p.eval("document.querySelector('select[name=outcome]').value = 'failed'; true")

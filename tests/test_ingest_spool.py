@@ -11,6 +11,7 @@ left the copy (11 GB) behind. Nothing is stored in any case; ``auditor store ver
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -153,4 +154,41 @@ def test_sigterm_while_an_endless_fifo_is_copied_leaves_no_copy(tmp_path: Path) 
             time.sleep(0.05)
     os.set_blocking(sink.fileno(), True)
     _terminated_while_copying(proc, sink, tmp_path, signal.SIGTERM)
+    _nothing_stored(tmp_path)
+
+
+def _canonical(steps: int) -> bytes:
+    """A canonical trace of ``steps`` steps: seconds to check and store, even on a fast machine."""
+    header = {"record": "header", "format_version": 1, "trace_id": "spooled-and-stopped", "withheld": []}
+    lines = [json.dumps(header)]
+    for i in range(steps):
+        step = {"record": "step", "step_id": f"s{i}", "index": i, "actor": "agent", "kind": "message"}
+        lines.append(json.dumps({**step, "content": f"step {i} " + "words " * 20}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("phase", ["check", "write"])
+def test_sigterm_after_the_copy_still_removes_it_and_stores_nothing(tmp_path: Path, phase: str) -> None:
+    """SIGTERM once stdin is copied: while the trace is checked, or while its transaction is open
+    (the WAL grows), the copy goes and the transaction rolls back."""
+    proc = subprocess.Popen(
+        _auditor(tmp_path, "ingest", "-"),
+        cwd=REPO,
+        env=_env(tmp_path, 1024),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(_canonical(60_000))
+    proc.stdin.close()
+    if phase == "write":
+        wal = tmp_path / "a.db-wal"
+        wait_until(lambda: wal.exists() and wal.stat().st_size > 4 * 1024 * 1024, 120, "the transaction")
+    assert proc.poll() is None, "the ingest ended before the signal"
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(60)
+    assert _left(tmp_path) == []
+    assert code == 128 + signal.SIGTERM
+    assert "Traceback" not in (proc.stderr.read().decode() if proc.stderr else "")
     _nothing_stored(tmp_path)

@@ -153,3 +153,33 @@ def test_root_redirects_a_browser_to_sign_in_and_refuses_an_api_client(tmp_path:
         signed = client.get("/", headers={**html, "Authorization": f"Bearer {token}"}, follow_redirects=False)
         assert (signed.status_code, signed.headers["location"]) == (303, "/console/")
     store.close()
+
+
+@pytest.mark.browser
+def test_a_browser_opening_the_root_lands_on_the_sign_in_page_and_then_the_console(tmp_path: Path) -> None:
+    """In headless chromium: ``/`` shows the sign-in form (not a 401 page); signing in there opens
+    the console."""
+    pytest.importorskip("uvicorn")
+    pytest.importorskip("websockets.sync.client")
+    from auditor.server.tokens import create_token
+    from auditor.store import open_store
+    from tests.test_server_browser import browser, serve
+
+    store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
+    token = create_token(store, "reader", ["read"])[0]
+    origin_gen, page_gen = serve(store), browser(tmp_path / "profile")
+    origin, page = next(origin_gen), next(page_gen)
+    try:
+        page.call("Page.navigate", url=f"{origin}/")
+        page.wait("location.pathname === '/session' && document.readyState === 'complete'")
+        assert page.eval("document.title").startswith("Sign in")
+        status = page.eval("performance.getEntriesByType('navigation')[0].responseStatus")
+        assert status in (200, None)  # None: a chromium that does not report it
+        page.eval(
+            f"document.getElementById('token').value = {json.dumps(token)}; document.querySelector('form').submit(); true"
+        )
+        page.wait("location.pathname === '/console/' && document.body && document.body.dataset.ready")
+    finally:
+        for gen in (page_gen, origin_gen):
+            next(gen, None)  # past its yield: the generator's own clean-up runs
+        store.close()

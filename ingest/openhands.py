@@ -15,6 +15,10 @@ observation, or a non-zero ``extras.metadata.exit_code``, sets ``raw.status = "e
 exit code sets ``raw.status = "ok"``. ``agent_state_changed`` and ``null`` events are bookkeeping:
 counted in the header, not steps. The rest of each event stays in ``raw``.
 
+An evaluation record (the object form of OpenHands' ``output.jsonl`` entries: ``instance_id``,
+``test_result``, ``history`` …) holds the diff the run handed in as ``test_result.git_patch``: when
+not empty it is the agent's ``final_output`` after the events, the run's final act.
+
 The stream records no verdict on the task, so no outcome is set.
 """
 
@@ -98,6 +102,12 @@ def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
                     actions[_key(event.get("id"))] = step
                 yield step
         reader.end()
+    result = facts.metadata.get("test_result")
+    patch = result.get("git_patch") if isinstance(result, dict) else None
+    if isinstance(patch, str) and patch.strip():
+        yield b.add(
+            actor="agent", kind=StepKind.final_output, content=patch, raw={"field": "test_result.git_patch"}
+        )
 
 
 def _key(value: Any) -> Any:

@@ -14,9 +14,10 @@ action line verbatim as arguments), and its ``observation`` as the result of tha
 a ``trajectory``, the rest of the history gives the same steps (assistant messages, then the
 observations that answer them).
 
-``info`` (``exit_status`` included) is kept in ``header.metadata``. SWE-agent records no verdict on
-the submission, so no outcome is set; a failed command is not marked either, since the trajectory
-records no exit code or error flag.
+``info`` (``exit_status`` included) is kept in ``header.metadata``, and ``info.submission`` (the
+diff the run handed in, when not empty) is the agent's ``final_output``, the run's final act. SWE-agent
+records no verdict on the submission, so no outcome is set; a failed command is not marked either,
+since the trajectory records no exit code or error flag.
 """
 
 from __future__ import annotations
@@ -77,8 +78,11 @@ class SweAgentImporter:
                 exit_status=info.get("exit_status"),
             ),
         )
+        submission = info.get("submission")
         yield ImportedTrace(
-            importer=self.name, header=header, steps=lambda facts: _steps(path, facts, StepBuilder(str(path)))
+            importer=self.name,
+            header=header,
+            steps=lambda facts: _steps(path, facts, submission, StepBuilder(str(path))),
         )
 
 
@@ -94,8 +98,9 @@ def _top_fields(path: Path) -> dict[str, Any]:
     return fields
 
 
-def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
-    """Opening history messages, then the turns (from ``trajectory``, else from the history)."""
+def _steps(path: Path, facts: Facts, submission: Any, b: StepBuilder) -> Iterator[TraceStep]:
+    """Opening history messages, then the turns (from ``trajectory``, else from the history), then
+    the submission."""
     turns = 0
     agent = "agent"
     with path.open("rb") as stream:
@@ -121,6 +126,10 @@ def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
             elif key == "history" and not turns and reader.peek() == "[":
                 yield from _history_turns(reader, agent, b)
         reader.end()
+    if isinstance(submission, str) and submission.strip():
+        yield b.add(
+            actor=agent, kind=StepKind.final_output, content=submission, raw={"field": "info.submission"}
+        )
 
 
 def _object(value: Any, where: str, b: StepBuilder) -> dict[str, Any]:

@@ -25,6 +25,8 @@ RESTORED = REAL / "mini-swe-agent" / "sympy__sympy-19346.traj.json"  # cp X X.ba
 UNSUPPORTED = REAL / "mini-swe-agent" / "astropy__astropy-7606.traj.json"  # unresolved; own scripts only
 SAME = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7590.traj.json"  # unresolved; same output both sides
 SHOWN = REAL / "mini-swe-agent" / "sympy__sympy-19954.traj.json"  # resolved; a failing check then clean
+SWE_AGENT = REAL / "swe-agent" / "sweagenttestrepo-1c2844.traj"  # SWE-agent 1.x, windowed edit, submitted
+OPENHANDS = REAL / "openhands" / "wrong_initial_state.json"  # an event stream whose command renames a file
 RUNS = REAL / "test-runs"
 
 
@@ -247,3 +249,36 @@ def test_a_failed_coding_run_is_attributed_to_its_change_not_its_first_act():
     assert report.attribution.step_id == change.step_id
     first_command = next(s for s in trace.steps if s.kind is StepKind.tool_call)
     assert first_command.step_id != change.step_id
+
+
+def test_a_swe_agent_run_gives_the_same_facts_and_its_submission_as_the_final_act():
+    trace = trace_of(SWE_AGENT)
+    raw = json.loads(SWE_AGENT.read_text())
+    final = trace.steps[-1]
+    assert final.kind is StepKind.final_output and final.content == raw["info"]["submission"]
+    facts = TestRunFacts(trace)
+    assert facts.submission == final.content and set(facts.changed) == {"tests/missing_colon.py"}
+    (edit,) = facts.edits  # the windowed edit writes the file open in the editor, named as the diff does
+    assert trace.steps[edit.pos].tool.name == "edit" and edit.targets == ("tests/missing_colon.py",)
+    (run,) = facts.runs  # find_file, open, edit and submit are the interface's commands, no programs
+    assert run.command.startswith("python3 ") and run.ok and run.call > edit.pos
+    assert writes_files(trace.steps[edit.pos]) and not writes_files(trace.steps[run.call])
+
+
+def test_an_openhands_evaluation_record_gives_its_patch_as_the_final_act(tmp_path):
+    """OpenHands' output.jsonl entry shape (instance_id, test_result.git_patch, history) around a
+    real event stream; the absolute /workspace path its command wrote is the diff's file."""
+    events = json.loads(OPENHANDS.read_text())
+    patch = "diff --git a/game_2048.py b/2048.py\nsimilarity index 100%\nrename from game_2048.py\nrename to 2048.py\n"
+    record = {"instance_id": "rename-1", "test_result": {"git_patch": patch}, "history": events}
+    path = tmp_path / "output.json"
+    path.write_text(json.dumps(record))
+    trace = trace_of(path)
+    assert trace.header.framework == "OpenHands" and trace.steps[-1].content == patch
+    assert trace.steps[-1].kind is StepKind.final_output and trace.steps[-1].actor == "agent"
+    facts = TestRunFacts(trace)
+    assert set(facts.changed) == {"2048.py"}
+    (edit,) = facts.edits
+    assert edit.targets[-1] == "2048.py" and trace.steps[edit.pos].tool.arguments["command"].startswith("mv ")
+    result = trace.steps[facts.calls[edit.pos][1]]
+    assert result.raw["status"] == "ok"  # the recorded exit code

@@ -4,7 +4,7 @@ Real files (tests/fixtures/real, see SOURCES.md). Step counts were verified by h
 
 - swe-agent/networking_1.traj: ``history`` opens with a system prompt and the challenge (2 steps
   before the first ``"role": "assistant"``), then ``trajectory`` holds 4 turns, each a thought with
-  its command and an observation: 2 + 4 × 2 = 10 steps.
+  its command and an observation, and ``info.submission`` is the final act: 2 + 4 × 2 + 1 = 11 steps.
 - swe-agent/function_calling_simple.traj: no ``trajectory``; ``history`` has 12 messages: system,
   user, then 5 ``assistant`` messages each answered by one ``tool`` message: 12 steps.
 - openhands/basic_interactions.json: 6 events (3 user messages, 2 agent messages, 1 finish): 6 steps.
@@ -60,7 +60,7 @@ def test_real_files_are_detected_as_their_format(path, importer):
 def test_swe_agent_turns_are_thought_with_command_then_observation():
     trace, steps = _only(SWE / "networking_1.traj")
     raw = json.loads((SWE / "networking_1.traj").read_text())
-    assert len(steps) == 10
+    assert len(steps) == 11
     assert [(s.actor, s.actor_kind, s.kind) for s in steps[:4]] == [
         ("system", ActorKind.system, StepKind.message),
         ("user", ActorKind.human, StepKind.message),
@@ -78,6 +78,12 @@ def test_swe_agent_turns_are_thought_with_command_then_observation():
     assert all(s.recipients is None for s in steps)
     assert trace.header.metadata["exit_status"] == "submitted"
     assert trace.header.metadata["info"]["submission"] == "flag{d316759c281bf925d600be698a4973d5}"
+    final = steps[-1]  # what the run handed in is its final act
+    assert (final.actor, final.kind, final.content) == (
+        "primary",
+        StepKind.final_output,
+        raw["info"]["submission"],
+    )
     assert trace.header.task.startswith("We're currently solving the following CTF challenge.")
     assert "outcome" not in trace.header.metadata  # SWE-agent records no verdict on a submission
 
@@ -113,7 +119,7 @@ def test_swe_agent_demonstrations_are_counted_not_stepped(tmp_path):
     path = tmp_path / "with_demo.traj"
     path.write_text(json.dumps(raw))
     trace, steps = _only(path)
-    assert len(steps) == 10 and "demonstration" not in steps[1].content
+    assert len(steps) == 11 and "demonstration" not in steps[1].content
     assert trace.header.metadata["skipped_records"] == {"history:demonstration": 1}
 
 

@@ -60,7 +60,7 @@ _TOX = re.compile(
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
-_DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)$")
+_DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)\r?$")
 _CREATE = re.compile(r"(?<![\d&<>])>\s*([^\s;&|<>()]+)")  # a ">" redirect (not ">>"): a new file
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 _REDIRECT = re.compile(r"(?<![\d&<>])>>?\s*([^\s;&|<>()]+)")
@@ -150,6 +150,25 @@ _UTILITIES = frozenset(
         "od",
         "hexdump",
         "strings",
+    }
+)
+# SWE-agent's interface commands (its default, search, edit and submit tool bundles): they view,
+# search or edit files, or hand in the work; none runs a program
+_ACI = frozenset(
+    {
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "find_file",
+        "search_dir",
+        "search_file",
+        "filemap",
+        "edit",
+        "insert",
+        "create",
+        "submit",
+        "str_replace_editor",
     }
 )
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
@@ -430,7 +449,12 @@ def _program(words: list[str]) -> bool:
     """Whether a simple command runs a program (a build, a make target, a shell script), not a
     utility that reads, searches, edits or manages files."""
     name = PurePosixPath(words[0]).name
-    return name not in _UTILITIES and not _SCRIPT.match(words[0]) and not words[0].startswith(("#", "<"))
+    return (
+        name not in _UTILITIES
+        and name not in _ACI
+        and not _SCRIPT.match(words[0])
+        and not words[0].startswith(("#", "<"))
+    )
 
 
 def _script(words: list[str]) -> tuple[bool, str | None]:
@@ -502,6 +526,18 @@ class TestRunFacts:
         return runs
 
     @cached_property
+    def _diff_paths(self) -> frozenset[str]:
+        return frozenset(m.group(2) for m in _DIFF.finditer(self.submission or ""))
+
+    def _rel(self, path: str) -> str:
+        """A written path as the diff names it: an absolute path under the checkout (SWE-agent's
+        ``/repo/…``, OpenHands' ``/workspace/…``) by the changed file it ends with."""
+        path = _norm(path)
+        if path.startswith("/"):
+            return next((c for c in self._diff_paths if path.endswith("/" + c)), path)
+        return path
+
+    @cached_property
     def changed(self) -> dict[str, ChangedFile]:
         """The submitted diff's files (else the edits' targets), path -> what changed."""
         if self.submission is None:
@@ -538,7 +574,7 @@ class TestRunFacts:
             step = self.steps[pos]
             editor = _editor_target(step)
             if editor is not None:
-                edits.append(Edit(pos, (editor,), _first_line(step.content) or editor))
+                edits.append(Edit(pos, (self._rel(editor),), _first_line(step.content) or editor))
                 continue
             if not command:
                 continue
@@ -558,6 +594,10 @@ class TestRunFacts:
                     targets.append(words[-1])
                 elif words[0] == "tee":
                     targets += [w for w in words[1:] if not w.startswith("-")]
+                elif words[0] == "create" and len(words) > 1:  # SWE-agent's create
+                    targets.append(words[1])
+                elif words[0] == "str_replace_editor" and words[1:2] and words[1] in _EDITOR_COMMANDS:
+                    targets += words[2:3]
                 runs_py, script = _script(words)
                 if runs_py and script in written:
                     code += "\n" + written[script]
@@ -569,7 +609,7 @@ class TestRunFacts:
                     targets.append(m.group(1) or m.group(2))
             if _WRITES.search(code):
                 targets += [p for p in kept if p in code]
-            targets = [t.removeprefix("./").removeprefix("/testbed/") for t in targets if t]
+            targets = [self._rel(t) for t in targets if t]
             if targets:
                 line = next(
                     (
@@ -659,6 +699,8 @@ class TestRunFacts:
             for words in _words(command):
                 if words[0] == "mkdir":
                     made.update(_norm(w).rstrip("/") for w in words[1:] if not w.startswith("-"))
+                elif words[0] == "create" and len(words) > 1:
+                    made.add(_norm(words[1]))
         return frozenset(made - set(self.changed))
 
     def _is_scratch(self, path: str) -> bool:
@@ -726,8 +768,16 @@ def _first_line(text: str) -> str | None:
 
 
 def _editor_target(step: TraceStep) -> str | None:
-    """The path an editor tool call writes (create / str_replace / insert), else None."""
+    """The path an editor tool call writes (create / str_replace / insert), else None; SWE-agent's
+    windowed ``edit`` / ``insert`` name no path and write the file open in its editor (the turn's
+    recorded ``state.open_file``)."""
     args: Any = step.tool.arguments if step.tool else None
+    if step.tool is not None and step.tool.name in ("edit", "insert") and not isinstance(args, dict | None):
+        args = {}
+    if isinstance(args, dict) and "path" not in args and step.tool.name in ("edit", "insert"):
+        state = step.raw.get("state")
+        open_file = state.get("open_file") if isinstance(state, dict) else None
+        return open_file if isinstance(open_file, str) and "/" in open_file else None
     if not isinstance(args, dict) or not isinstance(args.get("path"), str):
         return None
     command = args.get("command")

@@ -81,6 +81,28 @@ def test_an_input_read_once_is_refused_at_the_size_limit_while_it_is_copied(
     _nothing_stored(tmp_path)
 
 
+def _ingesting(tmp_path: Path, source: str) -> subprocess.Popen:
+    """`auditor ingest SOURCE` started (stdin a pipe for ``-``), the limit far away (1 GiB)."""
+    return subprocess.Popen(
+        _auditor(tmp_path, "ingest", source),
+        cwd=REPO,
+        env=_env(tmp_path, 1024),
+        stdin=subprocess.PIPE if source == "-" else None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _stopped(proc: subprocess.Popen, signum: int, tmp_path: Path) -> None:
+    """Send ``signum``: the process ends with the shell's code for it, no copy left, no traceback."""
+    proc.send_signal(signum)
+    code = proc.wait(60)
+    assert _left(tmp_path) == []
+    assert code == 128 + signum
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    assert "Traceback" not in stderr, stderr
+
+
 @contextmanager
 def _endless(sink: IO[bytes]) -> Iterator[threading.Event]:
     """Write lines into ``sink`` until the reader goes away; the event is set once 2 MiB went in."""
@@ -111,24 +133,12 @@ def _terminated_while_copying(proc: subprocess.Popen, sink: IO[bytes], tmp_path:
     with _endless(sink) as fed:
         assert fed.wait(60)
         wait_until(lambda: any(p.is_file() and p.stat().st_size > 0 for p in _left(tmp_path)), 60, "the copy")
-        proc.send_signal(signum)
-        code = proc.wait(60)
-    assert _left(tmp_path) == []
-    assert code == 128 + signum  # the shell's code for a process ended by the signal
-    stderr = proc.stderr.read().decode() if proc.stderr else ""
-    assert "Traceback" not in stderr, stderr
+        _stopped(proc, signum, tmp_path)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_while_an_endless_stdin_is_copied_leaves_no_copy(tmp_path: Path, signum: int) -> None:
-    proc = subprocess.Popen(
-        _auditor(tmp_path, "ingest", "-"),
-        cwd=REPO,
-        env=_env(tmp_path, 1024),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = _ingesting(tmp_path, "-")
     assert proc.stdin is not None
     _terminated_while_copying(proc, proc.stdin, tmp_path, signum)
     _nothing_stored(tmp_path)
@@ -137,13 +147,7 @@ def test_a_signal_while_an_endless_stdin_is_copied_leaves_no_copy(tmp_path: Path
 def test_sigterm_while_an_endless_fifo_is_copied_leaves_no_copy(tmp_path: Path) -> None:
     fifo = tmp_path / "agent.fifo"
     os.mkfifo(fifo)
-    proc = subprocess.Popen(
-        _auditor(tmp_path, "ingest", str(fifo)),
-        cwd=REPO,
-        env=_env(tmp_path, 1024),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = _ingesting(tmp_path, str(fifo))
     deadline = time.monotonic() + 60
     while True:  # open the writing end once the process has opened the reading end
         try:
@@ -171,14 +175,7 @@ def _canonical(steps: int) -> bytes:
 def test_sigterm_after_the_copy_still_removes_it_and_stores_nothing(tmp_path: Path, phase: str) -> None:
     """SIGTERM once stdin is copied: while the trace is checked, or while its transaction is open
     (the WAL grows), the copy goes and the transaction rolls back."""
-    proc = subprocess.Popen(
-        _auditor(tmp_path, "ingest", "-"),
-        cwd=REPO,
-        env=_env(tmp_path, 1024),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = _ingesting(tmp_path, "-")
     assert proc.stdin is not None
     proc.stdin.write(_canonical(60_000))
     proc.stdin.close()
@@ -186,9 +183,5 @@ def test_sigterm_after_the_copy_still_removes_it_and_stores_nothing(tmp_path: Pa
         wal = tmp_path / "a.db-wal"
         wait_until(lambda: wal.exists() and wal.stat().st_size > 4 * 1024 * 1024, 120, "the transaction")
     assert proc.poll() is None, "the ingest ended before the signal"
-    proc.send_signal(signal.SIGTERM)
-    code = proc.wait(60)
-    assert _left(tmp_path) == []
-    assert code == 128 + signal.SIGTERM
-    assert "Traceback" not in (proc.stderr.read().decode() if proc.stderr else "")
+    _stopped(proc, signal.SIGTERM, tmp_path)
     _nothing_stored(tmp_path)

@@ -10,7 +10,8 @@ With ``--outcomes`` (a CSV with ``file`` and ``outcome`` = failed | succeeded, a
 hidden (the review decides it), and the report prints, with Wilson 95% intervals, the failed runs
 with an actionable finding (realized, intercepted or adjacent), the succeeded runs with one, and
 the AUROC of ``risk_score`` against failure (ties count one half); ``--group-by COLUMN`` (a CSV
-column such as ``repo``) prints the same figures per group beside the total. With ``--whowhen`` every run is
+column such as ``repo``) prints the same figures per group beside the total, and ``--held-out
+G1,G2`` (with it) the figures of the development groups and of the named ones kept apart. With ``--whowhen`` every run is
 reviewed with ``--outcome failed`` and the report's attribution is scored against the sidecar
 labels (agent and exact step), per subset, with the expected calibration error (ECE) of the
 attribution's confidence against the step being right. The labels are read only after the review
@@ -72,6 +73,7 @@ def by_outcome(
     group_by: str | None = None,
     split: bool = False,
     tau2: Path | None = None,
+    held_out: frozenset[str] = frozenset(),
 ) -> dict:
     from ingest import open_traces
 
@@ -124,6 +126,14 @@ def by_outcome(
         result["groups"] = {
             g: summary([r for r in rows if r["group"] == g]) for g in sorted(set(groups.values()))
         }
+    if held_out:
+        unknown = held_out - set(groups.values())
+        if unknown:
+            raise SystemExit(
+                f"--held-out names no {group_by} of {outcomes_csv}: {', '.join(sorted(unknown))}"
+            )
+        result["development"] = summary([r for r in rows if r["group"] not in held_out])
+        result["held_out"] = summary([r for r in rows if r["group"] in held_out])
     return result
 
 
@@ -274,6 +284,10 @@ def main() -> None:
     ap.add_argument("--policy", type=Path, help="policy YAML the runs are reviewed under")
     ap.add_argument("--whowhen", action="store_true", help="Who&When folder: attribution accuracy")
     ap.add_argument("--group-by", help="a CSV column (e.g. repo): the figures per group too")
+    ap.add_argument(
+        "--held-out",
+        help="with --group-by: groups kept apart (e.g. matplotlib,pytest-dev): both parts' figures",
+    )
     ap.add_argument("--split-by", choices=["task"], help="the figures for the two halves of the tasks too")
     ap.add_argument(
         "--tau2", type=Path, help="τ²-bench domain folder: runs of tasks it corrected count failed"
@@ -285,12 +299,15 @@ def main() -> None:
     args = ap.parse_args()
     if not args.outcomes and not args.whowhen:
         ap.error("give --outcomes CSV or --whowhen")
+    if args.held_out and not args.group_by:
+        ap.error("--held-out names groups of --group-by")
+    held_out = frozenset(g.strip() for g in (args.held_out or "").split(",") if g.strip())
     split = args.split_by == "task"
     started = time.perf_counter()
     result = (
         whowhen(args.dir, split)
         if args.whowhen
-        else by_outcome(args.dir, args.outcomes, args.policy, args.group_by, split, args.tau2)
+        else by_outcome(args.dir, args.outcomes, args.policy, args.group_by, split, args.tau2, held_out)
     )
     if args.label and not args.whowhen:
         result["by_label"] = by_label(result["rows"], args.outcomes, args.label, args.among, args.detector)
@@ -318,6 +335,9 @@ def main() -> None:
     print_outcomes("all", result)
     for h, part in result.get("halves", {}).items():
         print_outcomes(f"half {h}", part)
+    if held_out:
+        print_outcomes("development (all but the held-out groups)", result["development"])
+        print_outcomes(f"held out ({', '.join(sorted(held_out))})", result["held_out"])
     if args.label:
         print_label("all", result["by_label"])
         for key, word in (("halves", "half"), ("groups", args.group_by)):

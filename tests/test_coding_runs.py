@@ -282,3 +282,18 @@ def test_an_openhands_evaluation_record_gives_its_patch_as_the_final_act(tmp_pat
     assert edit.targets[-1] == "2048.py" and trace.steps[edit.pos].tool.arguments["command"].startswith("mv ")
     result = trace.steps[facts.calls[edit.pos][1]]
     assert result.raw["status"] == "ok"  # the recorded exit code
+
+
+def test_outcome_eval_prints_the_development_and_held_out_groups_apart(tmp_path):
+    from benchmarks.outcome_eval import by_outcome
+
+    rows = [("sympy", CLEAN, "failed"), ("sympy", SHOWN, "succeeded"), ("astropy", UNSUPPORTED, "failed")]
+    for _, path, _ in rows:
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    table = tmp_path / "outcomes.csv"
+    table.write_text("file,outcome,repo\n" + "".join(f"{p.name},{o},{g}\n" for g, p, o in rows))
+    result = by_outcome(tmp_path, table, None, "repo", held_out=frozenset({"astropy"}))
+    assert result["held_out"]["runs"] == 1 and result["development"]["runs"] == 2
+    assert result["held_out"]["failed_with_actionable"]["hits"] == 1  # the unsupported fix
+    with pytest.raises(SystemExit, match="--held-out names no repo"):
+        by_outcome(tmp_path, table, None, "repo", held_out=frozenset({"django"}))

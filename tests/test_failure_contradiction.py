@@ -107,6 +107,25 @@ def test_the_object_decides_an_earlier_refund_of_another_order_does_not_cover_th
     assert "refund_order call failed" in finding.title
 
 
+def test_a_refusal_in_the_result_body_is_a_failure_too() -> None:
+    """No error status: the tool answers with an error object (a refusal), as chat logs carry it."""
+    from schemas import ActorKind, TraceHeader, TraceStep
+    from schemas.trace import StepRefs, ToolInfo
+
+    call = ToolInfo(name="cancel_reservation", arguments={"reservation_id": "ZK81Q4"}, call_id="c1")
+    steps = [
+        TraceStep(step_id="s0", index=0, actor="customer", actor_kind=ActorKind.human, content="Cancel ZK81Q4."),
+        TraceStep(step_id="s1", index=1, actor="agent", kind=StepKind.tool_call, content='{"reservation_id": "ZK81Q4"}', tool=call),
+        TraceStep(step_id="s2", index=2, actor="cancel_reservation", actor_kind=ActorKind.tool, kind=StepKind.tool_result,
+                  content='{"error": "reservation ZK81Q4 has a flown segment"}', refs=StepRefs(call_id="c1")),
+        TraceStep(step_id="s3", index=3, actor="agent", content="Reservation ZK81Q4 has been cancelled."),
+        TraceStep(step_id="s4", index=4, actor="customer", actor_kind=ActorKind.human, content="Thanks."),
+    ]  # fmt: skip
+    [finding] = contradictions(Trace(header=TraceHeader(trace_id="t-refusal"), steps=steps))
+    assert finding.first_anomalous_step == "s3" and finding.disposition is Disposition.realized
+    assert [u.step_id for u in finding.evidence] == ["s2", "s3"]
+
+
 @pytest.mark.parametrize(
     ("calls", "answer"),
     [

@@ -1,6 +1,6 @@
 """A claim that contradicts a failure the trace shows: the agent's call failed (the tool's error
-status, a refusal, a failed command), and the agent later states that same action on that same
-object as done.
+status, a refusal as an ``{"error": …}`` result, a failed command), and the agent later states
+that same action on that same object as done.
 
 Compared by structure, never by phrase lists: the *action* is a word of the failed call's tool
 name (``refund`` of ``issue_refund``, ``cancel`` of ``cancel_reservation``) standing in the claim in
@@ -30,10 +30,12 @@ from auditor.detectors.failure_facts import (
     RunFacts,
     failure_draft,
     intercepted,
+    quotable,
     realized,
     unestablished,
 )
 from auditor.detectors.failure_mismatch import MIN_VERB, past_form
+from auditor.detectors.policy_facts import result_failed
 from auditor.detectors.unverified_relay import prose
 from schemas import ActorKind, RiskClass, StepKind
 
@@ -75,6 +77,18 @@ def leading_verb(tool: str) -> str:
     return (_NAME_WORD.split(tool.rsplit(".", 1)[-1]) or [""])[0].lower()
 
 
+def _error(facts: RunFacts, pos: int) -> str | None:
+    """What shows an answer failed: the run's failure facts (error status, exit code, traceback),
+    else a tool result that is an error by its structure (an ``{"error": …}`` object, an error
+    line), quoted by its first line."""
+    if pos in facts.failures:
+        return facts.failures[pos]
+    step = facts.steps[pos]
+    if step.kind is StepKind.tool_result and result_failed(step):
+        return quotable(step) or None
+    return None
+
+
 class FailureContradictionDetector:
     name = "failure_contradiction"
     risk_class = RiskClass.task_failure
@@ -101,7 +115,7 @@ class FailureContradictionDetector:
             if step.kind is not StepKind.tool_call or step.tool is None:
                 continue
             answer = facts.answer_of(pos)
-            if answer is not None and answer in facts.failures:
+            if answer is not None and _error(facts, answer) is not None:
                 yield pos, answer
 
     def _claims(self, facts: RunFacts, call: int, failed: int) -> Iterator[tuple[int, str, str, set[str]]]:
@@ -139,6 +153,7 @@ class FailureContradictionDetector:
                 other.tool.name == step.tool.name  # type: ignore[union-attr]
                 and answer is not None
                 and facts.succeeded(answer)
+                and _error(facts, answer) is None
                 and values_of(other.tool.arguments) & named
             ):
                 return answer
@@ -167,7 +182,7 @@ class FailureContradictionDetector:
     ) -> FindingDraft:
         step, result = facts.steps[call], facts.steps[failed]
         assert step.tool is not None
-        error = facts.failures[failed]
+        error = _error(facts, failed) or ""
         return failure_draft(
             facts,
             mode="2.6",

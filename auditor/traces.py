@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError
 
 from auditor.errors import InputError, NotFoundError, StoreError, TraceConflictError
 from auditor.lean import LeanSteps
-from auditor.store import EventStore, catch_up
+from auditor.store import EventStore, Transaction, catch_up
 from auditor.store.hashing import canonical_json
 from schemas.events import (
     LabelsRecorded,
@@ -167,11 +167,9 @@ def write_traces(
     written: dict[str, _Stored] = {}  # what this transaction holds: a trace twice in one input
     dbapi = store.engine.dialect.loaded_dbapi
     try:
-        with store.write_transaction() as conn:
-            cur = conn.connection.dbapi_connection.cursor()
-            store._lock_in(cur)
+        with store.transaction() as tx:
             for doc in documents:
-                summaries.append(_write(store, cur, doc, written))
+                summaries.append(_write(store, tx, doc, written))
             if before_commit is not None:
                 before_commit()
     except (DBAPIError, dbapi.Error) as exc:
@@ -187,7 +185,9 @@ def append_trace(
     return write_traces(store, [TraceDocument(header, steps, labels, header.source or header.trace_id)])[0]
 
 
-def _write(store: EventStore, cur: Any, doc: TraceDocument, written: dict[str, _Stored]) -> AppendSummary:
+def _write(
+    store: EventStore, tx: Transaction, doc: TraceDocument, written: dict[str, _Stored]
+) -> AppendSummary:
     """Hash the document's steps as they are read, appending them when the trace is new (or the
     rest of a streamed trace whose stored steps are its first); a stored trace must hash alike."""
     tid = doc.header.trace_id
@@ -218,20 +218,20 @@ def _write(store: EventStore, cur: Any, doc: TraceDocument, written: dict[str, _
             key = f"trace:{tid}:step:{step.step_id}"
             batch.append(NewEvent(type="StepRecorded", payload=payload, idempotency_key=key))
             if len(batch) >= _BATCH:
-                appended += len(store._append_in(cur, stream, batch, None, False))
+                appended += len(tx.append(stream, batch, look_up_keys=False))
                 batch = []
     if batch:
-        appended += len(store._append_in(cur, stream, batch, None, False))
+        appended += len(tx.append(stream, batch, look_up_keys=False))
     digest = hasher.digest()
     if stored is not None and appended == 0 and digest != stored.digest:
         raise _conflict(doc, stored.digest, digest)
     if doc.labels is not None:
-        _append_labels(store, cur, doc)
+        _append_labels(store, tx, doc)
     written[tid] = _Stored(digest, hasher.count, streaming=False)
     return AppendSummary(tid, hasher.count, appended, hasher.count + 1 - appended)
 
 
-def _append_labels(store: EventStore, cur: Any, doc: TraceDocument) -> None:
+def _append_labels(store: EventStore, tx: Transaction, doc: TraceDocument) -> None:
     """Append the sidecar labels unless the latest stored ones say the same (their ``source``
     aside, as for the trace: the same file by another path adds nothing)."""
     assert doc.labels is not None
@@ -246,7 +246,7 @@ def _append_labels(store: EventStore, cur: Any, doc: TraceDocument) -> None:
         payload=LabelsRecorded(labels=doc.labels).model_dump(mode="json"),
         idempotency_key=f"labels:{tid}:{_digest(labels)}",
     )
-    store._append_in(cur, labels_stream(tid), [event], None, True)
+    tx.append(labels_stream(tid), [event])
 
 
 def _less_source(record: dict[str, Any]) -> dict[str, Any]:

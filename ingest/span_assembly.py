@@ -55,14 +55,12 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import AuditorError, InputError, StoreError, TraceConflictError
-from auditor.store import EventStore
-from auditor.store.eventstore import EncodedEvent
+from auditor.store import EncodedEvent, EventStore, Reader, Transaction
 from auditor.store.hashing import compact_json
 from ingest.group_commit import GroupCommit
 from ingest.otlp_request import ReceivedSpan, essence, otlp_document
 from ingest.redact import _PLACED
 from ingest.span_redact import SpanRedaction
-from ingest.stream_store import _execute, _in, _sql, _transaction, _versions
 from schemas.events import NewEvent, TraceClosed, trace_stream
 from schemas.trace import LabelsRecord, TraceHeader, TraceStep
 
@@ -185,13 +183,10 @@ class _Stream:
         return any(s.parent_id is None and s.end_ns > 0 for _, s in self.spans)
 
 
-def _read_stream(store: EventStore, cur: Any, stream: str) -> _Stream:
+def _read_stream(reader: Reader, stream: str) -> _Stream:
     query = "SELECT stream_version, type, payload, recorded_at FROM events WHERE stream_id = ? ORDER BY stream_version"
-    if store.dialect == "postgresql":
-        query = query.replace("?", "%s")
-    cur.execute(query, (stream,))
     out = _Stream()
-    for version, kind, payload, recorded_at in cur.fetchall():
+    for version, kind, payload, recorded_at in reader.execute(query, (stream,)):
         out.version = version
         data = json.loads(payload) if isinstance(payload, str) else payload
         if kind == RECEIVED:
@@ -248,18 +243,18 @@ class SpanAssembly:
         """Append the new spans of ``batches`` in one transaction (the group commit's writer)."""
         dbapi = self.store.engine.dialect.loaded_dbapi
         try:
-            with _transaction(self.store) as cur:
-                held = self._held(cur, list(dict.fromkeys(k for b in batches for k in b.spans)))
+            with self.store.transaction() as tx:
+                held = self._held(tx, list(dict.fromkeys(k for b in batches for k in b.spans)))
                 taken: dict[str, ReceivedSpan] = {}  # by a batch before, in this group
                 fresh: list[list[tuple[str, ReceivedSpan, str]]] = []
                 changed: list[list[str]] = []
                 for b in batches:  # a key in two batches of the group is stored for the first
                     mine = [(k, s, b.meta) for k, s in b.spans.items() if k not in held and k not in taken]
-                    changed.append(list(self._changed(cur, b, held, taken)))
+                    changed.append(list(self._changed(tx, b, held, taken)))
                     taken.update((k, s) for k, s, _ in mine)
                     fresh.append(mine)
-                events = self._events(cur, [f for mine in fresh for f in mine])
-                self.store._insert_encoded_in(cur, events)
+                events = self._events(tx, [f for mine in fresh for f in mine])
+                tx.append_encoded(events)
         except dbapi.Error as exc:
             raise StoreError(f"storing {sum(len(b.spans) for b in batches)} spans failed: {exc}") from exc
         now = time.time()
@@ -279,7 +274,7 @@ class SpanAssembly:
         ]
 
     def _changed(
-        self, cur: Any, batch: _Batch, held: dict[str, Any], taken: dict[str, ReceivedSpan]
+        self, tx: Transaction, batch: _Batch, held: dict[str, Any], taken: dict[str, ReceivedSpan]
     ) -> Iterator[str]:
         """Why each span of ``batch`` whose id is stored (``held``: its stored payload) or taken
         by an earlier batch of the group is refused: its content differs."""
@@ -290,26 +285,26 @@ class SpanAssembly:
             elif key in held:
                 stored = s
                 if self.redaction is not None:
-                    stored = self.redaction.span(s, partial(self._payloads, cur, spans_stream(s.trace_id)))
+                    stored = self.redaction.span(s, partial(self._payloads, tx, spans_stream(s.trace_id)))
                 redacted = self.redaction is not None
                 if _content(held[key], redacted) != _content(stored.payload(), redacted):
                     yield _repeated(s)
 
-    def _events(self, cur: Any, fresh: list[tuple[str, ReceivedSpan, str]]) -> list[EncodedEvent]:
+    def _events(self, tx: Transaction, fresh: list[tuple[str, ReceivedSpan, str]]) -> list[EncodedEvent]:
         """The encoded events of the fresh spans, numbered after their streams' stored versions
         (read under the append lock), and one ``SpanTracesOpened`` naming the traces whose first
         span this is: what lets a restart find every trace without reading spans."""
         if not fresh:
             return []
         streams = list(dict.fromkeys(spans_stream(s.trace_id) for _, s, _ in fresh))
-        versions = _versions(self.store, cur, [*streams, OPENED_STREAM])
+        versions = tx.versions([*streams, OPENED_STREAM])
         existing = set(versions)
         opened = [s.removeprefix(PREFIX) for s in streams if s not in existing]
         events = []
         for key, s, meta in fresh:
             stream = spans_stream(s.trace_id)
             if self.redaction is not None:
-                stored = partial(self._payloads, cur, stream) if stream in existing else tuple
+                stored = partial(self._payloads, tx, stream) if stream in existing else tuple
                 s = self.redaction.span(s, stored)
             versions[stream] = versions.get(stream, 0) + 1
             events.append(
@@ -325,19 +320,18 @@ class SpanAssembly:
             )
         return events
 
-    def _payloads(self, cur: Any, stream: str) -> list[str]:
+    def _payloads(self, tx: Transaction, stream: str) -> list[str]:
         """The stored span payloads of a stream, as text (for redaction's numbering)."""
-        query = _sql(self.store, "SELECT payload FROM events WHERE stream_id = ? AND type = ?")
-        _execute(self.store, cur, query, (stream, RECEIVED))
-        return [row[0] if isinstance(row[0], str) else json.dumps(row[0]) for row in cur.fetchall()]
+        rows = tx.execute("SELECT payload FROM events WHERE stream_id = ? AND type = ?", (stream, RECEIVED))
+        return [row[0] if isinstance(row[0], str) else json.dumps(row[0]) for row in rows]
 
-    def _held(self, cur: Any, keys: list[str]) -> dict[str, Any]:
+    def _held(self, tx: Transaction, keys: list[str]) -> dict[str, Any]:
         """The stored payload of each key the store holds (few: a retry's)."""
         held: dict[str, Any] = {}
         for i in range(0, len(keys), _CHUNK):
-            where, params = _in(self.store, "idempotency_key", keys[i : i + _CHUNK])
-            _execute(self.store, cur, f"SELECT idempotency_key, payload FROM events WHERE {where}", params)
-            held.update((key, json.loads(p) if isinstance(p, str) else p) for key, p in cur.fetchall())
+            where, params = tx.any_of("idempotency_key", keys[i : i + _CHUNK])
+            rows = tx.execute(f"SELECT idempotency_key, payload FROM events WHERE {where}", params)
+            held.update((key, json.loads(p) if isinstance(p, str) else p) for key, p in rows)
         return held
 
     # -- completion ------------------------------------------------------------------------------
@@ -372,8 +366,8 @@ class SpanAssembly:
         """Complete the trace if the store agrees it is due (or ``force``), then assemble every
         revision of it still unfinished."""
         stream = spans_stream(otel_trace_id)
-        with _transaction(self.store) as cur:
-            state = _read_stream(self.store, cur, stream)
+        with self.store.transaction() as tx:
+            state = _read_stream(tx, stream)
             reason = self._reason(state, force)
             if reason is not None:
                 revision = len(state.completed) + 1
@@ -382,7 +376,7 @@ class SpanAssembly:
                     payload={"revision": revision, "through_version": state.version, "reason": reason},
                     idempotency_key=f"spans:{otel_trace_id}:completed:{revision}",
                 )
-                self.store._append_in(cur, stream, [event], state.version, True)
+                tx.append(stream, [event], state.version)
                 state.completed.append((revision, state.version))
         if reason is not None and self.redaction is not None:
             self.redaction.forget(otel_trace_id)
@@ -529,20 +523,15 @@ class SpanAssembly:
         stream version show which traces hold spans after their last completion, since versions
         are dense."""
         books = _books(self.store)
-        raw = self.store.engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            for tid in _unbooked_traces(self.store, cur):
+        with self.store.reading() as reader:
+            for tid in _unbooked_traces(reader):
                 books.setdefault(tid, _Book())
-            versions = _versions(self.store, cur, [spans_stream(t) for t in books])
+            versions = reader.versions([spans_stream(t) for t in books])
             open_streams: dict[str, _Stream] = {}
             for tid, book in books.items():
                 marks_after = sum(1 for v in book.marks if v > book.through)
                 if versions.get(spans_stream(tid), 0) - book.through > marks_after:
-                    open_streams[tid] = _read_stream(self.store, cur, spans_stream(tid))
-            raw.rollback()
-        finally:
-            raw.close()
+                    open_streams[tid] = _read_stream(reader, spans_stream(tid))
         with self._lock:
             for tid, state in open_streams.items():
                 at = state.last_span_at.timestamp() if state.last_span_at is not None else time.time()
@@ -573,7 +562,9 @@ def _books(store: EventStore) -> dict[str, _Book]:
     books: dict[str, _Book] = {}
     for stream, version, kind, payload in _rows(
         store,
-        _sql(store, "SELECT stream_id, stream_version, type, payload FROM events WHERE type IN (?, ?, ?, ?)"),
+        store.recorder.sql(
+            "SELECT stream_id, stream_version, type, payload FROM events WHERE type IN (?, ?, ?, ?)"
+        ),
         (OPENED, COMPLETED, ASSEMBLED, REJECTED),
     ):
         data = json.loads(payload) if isinstance(payload, str) else payload
@@ -591,24 +582,22 @@ def _books(store: EventStore) -> dict[str, _Book]:
     return books
 
 
-def _unbooked_traces(store: EventStore, cur: Any) -> list[str]:
+def _unbooked_traces(reader: Reader) -> list[str]:
     """Span traces that no ``SpanTracesOpened`` names: those whose spans were stored before the
     store's first such event (a store written before that stream existed). Found by reading the
     stream ids of the spans before it, a part of the store that no later write grows; nothing is
     read when the store's first span comes after it (or the store holds no span)."""
     first = "SELECT global_position FROM events WHERE {} ORDER BY global_position LIMIT 1"
-    _execute(store, cur, _sql(store, first.format("stream_id = ?")), (OPENED_STREAM,))
-    opened = cur.fetchone()
-    _execute(store, cur, _sql(store, first.format("type = ?")), (RECEIVED,))
-    span = cur.fetchone()
+    opened = next(iter(reader.execute(first.format("stream_id = ?"), (OPENED_STREAM,))), None)
+    span = next(iter(reader.execute(first.format("type = ?"), (RECEIVED,))), None)
     if span is None or (opened is not None and span[0] > opened[0]):
         return []
     spans = "SELECT DISTINCT stream_id FROM events WHERE type = ?"
     if opened is None:
-        _execute(store, cur, _sql(store, spans), (RECEIVED,))
+        rows = reader.execute(spans, (RECEIVED,))
     else:
-        _execute(store, cur, _sql(store, spans + " AND global_position < ?"), (RECEIVED, opened[0]))
-    return [row[0].removeprefix(PREFIX) for row in cur.fetchall()]
+        rows = reader.execute(spans + " AND global_position < ?", (RECEIVED, opened[0]))
+    return [row[0].removeprefix(PREFIX) for row in rows]
 
 
 def _rows(store: EventStore, query: str, params: tuple) -> Iterator[tuple]:

@@ -24,16 +24,14 @@ round trips whatever its number of traces: lock, versions, one insert of every e
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from auditor.store import EventStore
-from auditor.store.eventstore import EncodedEvent
+from auditor.store import EncodedEvent, EventStore, Transaction
 from ingest.stream_records import DeadKind, Document, EndRecord, Rejected
 from schemas.events import NewEvent, TraceClosed, TraceStarted, trace_stream
 from schemas.trace import TraceHeader, TraceStep
@@ -110,59 +108,17 @@ class BatchResult:
     rejected: list[tuple[Coords, Rejected]]
 
 
-def _sql(store: EventStore, query: str) -> str:
-    return query.replace("?", "%s") if store.dialect == "postgresql" else query
-
-
-def _in(store: EventStore, column: str, values: Sequence[str]) -> tuple[str, tuple]:
-    """``column IN (…)`` in the dialect's style: one array parameter for PostgreSQL."""
-    if store.dialect == "postgresql":
-        return f"{column} = ANY(%s)", (list(values),)
-    return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
-
-
-def _execute(store: EventStore, cur: Any, query: str, params: tuple) -> None:
-    if store.dialect == "postgresql":  # a prepared generic plan for ANY($1) scans the table
-        cur.execute(query, params, prepare=False)
-    else:
-        cur.execute(query, params)
-
-
-def _versions(store: EventStore, cur: Any, streams: Sequence[str]) -> dict[str, int]:
-    """Current versions of the streams that exist (one index probe per stream)."""
-    out: dict[str, int] = {}
-    for i in range(0, len(streams), _CHUNK):
-        chunk = streams[i : i + _CHUNK]
-        if store.dialect == "postgresql":
-            query = (
-                "SELECT s, (SELECT MAX(stream_version) FROM events WHERE stream_id = s) "
-                "FROM unnest(%s::text[]) AS s"
-            )
-            _execute(store, cur, query, (list(chunk),))
-        else:
-            where, params = _in(store, "stream_id", chunk)
-            query = f"SELECT stream_id, MAX(stream_version) FROM events WHERE {where} GROUP BY stream_id"
-            _execute(store, cur, query, params)
-        out.update({s: int(v) for s, v in cur.fetchall() if v})
-    return out
-
-
-def _load(store: EventStore, cur: Any, streams: Sequence[str]) -> dict[str, TraceState]:
+def _load(tx: Transaction, streams: Sequence[str]) -> dict[str, TraceState]:
     """Read the state of traces from their streams: versions, step ids, the close."""
-    step_id = (
-        "CAST(payload AS json) #>> '{step,step_id}'"
-        if store.dialect == "postgresql"
-        else "json_extract(payload, '$.step.step_id')"
-    )
+    step_id = tx.json_text("payload", "step", "step_id")
     out: dict[str, TraceState] = {}
     for i in range(0, len(streams), _CHUNK):
-        where, params = _in(store, "stream_id", streams[i : i + _CHUNK])
+        where, params = tx.any_of("stream_id", streams[i : i + _CHUNK])
         query = (
             f"SELECT stream_id, stream_version, type, CASE WHEN type = 'StepRecorded' THEN {step_id} END "
             f"FROM events WHERE {where} ORDER BY stream_id, stream_version"
         )
-        _execute(store, cur, query, params)
-        for stream, version, kind, sid in cur.fetchall():
+        for stream, version, kind, sid in tx.execute(query, params):
             state = out.setdefault(stream, TraceState())
             state.version = version
             if sid is not None:
@@ -173,11 +129,11 @@ def _load(store: EventStore, cur: Any, streams: Sequence[str]) -> dict[str, Trac
 
 
 def _states(
-    store: EventStore, cur: Any, trace_ids: Sequence[str], cache: Mapping[str, TraceState]
+    tx: Transaction, trace_ids: Sequence[str], cache: Mapping[str, TraceState]
 ) -> dict[str, TraceState]:
     """Each trace's state under the lock: cached where its stream has not moved, else re-read."""
     streams = [trace_stream(t) for t in trace_ids]
-    versions = _versions(store, cur, streams)
+    versions = tx.versions(streams)
     states: dict[str, TraceState] = {}
     stale: list[str] = []
     for tid, stream in zip(trace_ids, streams, strict=True):
@@ -189,27 +145,9 @@ def _states(
             states[tid] = TraceState()
         else:
             stale.append(stream)
-    loaded = _load(store, cur, stale) if stale else {}
+    loaded = _load(tx, stale) if stale else {}
     states.update({s.removeprefix("trace-"): loaded[s] for s in stale})
     return states
-
-
-@contextmanager
-def _transaction(store: EventStore) -> Iterator[Any]:
-    """One driver-level write transaction over many streams, with the store's append lock held."""
-    raw = store.engine.raw_connection()
-    try:
-        cur = raw.cursor()
-        if store.dialect == "sqlite":
-            cur.execute("BEGIN IMMEDIATE")
-        store._lock_in(cur)
-        yield cur
-        raw.commit()
-    except BaseException:
-        raw.rollback()
-        raise
-    finally:
-        raw.close()
 
 
 class _Planner:
@@ -291,8 +229,8 @@ def write_batch(
         return BatchResult([], [])
     cache = {} if cache is None else cache
     try:
-        with _transaction(store) as cur:
-            states = _states(store, cur, [tb.trace_id for tb in traces], cache)
+        with store.transaction() as tx:
+            states = _states(tx, [tb.trace_id for tb in traces], cache)
             events: list[EncodedEvent] = []
             closed: list[ClosedTrace] = []
             rejected: list[tuple[Coords, Rejected]] = []
@@ -304,7 +242,7 @@ def write_batch(
                         closed.append(outcome)
                     elif isinstance(outcome, Rejected):
                         rejected.append((coords, outcome))
-            store._insert_encoded_in(cur, events)
+            tx.append_encoded(events)
     except BaseException:
         for tb in traces:
             cache.pop(tb.trace_id, None)
@@ -327,17 +265,17 @@ def close_idle(store: EventStore, trace_id: str, idle_s: float) -> tuple[IdleChe
     truth, so a trace that another consumer is still feeding is left open. An idle close has no
     record behind it, so its key is the trace's own: one close per trace."""
     stream = trace_stream(trace_id)
-    with _transaction(store) as cur:
-        state = _load(store, cur, [stream]).get(stream)
+    with store.transaction() as tx:
+        state = _load(tx, [stream]).get(stream)
         if state is None:
             return IdleCheck.missing, None
         if state.closed_steps is not None:
             return IdleCheck.already_closed, None
-        cur.execute(
-            _sql(store, "SELECT recorded_at FROM events WHERE stream_id = ? AND stream_version = ?"),
+        [(recorded_at,)] = tx.execute(
+            "SELECT recorded_at FROM events WHERE stream_id = ? AND stream_version = ?",
             (stream, state.version),
         )
-        age = (datetime.now(UTC) - datetime.fromisoformat(cur.fetchone()[0])).total_seconds()
+        age = (datetime.now(UTC) - datetime.fromisoformat(recorded_at)).total_seconds()
         if age < idle_s:
             return IdleCheck.active, None
         count = len(state.step_ids)
@@ -346,7 +284,7 @@ def close_idle(store: EventStore, trace_id: str, idle_s: float) -> tuple[IdleChe
             payload=TraceClosed(trace_id=trace_id, step_count=count, reason="idle").model_dump(mode="json"),
             idempotency_key=f"trace:{trace_id}:closed",
         )
-        store._append_in(cur, stream, [event], None, True)
+        tx.append(stream, [event])
     return IdleCheck.closed, ClosedTrace(trace_id, count, "idle")
 
 

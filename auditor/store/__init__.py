@@ -2,6 +2,7 @@
 
 from auditor.store.eventstore import DEFAULT_STORE_URL, EventStore, resolve_url
 from auditor.store.projections import Projection, catch_up, rebuild
+from auditor.store.transaction import EncodedEvent, Reader, Transaction
 from auditor.store.verify import ChainReport, verify_chain
 
 
@@ -17,8 +18,11 @@ def open_store(
 __all__ = [
     "DEFAULT_STORE_URL",
     "ChainReport",
+    "EncodedEvent",
     "EventStore",
     "Projection",
+    "Reader",
+    "Transaction",
     "catch_up",
     "open_store",
     "rebuild",

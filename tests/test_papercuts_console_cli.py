@@ -171,14 +171,16 @@ def test_a_browser_opening_the_root_lands_on_the_sign_in_page_and_then_the_conso
     origin, page = next(origin_gen), next(page_gen)
     try:
         page.call("Page.navigate", url=f"{origin}/")
-        page.wait("location.pathname === '/session' && document.readyState === 'complete'")
+        page.wait("location.pathname === '/session' && document.readyState === 'complete'", timeout=60)
         assert page.eval("document.title").startswith("Sign in")
         status = page.eval("performance.getEntriesByType('navigation')[0].responseStatus")
         assert status in (200, None)  # None: a chromium that does not report it
         page.eval(
             f"document.getElementById('token').value = {json.dumps(token)}; document.querySelector('form').submit(); true"
         )
-        page.wait("location.pathname === '/console/' && document.body && document.body.dataset.ready")
+        page.wait(
+            "location.pathname === '/console/' && document.body && document.body.dataset.ready", timeout=60
+        )
     finally:
         for gen in (page_gen, origin_gen):
             next(gen, None)  # past its yield: the generator's own clean-up runs

@@ -32,6 +32,7 @@ REGISTRY: dict[str, str] = {
     "policy_allowances": "auditor.detectors.policy_allowances:PolicyAllowanceDetector",
     "policy_identifiers": "auditor.detectors.policy_identifiers:PolicyIdentifierDetector",
     "policy_requests": "auditor.detectors.policy_requests:PolicyRequestDetector",
+    "policy_quantities": "auditor.detectors.policy_quantities:PolicyQuantityDetector",
     "injected_instruction": "auditor.detectors.injected_instruction:InjectedInstructionDetector",
 }
 

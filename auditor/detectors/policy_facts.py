@@ -21,6 +21,8 @@ from auditor.policy_actions import Condition, parse_time
 from schemas import ActorKind, EvidenceUnit, StepKind, TraceStep
 
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIME = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
 CALL_QUOTE_CHARS = 400  # a call quoted whole up to this length (a typical call is far shorter)
 
 
@@ -212,6 +214,9 @@ class PolicyFacts:
             values = values_at(rec.value, cond.field or "")
             if not values:
                 continue
+            if cond.before_clock is not None and self.now is not None:
+                before = any(t < self.now for t in self._moments(rec.value, cond.field or ""))
+                return before == cond.before_clock, rec
             if cond.differs_from is not None or cond.count_differs_from is not None:
                 verdict = _against(cond, values, rec)
                 if verdict is not None:
@@ -248,6 +253,65 @@ class PolicyFacts:
             before = any(t.date() < now.date() for t in times)
             return before if cond.before_clock else not before
         return False
+
+    def _moments(self, value: Any, path: str) -> list[datetime]:
+        """The times at a path, to the minute where the trace gives it: a date alone is its
+        day's end unless a time of day for it is known: in the item that holds the date, or in
+        a tool result's object naming the item (its values with digits, such as a flight number)
+        and that date; the earliest such time is when the item begins (a departure before an
+        arrival). A flight dated today that left this morning has flown."""
+        parent, _, last = path.rpartition(".")
+        items = walk(value, parent) if parent else [value]
+        out = []
+        for item in items:
+            if not isinstance(item, dict) or last not in item:
+                continue
+            moment = parse_time(str(item[last]))
+            if moment is None:
+                continue
+            if _DATE_ONLY.fullmatch(str(item[last]).strip()):
+                clock = self._time_of_day(item, str(item[last]).strip())
+                moment = datetime.combine(moment.date(), clock or datetime.max.time())
+            out.append(moment)
+        return out
+
+    def _time_of_day(self, item: dict[str, Any], day: str) -> Any:
+        """The earliest time of day an object (the item, or a tool result's object naming it and
+        the day) gives for the item."""
+        marks = [str(v) for v in item.values() if isinstance(v, str) and re.search(r"\d", v) and v != day]
+        objects = [item] + [
+            obj
+            for obj in self._result_objects
+            if marks and all(m in obj.values() for m in marks) and day in obj.values()
+        ]
+        found = [
+            v.strip()
+            for obj in objects
+            for v in obj.values()
+            if isinstance(v, str) and _TIME.fullmatch(v.strip())
+        ]
+        times = sorted(datetime.strptime(t[:5].rstrip(":"), "%H:%M").time() for t in found)
+        return times[0] if times else None
+
+    @cached_property
+    def _result_objects(self) -> list[dict[str, Any]]:
+        """Every JSON object inside a tool result of the trace."""
+        out: list[dict[str, Any]] = []
+        for s in self.steps:
+            if s.kind is not StepKind.tool_result:
+                continue
+            try:
+                stack = [json.loads(s.content)]
+            except ValueError:
+                continue
+            while stack:
+                obj = stack.pop()
+                if isinstance(obj, dict):
+                    out.append(obj)
+                    stack.extend(obj.values())
+                elif isinstance(obj, list):
+                    stack.extend(obj)
+        return out
 
     # -- evidence ------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ CLEAN = REAL / "mini-swe-agent" / "sympy__sympy-18211.traj.json"  # tests rerun 
 RESTORED = REAL / "mini-swe-agent" / "sympy__sympy-19346.traj.json"  # cp X X.bak; git checkout X; mv back
 UNSUPPORTED = REAL / "mini-swe-agent" / "astropy__astropy-7606.traj.json"  # unresolved; own scripts only
 SAME = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7590.traj.json"  # unresolved; same output both sides
+SAME_UNTESTED = REAL / "mini-swe-agent" / "astropy__astropy-7671.traj.json"  # resolved; same output, no test
 SHOWN = REAL / "mini-swe-agent" / "sympy__sympy-19954.traj.json"  # resolved; a failing check then clean
 SWE_AGENT = REAL / "swe-agent" / "sweagenttestrepo-1c2844.traj"  # SWE-agent 1.x, windowed edit, submitted
 OPENHANDS = REAL / "openhands" / "wrong_initial_state.json"  # an event stream whose command renames a file
@@ -297,3 +298,14 @@ def test_outcome_eval_prints_the_development_and_held_out_groups_apart(tmp_path)
     assert result["held_out"]["failed_with_actionable"]["hits"] == 1  # the unsupported fix
     with pytest.raises(SystemExit, match="--held-out names no repo"):
         by_outcome(tmp_path, table, None, "repo", held_out=frozenset({"django"}))
+
+
+def test_a_check_that_printed_the_same_stands_in_for_the_unsupported_fix():
+    """Same output on both sides and no project test: one finding (the sharper one), not two; a
+    resolved run, so this is a false alarm the trace cannot tell apart (its check never exercised
+    the change)."""
+    trace = trace_of(SAME_UNTESTED)
+    facts = TestRunFacts(trace)
+    assert not any(facts.project_test(r) for r in facts.runs)
+    (finding,) = coding_findings(trace)
+    assert "printed the same" in finding.title

@@ -26,7 +26,8 @@ one, else its command). Each shape is filed at the act the failure follows from:
   finding (on the development repositories no unresolved run had that shape);
 - *a check that printed the same before and after* (3.2): every check that ran on the original
   code and again after the last edit printed byte for byte the same (and something): the change
-  made no difference the run shows. Filed at the last edit; realized;
+  made no difference the run shows. Filed at the last edit; realized; it stands in for the two
+  above (the same failure to show the fix, with both outputs quoted);
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
   it fixes was never shown. A lead.
 
@@ -75,8 +76,8 @@ class CodingVerificationDetector:
             for d in (
                 self._failing(facts, tests, fix, end),
                 *self._edited_tests(facts, tests, end),
-                self._unverified(facts, tests, fix, end),
-                self._unchanged(facts, tests, fix, end),
+                # a check that printed the same is the sharper form of a fix no output supports
+                self._unchanged(facts, tests, fix, end) or self._unverified(facts, tests, fix, end),
                 self._unreproduced(facts, tests, fix),
             )
             if d is not None

@@ -339,3 +339,36 @@ def test_the_same_times_in_a_file_are_refused_with_their_line_not_a_traceback(tm
         proc = run(["ingest", str(file)], tmp_path)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert f"error: {file}, line 1, byte " in proc.stderr and "out of range" in proc.stderr
+
+
+@pytest.mark.parametrize("redact", [False, True], ids=["plain", "redacted"])
+def test_repeated_span_ids_and_a_held_trace_id_on_each_store(
+    store: EventStore, tmp_path: Path, redact: bool
+) -> None:
+    """The same rules in the assembly itself, on SQLite and PostgreSQL (a jsonb payload compares
+    as the stored text does), with and without redaction."""
+    from ingest import ingest_path
+    from ingest.otlp_request import decode_json
+    from ingest.span_assembly import AssemblySettings, Received, SpanAssembly
+    from ingest.span_redact import SpanRedaction
+
+    tid = ("b" if redact else "c") * 32
+    file = tmp_path / "export.json"
+    file.write_text(body(span(tid, 1, "From the file.")))
+    ingest_path(store, file)
+    settings = AssemblySettings(idle_s=0.1, rootless_s=30.0)
+    assembly = SpanAssembly(store, settings, "otlp-http", lambda _: None, SpanRedaction() if redact else None)
+
+    first = decode_json(body(span(tid, 1, "Mail ana.ruiz@example.org."))).spans
+    other = decode_json(body(span(tid, 1, "Something else."))).spans
+    refused = f"span {1:016x} of trace {tid} was already received with other content; the first is kept"
+    assert assembly.receive(first) == Received(1, 0)
+    assert assembly.receive(first) == Received(0, 1)
+    assert assembly.receive(other) == Received(0, 0, (refused,))
+    assert assembly.receive([*first, *other]) == Received(0, 1, (refused,))
+    [done] = assembly.flush(tid)
+    assert done.trace_id == f"otel-{tid}-r2"
+    assert assembly.receive(first) == Received(0, 1)  # after the completion, redacted numbering anew
+    assert assembly.receive(other) == Received(0, 0, (refused,))
+    said_ = load_trace(store, done.trace_id).steps[0].content
+    assert said_ == ("Mail [REDACTED_EMAIL_1]." if redact else "Mail ana.ruiz@example.org.")

@@ -346,7 +346,7 @@ def parse_policy(text: str, origin: str = "<policy>") -> Policy:
         field = ".".join(str(x) for x in loc) or None
         msg = err["msg"].removeprefix("Value error, ")
         named = re.search(r"'([^']+)'", msg) if not loc else None
-        line = _line_of_scalar(root, named.group(1)) if named else _line_of(root, loc)
+        line = _line_of_scalar(root, named.group(1)) if named else line_of(root, loc)
         raise InputError(
             msg,
             path=origin,
@@ -363,7 +363,7 @@ def yaml_error(exc: yaml.YAMLError, origin: str) -> InputError:
     return InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=origin, line=line)
 
 
-def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
+def line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
     """The 1-based line of the deepest YAML node the error location reaches."""
     import yaml
 

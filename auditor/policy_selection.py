@@ -86,7 +86,6 @@ class PolicySet:
     """The policies a service knows, by name, and how a trace's policy is chosen."""
 
     policies: dict[str, Policy]
-    origin: str
     selector: Selector | None = None
     _single: bool = field(default=False, repr=False)
 
@@ -94,14 +93,15 @@ class PolicySet:
     def names(self) -> list[str]:
         return sorted(self.policies)
 
-    def named(self, name: str, field_name: str = "policy") -> Policy:
-        """The policy called ``name``; an unknown name is an input error listing the known ones."""
+    def named(self, name: str) -> Policy:
+        """The policy called ``name``; an unknown name is an input error listing the known ones
+        (a client reads it: it names no server path)."""
         if name not in self.policies:
             known = ", ".join(self.names) or "none"
             raise InputError(
                 f"unknown policy '{name}' (known: {known})",
-                field=field_name,
-                hint=f"policies from {self.origin}",
+                field="policy",
+                hint="GET /api/policies lists them",
             )
         return self.policies[name]
 
@@ -121,7 +121,7 @@ def load_policies(path: str | Path) -> PolicySet:
     p = Path(path)
     if not p.is_dir():
         policy = load_policy(p)
-        return PolicySet({policy.name: policy}, str(p), _single=True)
+        return PolicySet({policy.name: policy}, _single=True)
     policies: dict[str, Policy] = {}
     files = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml") and f.name != SELECTOR_FILE)
     for f in files:
@@ -138,17 +138,18 @@ def load_policies(path: str | Path) -> PolicySet:
         raise InputError("the policy directory holds no policy (*.yaml)", path=str(p))
     selector_path = p / SELECTOR_FILE
     selector = _load_selector(selector_path, policies) if selector_path.exists() else None
-    return PolicySet(policies, str(p), selector, _single=selector is None and len(policies) == 1)
+    return PolicySet(policies, selector, _single=selector is None and len(policies) == 1)
 
 
 def _load_selector(path: Path, policies: dict[str, Policy]) -> Selector:
     import yaml
 
-    from auditor.policy import yaml_error
+    from auditor.policy import line_of, yaml_error
 
     try:
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text)
+        root = yaml.compose(text)
     except OSError as exc:
         raise InputError(f"cannot read the selector: {exc.strerror}", path=str(path)) from exc
     except yaml.YAMLError as exc:
@@ -159,22 +160,22 @@ def _load_selector(path: Path, policies: dict[str, Policy]) -> Selector:
         selector = Selector.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or None
+        loc = list(err["loc"])
         raise InputError(
             err["msg"].removeprefix("Value error, "),
             path=str(path),
-            field=where,
+            line=line_of(root, loc),
+            field=".".join(str(x) for x in loc) or None,
             hint="see docs/policy.md, 'Policies on the service'",
         ) from exc
-    for key, name in [
-        *(("choose." + k, v) for k, v in selector.choose.items()),
-        ("default", selector.default),
-    ]:
+    for loc in [["choose", k] for k in selector.choose] + [["default"]]:
+        name = selector.choose[loc[1]] if len(loc) == 2 else selector.default
         if name is not None and name not in policies:
             raise InputError(
                 f"'{name}' names no policy of the directory (known: {', '.join(sorted(policies))})",
                 path=str(path),
-                field=key,
+                line=line_of(root, loc),
+                field=".".join(loc),
             )
     return selector
 

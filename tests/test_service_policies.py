@@ -106,10 +106,10 @@ def test_a_header_field_selects_and_a_default_catches_the_rest(tmp_path: Path) -
     [
         (
             "version: 1\nby: service.name\nchoose: {x: billing}\n",
-            "field 'choose.x': 'billing' names no policy",
+            "line 3, field 'choose.x': 'billing' names no policy",
         ),
-        ("version: 1\nby: colour\nchoose: {x: airline}\n", "field 'by': 'colour' is no selector"),
-        ("version: 1\nby: service.name\nchoose: {x: airline}\nextra: 1\n", "field 'extra'"),
+        ("version: 1\nby: colour\nchoose: {x: airline}\n", "line 2, field 'by': 'colour' is no selector"),
+        ("version: 1\nby: service.name\nchoose: {x: airline}\nextra: 1\n", "line 4, field 'extra'"),
         ("version: 1\nby: [service.name\n", "line 3: not valid YAML"),
     ],
 )
@@ -146,7 +146,7 @@ def test_a_bad_policy_directory_stops_serve_and_workers_before_they_start(
     out = run([*command, "--policy", str(folder)], tmp_path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert (
-        "selector.yaml, field 'choose.x': 'billing' names no policy of the directory (known: airline)"
+        "selector.yaml, line 3, field 'choose.x': 'billing' names no policy of the directory (known: airline)"
         in out.stderr
     )
 

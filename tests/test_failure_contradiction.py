@@ -33,7 +33,7 @@ def _text(content: str) -> dict[str, Any]:
 
 
 def refund_run(
-    tmp_path: Path, calls: list[tuple[dict, str | None]], answer: str, tool: str = "issue_refund"
+    tmp_path: Path, calls: list[tuple[dict, str | None]], answer: str | None, tool: str = "issue_refund"
 ) -> Trace:
     """A support agent's run as its OpenTelemetry SDK spans: the customer's request, one tool span
     per (arguments, error) — status ERROR with that message, or a result when None — then the
@@ -62,9 +62,9 @@ def refund_run(
                     span.set_attribute("gen_ai.tool.call.result", json.dumps({"refunded": args}))
                 else:
                     span.set_status(Status(StatusCode.ERROR, error))
-        root.set_attribute(
-            "gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [_text(answer)]}])
-        )
+        if answer is not None:  # None: the agent says nothing after its calls
+            said = [{"role": "assistant", "parts": [_text(answer)]}]
+            root.set_attribute("gen_ai.output.messages", json.dumps(said))
     path = tmp_path / "run.json"
     path.write_bytes(json_body(list(memory.get_finished_spans())))
     [(trace, _, importer)] = read_traces(path)
@@ -105,6 +105,24 @@ def test_the_object_decides_an_earlier_refund_of_another_order_does_not_cover_th
     )
     [finding] = contradictions(trace)
     assert "refund_order call failed" in finding.title
+
+
+def test_a_failure_only_the_final_state_shows_is_named_at_the_decisive_step(tmp_path: Path) -> None:
+    """The run ends on the failed tool span, the agent says nothing: no detector explains the
+    failure, and the report still names it, at the decisive step, citing the failed result."""
+    trace = refund_run(tmp_path, [({"order_id": "1234"}, "403 amount exceeds agent limit")], None)
+    report = run_rules_audit(trace)
+    assert report.outcome is not None and report.outcome.source.value == "inferred"
+    assert report.attribution is not None
+    [named] = report.findings
+    assert named.disposition is Disposition.operational_failure
+    assert named.first_anomalous_step == report.attribution.step_id
+    result = next(s for s in trace.steps if s.kind is StepKind.tool_result)
+    assert (result.step_id, "403 amount exceeds agent limit") in [
+        (u.step_id, u.quote) for u in named.evidence
+    ]
+    assert report.decision.value == "no_material_risk"
+    assert validate_report(report.model_dump(mode="json"), trace).ok
 
 
 def test_a_refusal_in_the_result_body_is_a_failure_too() -> None:

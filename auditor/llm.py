@@ -75,6 +75,8 @@ class LLMResult:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     cut_short: bool = False  # the time limit stopped generation: content is what came before it
+    prompt_cut_tokens: int = 0  # prompt tokens left out to fit the time limit (local model)
+    prefill_tokens_per_s: float | None = None  # the prefill rate that cut was planned with (local model)
 
     def record(self) -> dict[str, Any]:
         """What an event stores: never the key, never headers."""
@@ -94,9 +96,11 @@ def complete(
     recorder: Callable[[dict[str, Any]], None] | None = None,
 ) -> LLMResult:
     """One model call: ``timeout`` bounds each attempt, ``budget_s`` (if given) the call as a whole."""
+    started = time.perf_counter()  # before litellm's first import, which takes seconds of the budget
     litellm = configure()
-    started = time.perf_counter()
-    response = _attempts(litellm, model, messages, tools, max_tokens, temperature, timeout, retries, budget_s)
+    response = _attempts(
+        litellm, model, messages, tools, max_tokens, temperature, timeout, retries, budget_s, started
+    )
     message = response.choices[0].message
     calls = []
     for c in message.tool_calls or []:
@@ -106,6 +110,7 @@ def complete(
             args = {"_unparsed": c.function.arguments}
         calls.append(ToolCall(c.id, c.function.name, args if isinstance(args, dict) else {"value": args}))
     usage = getattr(response, "usage", None)
+    hidden = getattr(response, "_hidden_params", None) or {}
     try:
         cost = (
             float(litellm.completion_cost(completion_response=response))
@@ -122,7 +127,9 @@ def complete(
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost_usd=cost,
         latency_s=round(time.perf_counter() - started, 4),
-        cut_short=bool(getattr(response, "_hidden_params", {}).get("time_limit_s")),
+        cut_short=bool(hidden.get("time_limit_s")),
+        prompt_cut_tokens=int(hidden.get("prompt_cut_tokens") or 0),
+        prefill_tokens_per_s=hidden.get("prefill_tokens_per_s"),
     )
     if recorder is not None:
         recorder(
@@ -141,12 +148,13 @@ def _attempts(
     timeout: float,
     retries: int,
     budget_s: float | None,
+    started: float,
 ) -> Any:
     """The call and its retries (on the errors litellm's own retry covers), each attempt given at
     most what is left of ``budget_s``: litellm's retries would give every attempt the full timeout."""
     import openai
 
-    deadline = None if budget_s is None else time.perf_counter() + budget_s
+    deadline = None if budget_s is None else started + budget_s
     attempt = 0
     while True:
         limit = timeout if deadline is None else min(timeout, deadline - time.perf_counter())
@@ -164,6 +172,11 @@ def _attempts(
                 temperature=temperature,
                 timeout=limit,
                 num_retries=0,
+                # the in-process providers read the deadline itself: litellm's first call spends
+                # part of a second before it reaches them (remote providers never see this)
+                **(
+                    {"metadata": {"deadline": time.monotonic() + limit}} if model.startswith("local/") else {}
+                ),
             )
         except Exception as exc:  # litellm raises provider-specific classes; one clear line for the user
             last = attempt == retries or (deadline is not None and time.perf_counter() >= deadline)

@@ -4,7 +4,9 @@ plays back recorded responses (the only test double allowed, for remote APIs we 
 Both go through litellm's real path, so the gateway, its accounting and langchain-litellm see them
 like any remote model, and both honour litellm's ``timeout`` as a remote model does: the local
 model stops generating at the limit (``_hidden_params["time_limit_s"]`` on the response says the
-reply was cut short there), a replayed response slower than the limit raises litellm's Timeout.
+reply was cut short there; ``prompt_cut_tokens`` how much of the prompt was left out to fit it),
+and a call stopped before its reply, or a replayed response slower than the limit, raises
+litellm's Timeout.
 """
 
 from __future__ import annotations
@@ -59,48 +61,40 @@ def _seconds(timeout: Any) -> float | None:
 
 
 class LocalTransformers(CustomLLM):
-    """Greedy generation with a local causal LM. Tools are offered in the prompt as a JSON protocol;
-    a reply that parses as ``{"tool": name, "arguments": {...}}`` becomes a real tool call.
-    Generation stops at the call's timeout, counted from the call's start (loading included)."""
+    """Greedy generation with a local causal LM in a child process (``auditor.local_worker``).
+    Tools are offered in the prompt as a JSON protocol; a reply that parses as ``{"tool": name,
+    "arguments": {...}}`` becomes a real tool call. The call's timeout is a deadline counted from
+    the call's start, loading included: the prompt is cut to what the time left can prefill, and a
+    call the deadline stops before its first reply token raises litellm's Timeout."""
 
     def completion(
         self, model: str, messages: list, model_response: ModelResponse, optional_params: dict, **kw: Any
     ) -> ModelResponse:  # type: ignore[override]
-        import torch
+        from auditor.local_worker import LocalModelStopped, worker
 
-        from auditor.local_model import shared_model
-
-        started = time.perf_counter()
         limit_s = _seconds(kw.get("timeout"))
-        loaded = shared_model(_strip_provider(model, "local"))
+        given = ((kw.get("litellm_params") or {}).get("metadata") or {}).get("deadline")
+        deadline = given if given is not None or limit_s is None else time.monotonic() + limit_s
         tools = optional_params.get("tools") or []
         chat = _flatten(messages, tools)
-        ids = loaded.tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt")
-        if not isinstance(ids, torch.Tensor):
-            ids = ids["input_ids"]
-        limit = int(optional_params.get("max_tokens") or 256)
-        left = None if limit_s is None else limit_s - (time.perf_counter() - started)
-        if left is not None and left <= 0:  # loading and the prompt took the whole time
-            response = _fill(model_response, "", [], int(ids.shape[1]), 0)
-            response._hidden_params["time_limit_s"] = limit_s
-            return response
-        with torch.no_grad():
-            out = loaded.model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                max_new_tokens=limit,
-                do_sample=False,
-                pad_token_id=loaded.tokenizer.eos_token_id,
-                **({"max_time": left} if left is not None else {}),
+        try:
+            reply = worker(_strip_provider(model, "local")).generate(
+                chat, int(optional_params.get("max_tokens") or 256), deadline
             )
-        new = out[0, ids.shape[1] :]
-        text = loaded.tokenizer.decode(new, skip_special_tokens=True).strip()
+        except LocalModelStopped as exc:
+            raise litellm.exceptions.Timeout(f"{exc} ({limit_s:.1f} s)", model, "local") from exc
+        if reply["stopped"] == "prefill":
+            raise litellm.exceptions.Timeout(
+                f"the time limit ({limit_s:.1f} s) ran out before the prompt was read", model, "local"
+            )
+        text = reply["text"]
         calls = _parse_tool_call(text, {t["function"]["name"] for t in tools}) if tools else []
-        response = _fill(model_response, None if calls else text, calls, int(ids.shape[1]), int(new.shape[0]))
-        finished = new.shape[0] >= limit or (
-            new.shape[0] > 0 and int(new[-1]) == loaded.tokenizer.eos_token_id
+        response = _fill(
+            model_response, None if calls else text, calls, reply["prompt_tokens"], reply["completion_tokens"]
         )
-        if limit_s is not None and not finished and time.perf_counter() - started >= limit_s:
+        response._hidden_params["prompt_cut_tokens"] = reply["cut_tokens"]
+        response._hidden_params["prefill_tokens_per_s"] = round(reply["prefill_rate"], 1)
+        if reply["stopped"] == "decode":
             response._hidden_params["time_limit_s"] = limit_s
         return response
 

@@ -7,9 +7,10 @@ with tools and submits a V3 report checked by the validator; or the naive free-t
 from __future__ import annotations
 
 import hashlib
+import time
 from datetime import UTC, datetime
 
-from auditor.agent.loop import AgentRun, Budget
+from auditor.agent.loop import AgentRun, Budget, load_libraries
 from auditor.detectors import AuditContext
 from auditor.engine import repair_plan_for, run_rules_audit
 from auditor.report.disposition import ACTIONABLE
@@ -37,6 +38,8 @@ def run_agent_audit(
     audit_id: str | None = None,
 ) -> AuditReport:
     """Run (or resume, when the store holds checkpoints of ``audit_id``) one agent audit."""
+    load_libraries()
+    started = time.perf_counter()  # the wall-time budget covers the whole audit, setup included
     from graph import build_graph, graph_digest
 
     mode = GraphMode(mode)
@@ -49,9 +52,8 @@ def run_agent_audit(
     assert graph is not None
     ctx = AuditContext(trace=trace, graph=graph, mode=mode)
     seeded: list[Finding] = run_rules_audit(trace, mode).findings if seed_findings == "rules" else []
-    run = AgentRun(
-        ctx, model, store, audit_id, budget or Budget(), [f.model_dump(mode="json") for f in seeded]
-    )
+    budget = budget or Budget()
+    run = AgentRun(ctx, model, store, audit_id, budget, [f.model_dump(mode="json") for f in seeded], started)
     checkpointer = None
     if store is not None:
         from auditor.agent.checkpoint import EventStoreSaver
@@ -70,10 +72,11 @@ def run_agent_audit(
         final,
         seeded,
         resumed,
+        budget,
     )
 
 
-def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed) -> AuditReport:  # type: ignore[no-untyped-def]
+def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed, budget) -> AuditReport:  # type: ignore[no-untyped-def]
     notes = list(state.get("notes") or [])
     if resumed:
         notes.append("resumed from the event-store checkpoint")
@@ -93,11 +96,16 @@ def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed) -> 
         decision = Decision.risk_identified
     else:
         decision = Decision.no_material_risk
-    summary = (sub or {}).get(
-        "summary"
-    ) or f"{len(findings)} finding(s) filed by the Auditor Agent ({model})."
+    tool_calls = state.get("tool_calls", 0)
+    if decision is Decision.inconclusive and not tool_calls:
+        summary = _uninvestigated(model)
+    else:
+        summary = (sub or {}).get(
+            "summary"
+        ) or f"{len(findings)} finding(s) filed by the Auditor Agent ({model})."
     notes.append(
-        f"agent audit {audit_id}: {state.get('tool_calls', 0)} tool calls, {state.get('tokens', 0)} tokens"
+        f"agent audit {audit_id}: {tool_calls} tool calls, {state.get('tokens', 0)} tokens, "
+        f"{state.get('elapsed', 0.0):.1f} s of the {budget.max_seconds:g} s budget"
     )
     return AuditReport(
         report_id="rpt-" + audit_id[4:],
@@ -113,6 +121,21 @@ def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed) -> 
         repair_plan=repair_plan_for(findings),
         notes=notes,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _uninvestigated(model: str) -> str:
+    """The summary of an audit that never looked at the trace: why, and what to do instead."""
+    why = (
+        "the offline local model (SmolLM2-135M by default) is too small to use the audit tools, so its "
+        "audits end inconclusive"
+        if model.startswith("local/")
+        else "the model or the budget ended the audit before it did"
+    )
+    return (
+        f"Inconclusive: the Auditor Agent ({model}) made no tool call, so the trace was not investigated; "
+        f"{why}. Give a model that calls tools with --model (openai/…, anthropic/…, ollama/…), "
+        "or use --engine rules."
     )
 
 

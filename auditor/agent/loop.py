@@ -2,8 +2,9 @@
 validate → revise (bounded rounds, errors fed back verbatim) → finish.
 
 Budgets (tool calls, tokens, wall seconds) are checked before every model call, and each model
-call is bounded by the wall seconds left; when one runs out, or cuts a call short, the agent stops
-and the report says so. Every model call and tool call is an event in the
+call is bounded by the wall seconds left; the wall clock runs from the start of the audit (graph,
+model loading and bookkeeping included). When a budget runs out, or cuts a call short, the agent
+stops and the report says so. Every model call and tool call is an event in the
 audit's stream; the graph's checkpoints live in the event store, so a killed audit resumes.
 """
 
@@ -47,6 +48,16 @@ class AgentState(TypedDict, total=False):
     done: bool
 
 
+def load_libraries() -> None:
+    """Import litellm and LangGraph (several seconds on a busy CPU): start-up paid once per
+    process, done before an audit's wall clock starts so that a small budget measures the audit."""
+    import langgraph.graph  # noqa: F401 (imported for its load time only)
+
+    from auditor.llm import configure
+
+    configure()
+
+
 def audit_stream(audit_id: str) -> str:
     return f"audit-{audit_id}"
 
@@ -71,10 +82,20 @@ class AgentRun:
         audit_id: str,
         budget: Budget,
         seed: list[dict[str, Any]] | None = None,
+        started: float | None = None,
     ) -> None:
         self.ctx, self.model, self.store, self.audit_id, self.budget = ctx, model, store, audit_id, budget
         self.toolbox = ToolBox(ctx)
         self.seed = seed or []
+        self.started = time.perf_counter() if started is None else started
+        self._resumed_at: float | None = None  # the elapsed time the first node of this process found
+
+    def clock(self, state: AgentState) -> float:
+        """Seconds of the budget spent: what earlier processes spent (a resumed audit) plus the
+        time since this run started, setup, model loading and bookkeeping included."""
+        if self._resumed_at is None:
+            self._resumed_at = state.get("elapsed", 0.0)
+        return self._resumed_at + time.perf_counter() - self.started
 
     # -- events ------------------------------------------------------------------------------------
     def emit(self, type_: str, n: int, payload: dict[str, Any]) -> None:
@@ -110,23 +131,25 @@ class AgentRun:
     # -- nodes ---------------------------------------------------------------------------------------
     def agent_node(self, state: AgentState) -> AgentState:
         b = self.budget
+        elapsed = self.clock(state)
         exhausted = (
             "tool calls"
             if state["tool_calls"] >= b.max_tool_calls
             else "tokens"
             if state["tokens"] >= b.max_tokens
             else "wall time"
-            if state["elapsed"] >= b.max_seconds
+            if elapsed >= b.max_seconds
             else None
         )
         if exhausted:
             return {
                 "done": True,
+                "elapsed": elapsed,
                 "notes": [*state["notes"], f"budget exhausted ({exhausted}); submitted what was validated"],
             }
         started = time.perf_counter()
         n = len(state["messages"])
-        left = b.max_seconds - state["elapsed"]
+        left = b.max_seconds - elapsed
         try:
             result = complete(
                 self.model,
@@ -140,7 +163,7 @@ class AgentRun:
             spent = time.perf_counter() - started
             return {
                 "done": True,
-                "elapsed": state["elapsed"] + spent,
+                "elapsed": self.clock(state),
                 "notes": [*state["notes"], _cut_note(n, spent, left, b.max_seconds, "without a reply")],
             }
         message: dict[str, Any] = {"role": "assistant", "content": result.content}
@@ -154,26 +177,31 @@ class AgentRun:
                 for c in result.tool_calls
             ]
         spent = time.perf_counter() - started
-        if result.cut_short:  # a half-written reply is not acted on
-            return {
-                "messages": [*state["messages"], message],
-                "tokens": state["tokens"] + result.input_tokens + result.output_tokens,
-                "elapsed": state["elapsed"] + spent,
-                "done": True,
-                "notes": [*state["notes"], _cut_note(n, spent, left, b.max_seconds, "mid-reply")],
-            }
-        return {
+        notes = list(state["notes"])
+        if result.prompt_cut_tokens:
+            notes.append(
+                f"the prompt of the model call at message {n} was cut by {result.prompt_cut_tokens} tokens "
+                f"to what {left:.1f} s could read (prefill measured at {result.prefill_tokens_per_s} tokens/s)"
+            )
+        update: AgentState = {
             "messages": [*state["messages"], message],
             "tokens": state["tokens"] + result.input_tokens + result.output_tokens,
-            "elapsed": state["elapsed"] + spent,
+            "elapsed": self.clock(state),
+            "notes": notes,
         }
+        if result.cut_short:  # a half-written reply is not acted on
+            return {
+                **update,
+                "done": True,
+                "notes": [*notes, _cut_note(n, spent, left, b.max_seconds, "mid-reply")],
+            }
+        return update
 
     def tools_node(self, state: AgentState) -> AgentState:
         self.toolbox.seen_steps = set(state["seen"])
         last = state["messages"][-1]
         messages = list(state["messages"])
         calls, rounds, submission, notes = state["tool_calls"], state["rounds"], None, list(state["notes"])
-        started = time.perf_counter()
         for call in last.get("tool_calls") or []:
             name = call["function"]["name"]
             try:
@@ -242,7 +270,7 @@ class AgentRun:
             "submission": submission,
             "notes": notes,
             "done": submission is not None,
-            "elapsed": state["elapsed"] + time.perf_counter() - started,
+            "elapsed": self.clock(state),
         }
 
     def nudge_node(self, state: AgentState) -> AgentState:

@@ -24,6 +24,7 @@ CLEAN = REAL / "mini-swe-agent" / "sympy__sympy-18211.traj.json"  # tests rerun 
 RESTORED = REAL / "mini-swe-agent" / "sympy__sympy-19346.traj.json"  # cp X X.bak; git checkout X; mv back
 UNSUPPORTED = REAL / "mini-swe-agent" / "astropy__astropy-7606.traj.json"  # unresolved; own scripts only
 SAME = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7590.traj.json"  # unresolved; same output both sides
+NARROWED = REAL / "mini-swe-agent" / "sympy__sympy-18763.traj.json"  # unresolved; failures, then -k reruns
 SAME_UNTESTED = REAL / "mini-swe-agent" / "astropy__astropy-7671.traj.json"  # resolved; same output, no test
 SHOWN = REAL / "mini-swe-agent" / "sympy__sympy-19954.traj.json"  # resolved; a failing check then clean
 SWE_AGENT = REAL / "swe-agent" / "sweagenttestrepo-1c2844.traj"  # SWE-agent 1.x, windowed edit, submitted
@@ -309,3 +310,20 @@ def test_a_check_that_printed_the_same_stands_in_for_the_unsupported_fix():
     assert not any(facts.project_test(r) for r in facts.runs)
     (finding,) = coding_findings(trace)
     assert "printed the same" in finding.title
+
+
+def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
+    """The whole test file failed two tests after the change; the later ``-k`` reruns pick other
+    tests and pass: the two failures stand, and the run is filed as submitted on failing tests."""
+    trace = trace_of(NARROWED)
+    facts = TestRunFacts(trace)
+    tests = [r for r in facts.runs if facts.project_test(r)]
+    failing = next(r for r in tests if not r.ok)
+    reruns = [r for r in tests if r.call > failing.call]
+    assert failing.failed_ids and not failing.selection
+    assert reruns and all(r.ok and r.selection for r in reruns)
+    assert not any(r.covers(t) for r in reruns for t in failing.failed_ids)
+    assert all(failing.covers(t) for t in failing.failed_ids)
+    (finding,) = [f for f in coding_findings(trace) if "test run failed" in f.title or "explained" in f.title]
+    assert finding.disposition.value == "realized"
+    assert failing.summary in {u.quote for u in finding.evidence}

@@ -6,8 +6,9 @@ of files that existed before and are not tests; the *submission* is the run's fi
 diff), else its last command; the claim is the submitting turn (its success sentence when it has
 one, else its command). Each shape is filed at the act the failure follows from:
 
-- *submitted on a failing test* (3.3): the last run of a test command after the fix failed, no
-  later run passed it, and the failing tests were not shown failing on the original code (a run
+- *submitted on a failing test* (3.3): a run of the project's tests after the fix failed, its
+  failed tests did not all run again later without failing (a narrower rerun, ``-k`` or one test
+  id, clears only the tests it picks), and they were not shown failing on the original code (a run
   before the first source edit, or after a ``git stash`` / ``git checkout`` revert): the change
   broke them or left them broken. When the agent's next turn dismisses the failures ("unrelated",
   "pre-existing", "environment") the title says so: explained away instead of fixed. Filed at the
@@ -46,7 +47,7 @@ from collections.abc import Iterable
 from auditor.detectors.base import AuditContext, FindingDraft
 from auditor.detectors.failure_facts import RunFacts, failure_draft, realized, unestablished
 from auditor.detectors.failure_verification import claim_of
-from auditor.detectors.test_runs import Edit, TestRun, TestRunFacts, is_test_file, output_body
+from auditor.detectors.test_runs import Edit, TestRun, TestRunFacts, file_of_test, is_test_file, output_body
 from schemas import EvidenceUnit, PropagationHop, RiskClass, StepKind
 
 # words that nominate a dismissal of failures; the facts (failures persisting, not shown on the
@@ -112,14 +113,11 @@ class CodingVerificationDetector:
         self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
     ) -> FindingDraft | None:
         after = [r for r in tests.runs if tests.project_test(r) and fix[0].pos <= r.call < end]
-        last_by_command: dict[str, TestRun] = {}
-        for run in after:
-            if not tests.on_original_code(run):
-                last_by_command[run.key] = run
         broken = [
             r
-            for r in last_by_command.values()
-            if not r.ok
+            for r in after
+            if not tests.on_original_code(r)
+            and not r.ok
             and r.failed
             and not self._passed_later(tests, r, end)
             and not self._pre_existing(tests, r)
@@ -178,10 +176,18 @@ class CodingVerificationDetector:
 
     @staticmethod
     def _passed_later(tests: TestRunFacts, run: TestRun, end: int) -> bool:
-        """A later passing run covered the failed tests (their files, else the same check)."""
-        later = [r for r in tests.runs if r.is_test and run.call < r.call < end and r.ok]
-        files = {i.split("::")[0] for i in run.failed_ids} or {run.key}
-        return all(any(f in r.targets or r.key == run.key for r in later) for f in files)
+        """Every failed test ran again later and did not fail (a narrower rerun, ``-k`` or one
+        test id, clears only what it picks); without ids, a later passing run of the whole check."""
+        later = [r for r in tests.runs if tests.project_test(r) and run.call < r.call < end]
+
+        def cleared(test: str) -> bool:
+            return any(
+                r.covers(test) and (r.ok or (r.failed_ids and test not in r.failed_ids)) for r in later
+            )
+
+        if run.failed_ids and all(file_of_test(i) for i in run.failed_ids):
+            return all(cleared(i) for i in run.failed_ids)
+        return any(r.ok and r.key == run.key and not r.selection for r in later)
 
     @staticmethod
     def _pre_existing(tests: TestRunFacts, run: TestRun) -> bool:

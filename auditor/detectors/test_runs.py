@@ -255,6 +255,39 @@ class TestRun:
         return frozenset(found)
 
     @property
+    def selection(self) -> tuple[str, ...]:
+        """What the command picks within its targets: the words of a ``-k`` expression and the test
+        ids it names (``path::test``); empty when it runs its targets whole."""
+        out: list[str] = []
+        for words in _words(self.command):
+            for i, w in enumerate(words[1:], 1):
+                expression = words[i + 1] if w == "-k" and i + 1 < len(words) else None
+                if w.startswith("-k") and len(w) > 2:
+                    expression = w[2:].lstrip("=")
+                if expression is not None:
+                    out += [
+                        t for t in re.split(r"[\s()]+", expression) if t and t not in ("and", "or", "not")
+                    ]
+                elif "::" in w:
+                    out.append(_norm(w))
+        return tuple(out)
+
+    def covers(self, test: str) -> bool | None:
+        """Whether the run ran a test again (by its id: ``path.py::name`` or SymPy's ``path.py:name``):
+        its file is among the targets (or the run names none) and the selection, if any, picks it.
+        None for an id that names no file (unittest's ``module.Class.test``)."""
+        file = file_of_test(test)
+        if file is None:
+            return None
+        if self.targets and not any(file == t or file.startswith(t.rstrip("/") + "/") for t in self.targets):
+            return False
+        name = re.split(r"::|:", test[len(file) :].lstrip(":"))[-1].split("[")[0]
+        same = test.replace("::", ":")
+        return not self.selection or any(
+            same.startswith(s.replace("::", ":")) if "::" in s else s in name for s in self.selection
+        )
+
+    @property
     def key(self) -> str:
         """Which check the run is: its targets, else its command with whitespace collapsed."""
         return " ".join(sorted(self.targets)) or " ".join(self.command.split())
@@ -743,6 +776,13 @@ class TestRunFacts:
             for test in run.failed_ids:
                 state[test] = run
         return state
+
+
+def file_of_test(test: str) -> str | None:
+    """The file a test id names (``path.py::name``, SymPy's ``path.py:name``); None for an id that
+    names none (unittest's ``module.Class.test``)."""
+    file, found, _ = test.partition(".py")
+    return file + found if found else None
 
 
 def output_body(step: TraceStep) -> str:

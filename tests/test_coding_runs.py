@@ -327,3 +327,40 @@ def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
     (finding,) = [f for f in coding_findings(trace) if "test run failed" in f.title or "explained" in f.title]
     assert finding.disposition.value == "realized"
     assert failing.summary in {u.quote for u in finding.evidence}
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REAL / "mini-swe-agent").glob("*.traj.json")), ids=lambda p: p.name[:24]
+)
+def test_every_coding_finding_cites_the_claim_and_the_output_it_rests_on(path):
+    """Each finding validates (coding_findings checks) and quotes the submitting turn's claim and
+    what the runs printed: a command's output, or the submitted diff itself."""
+    trace = trace_of(path)
+    facts = TestRunFacts(trace)
+    claim = trace.steps[max(p for p in facts.calls if p < len(trace.steps) - 1)].step_id
+    kinds = {s.step_id: s.kind for s in trace.steps}
+    for finding in coding_findings(trace):
+        cited = {u.step_id for u in finding.evidence}
+        assert claim in cited, finding.title
+        assert {kinds[c] for c in cited} & {StepKind.tool_result, StepKind.final_output}, finding.title
+
+
+def test_a_change_made_before_any_run_is_a_lead_citing_the_first_run_and_the_claim(tmp_path):
+    """The real run with its exploration before the first edit left out (whole turns: each call
+    with its observation), so that the change comes before anything ran."""
+    doc = json.loads(UNSUPPORTED.read_text())
+    first = TestRunFacts(trace_of(UNSUPPORTED)).source_edits[0].pos  # steps are the messages here
+    assert doc["messages"][first]["role"] == "assistant" and first % 2 == 0
+    doc["messages"] = doc["messages"][:2] + doc["messages"][first:]
+    path = tmp_path / "edited-first.traj.json"
+    path.write_text(json.dumps(doc))
+    trace = trace_of(path)
+    facts = TestRunFacts(trace)
+    assert facts.source_edits[0].pos < min(r.call for r in facts.runs)
+    (finding,) = [f for f in coding_findings(trace) if "without reproducing" in f.title]
+    assert finding.disposition.value == "lead"
+    first_run = min(facts.runs, key=lambda r: r.call)
+    cited = {u.step_id for u in finding.evidence}
+    assert {trace.steps[first_run.call].step_id, trace.steps[first_run.result].step_id} <= cited
+    claim = max(p for p in facts.calls if p < len(trace.steps) - 1)
+    assert trace.steps[claim].step_id in cited

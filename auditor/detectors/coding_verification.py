@@ -79,7 +79,7 @@ class CodingVerificationDetector:
                 *self._edited_tests(facts, tests, end),
                 # a check that printed the same is the sharper form of a fix no output supports
                 self._unchanged(facts, tests, fix, end) or self._unverified(facts, tests, fix, end),
-                self._unreproduced(facts, tests, fix),
+                self._unreproduced(facts, tests, fix, end),
             )
             if d is not None
         ]
@@ -213,6 +213,12 @@ class CodingVerificationDetector:
             removed = changed.removed_asserts[0]
             evidence = [facts.unit(edits[0].pos, edits[0].quote)] if edits else []
             evidence.append(facts.unit(end, removed) if removed in facts.steps[end].content else None)
+            # what that test said: failing before its assertions were rewritten, and after
+            ran = [r for r in tests.runs if r.is_test and changed.path in r.targets and r.call < end]
+            failed = [r for r in ran if not r.ok and r.call < pos]
+            evidence += [
+                facts.unit(r.result, r.summary) for r in (failed[-1:] + [r for r in ran if r.call > pos][-1:])
+            ]
             evidence += self._claim_units(facts, tests, end)
             yield failure_draft(
                 facts,
@@ -374,11 +380,15 @@ class CodingVerificationDetector:
         )
 
     # -- a fix never reproduced ---------------------------------------------------------------------
-    def _unreproduced(self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit]) -> FindingDraft | None:
+    def _unreproduced(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
         first = fix[0]
         if any(r.call < first.pos for r in tests.runs):
             return None
         step = facts.steps[first.pos]
+        ran = next((r for r in tests.runs if r.call > first.pos), None)  # the first run: on the change
+        shown = [facts.unit(ran.call, ran.summary), self._output_unit(facts, ran)] if ran else []
         return failure_draft(
             facts,
             mode="3.2",
@@ -389,7 +399,7 @@ class CodingVerificationDetector:
                 "any test or program ran: the failure it fixes was never shown."
             ),
             violated="a fix starts from the failure reproduced, so that its disappearance can be seen",
-            evidence=[facts.unit(first.pos, first.quote)],
+            evidence=[facts.unit(first.pos, first.quote), *shown, *self._claim_units(facts, tests, end)],
             effect=unestablished("whether the change addresses the reported failure is not shown before it"),
             path=[facts.hop(first.pos, "changed unreproduced")],
         )

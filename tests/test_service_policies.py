@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -158,41 +157,15 @@ def test_a_bad_policy_directory_stops_serve_and_workers_before_they_start(
 def served(policy_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Any]]:
     """(origin, token with ingest and read scopes, store) of `auditor serve --policy DIR`."""
     pytest.importorskip("uvicorn")
-    import httpx
-
     from auditor.server.tokens import create_token
     from auditor.store import open_store
-    from tests.stream_support import wait_until
-    from tests.test_otlp_kill import process
+    from tests.serve_support import serving
 
     folder = tmp_path_factory.mktemp("served")
     url = f"sqlite:///{folder / 'auditor.db'}"
     store = open_store(url)
     token = create_token(store, "agent", ["ingest", "read"])[0]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    origin = f"http://127.0.0.1:{port}"
-    args = [
-        "--store",
-        url,
-        "serve",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--policy",
-        str(policy_dir),
-    ]
-
-    def up() -> bool:
-        try:
-            return httpx.get(f"{origin}/health", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    with process(args, folder / "serve.log", idle=3600.0):
-        wait_until(up, 180, "auditor serve", every=0.2)
+    with serving(url, folder, "--policy", str(policy_dir)) as origin:
         yield origin, token, store
     store.close()
 

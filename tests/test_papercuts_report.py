@@ -87,6 +87,67 @@ def test_a_policy_finding_quotes_the_call_with_its_arguments(tmp_path: Path) -> 
     assert f"step `{step['step_id']}` (call {step['tool']['name']})".replace("_", "\\_") in md
 
 
+CALL_DETECTORS = ["policy_actions", "policy_allowances", "policy_identifiers", "policy_confirmation"]
+
+
+@pytest.mark.parametrize("detector", CALL_DETECTORS)
+def test_every_policy_finding_at_a_call_quotes_the_whole_call(detector: str) -> None:
+    """On the detectors' frozen case sets: where a finding's first step is a tool call, its
+    evidence there is the call as written (every argument), never a lone value out of it."""
+    from tests.detector_paraphrase import SETS, audit_case, cases, load
+
+    checked = 0
+    for name, expect in cases(detector):
+        if expect["disposition"] is None:
+            continue
+        trace = load(SETS / detector / name)
+        for f in audit_case(detector, name, expect).findings:
+            step = trace.step(f.first_anomalous_step)
+            if step.kind.value != "tool_call":
+                continue
+            quotes = [u.quote for u in f.evidence if u.step_id == step.step_id]
+            assert quotes == [step.content.strip()], (name, quotes)
+            checked += 1
+    assert checked, detector
+
+
+def test_a_call_too_long_to_quote_whole_is_quoted_around_the_value_the_finding_is_about() -> None:
+    """The same booking with a long note written before its arguments: the quote is cut to
+    CALL_QUOTE_CHARS, and it keeps the charged amount the allowance finding is about."""
+    import json as _json
+
+    from auditor.detectors.policy_facts import CALL_QUOTE_CHARS
+    from auditor.engine import run_rules_audit
+    from tests.detector_paraphrase import SETS, cases, load, policy_of
+
+    name, expect = next(c for c in cases("policy_allowances") if c[1]["disposition"] is not None)
+    trace = load(SETS / "policy_allowances" / name)
+    [f] = [
+        f
+        for f in run_rules_audit(trace, policy=policy_of("policy_allowances", expect)).findings
+        if f.detector == "policy_allowances"
+    ]
+    call = trace.step(f.first_anomalous_step)
+    arguments = {"note": "n" * (2 * CALL_QUOTE_CHARS), **call.tool.arguments}
+    content = _json.dumps(arguments, separators=(",", ":"))
+    long_call = call.model_copy(
+        update={"content": content, "tool": call.tool.model_copy(update={"arguments": arguments})}
+    )
+    steps = [long_call if s.step_id == call.step_id else s for s in trace.steps]
+    longer = trace.model_copy(update={"steps": steps})
+    [g] = [
+        g
+        for g in run_rules_audit(longer, policy=policy_of("policy_allowances", expect)).findings
+        if g.detector == "policy_allowances"
+    ]
+    [quote] = [u.quote for u in g.evidence if u.step_id == call.step_id]
+    assert len(quote) == CALL_QUOTE_CHARS and quote in content
+    policy = policy_of("policy_allowances", expect)
+    assert policy is not None
+    charged = next(r.charged_argument for r in policy.allowances if r.id == g.policy_rule)
+    assert f'"{charged}":{arguments[charged]}' in quote
+
+
 # -- a rule prints with its grouping ------------------------------------------------------------------
 
 

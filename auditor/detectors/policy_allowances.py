@@ -54,9 +54,8 @@ def _judge(facts: PolicyFacts, rule: Allowance, call: Call) -> FindingDraft | No
     if float(charged) == expected:
         return None
     ctx = facts.ctx
-    units = [
-        ctx.unit(call.step.step_id, _argument_text(call, rule.charged_argument, charged)),
-    ]
+    # the call itself, every argument; a call too long to quote whole, around the charged amount
+    units = [facts.quote_call(call, around=_argument_text(call, rule.charged_argument, charged))]
     row_unit = facts.quote_field(record.step, rule.row_field, rows)
     if row_unit is not None:
         units.append(row_unit)
@@ -102,8 +101,6 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _argument_text(call: Call, name: str, value: object) -> str:
-    for text in (f'"{name}":{value}', f'"{name}": {value}'):
-        if text in call.step.content:
-            return text
-    return str(value) if str(value) in call.step.content else call.step.content.strip()[:200]
+def _argument_text(call: Call, name: str, value: object) -> str | None:
+    """The argument as the call writes it (``"name": value``), where it does."""
+    return next((t for t in (f'"{name}":{value}', f'"{name}": {value}') if t in call.step.content), None)

@@ -23,7 +23,7 @@ from schemas import ActorKind, EvidenceUnit, StepKind, TraceStep
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIME = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
-CALL_QUOTE_CHARS = 400  # a call quoted whole up to this length (a typical call is far shorter)
+CALL_QUOTE_CHARS = 1000  # a call quoted whole up to this length (a booking of several passengers fits)
 
 
 def result_failed(step: TraceStep) -> bool:
@@ -324,17 +324,19 @@ class PolicyFacts:
                     return self.ctx.unit(step.step_id, text)
         return None
 
-    def quote_call(self, call: Call) -> EvidenceUnit:
+    def quote_call(self, call: Call, around: str | None = None) -> EvidenceUnit:
         """A unit for the act itself: the call as written, its arguments and all (a reader must
         see what was done, not only which record it touched). A call too long to quote whole is
-        quoted at its first string argument, with what surrounds it."""
+        quoted around ``around`` (the value a finding is about), else its first string argument."""
         content = call.step.content.strip()
         if not content:
             return self.ctx.unit(call.step.step_id, call.name)
         if len(content) <= CALL_QUOTE_CHARS:
             return self.ctx.unit(call.step.step_id, content)
-        for v in call.arguments.values():
-            if isinstance(v, str) and v and v in content:
+        values = [around] if around else []
+        values += [v for v in call.arguments.values() if isinstance(v, str)]
+        for v in values:
+            if v and v in content:
                 at = content.index(v)
                 start = max(0, min(at - CALL_QUOTE_CHARS // 4, len(content) - CALL_QUOTE_CHARS))
                 return self.ctx.unit(call.step.step_id, content[start : start + CALL_QUOTE_CHARS])

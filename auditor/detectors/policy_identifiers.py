@@ -91,7 +91,7 @@ def _finding(facts: PolicyFacts, call: Call, key: str, value: str, writes: set[s
             R3=criterion("holds", effect) if effect else criterion("unassessed", "only reads used the value"),
             R4=criterion("holds", "the call is quoted with the value"),
         ),
-        evidence=[ctx.unit(call.step.step_id, value)],
+        evidence=[facts.quote_call(call, around=value)],  # the call, with the value it carries
         confidence=0.7,
         failure_mode="3.2",
         severity=Severity.medium if used is not None else None,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from auditor.detectors.policy_facts import PolicyFacts
@@ -52,6 +52,7 @@ _ASKS = {"do", "does", "did", "is", "are", "what", "which", "when", "where", "ho
 STATES = ("decided", "handed_off", "refused", "open")
 
 
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     """A word's stem for matching a tool's words: a plural's -s or -es and a verb's -ing dropped."""
     if word.endswith("ing") and len(word) >= 6:
@@ -63,6 +64,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=1 << 16)
 def _matches(word: str, tool_word: str) -> bool:
     """``word`` (as the customer wrote it) names ``tool_word`` (a tool's own word): one stem
     begins the other, three letters at least; a past form (-ed) names no tool's action."""

@@ -90,6 +90,8 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("sympy_exception.txt", "sympy", 1, 1623),
         ("unittest_failed.txt", "unittest", 2, 1),
         ("unittest_ok.txt", "unittest", 0, 1),
+        ("django_failed.txt", "unittest", 2, 1),
+        ("django_ok.txt", "unittest", 0, 3),
         ("tox_failed.txt", "tox", 1, 0),
         ("tox_ok.txt", "tox", 0, 1),
         ("nox_failed.txt", "nox", 1, 0),
@@ -113,6 +115,10 @@ def test_failed_test_ids_come_from_the_runners_own_lines():
     assert set(parse_output((RUNS / "unittest_failed.txt").read_text())[4]) == {
         "test_calc.AddTest.test_error",
         "test_calc.AddTest.test_add_wrong",
+    }
+    assert set(parse_output((RUNS / "django_failed.txt").read_text())[4]) == {
+        "calc.tests.AddTest.test_error",
+        "calc.tests.AddTest.test_add_wrong",
     }
 
 

@@ -314,7 +314,7 @@ def _check_attributes(items: Any, where: str) -> None:
     values = [a.get("value") for a in items]
     while values:
         value = values.pop()
-        if not isinstance(value, dict):
+        if not isinstance(value, dict) or "stringValue" in value:  # most are strings
             continue
         if "intValue" in value and not _is_int64(value["intValue"]):
             raise ValueError(f"'{where}' holds an intValue that is not a 64-bit integer")
@@ -413,10 +413,11 @@ def _field_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def _step(key: str | int) -> str:
-    """One step of a field's path as a refusal writes it: a list index, an OTLP field name, or
+def _field(path: tuple[str | int, ...]) -> str:
+    """A field's path as a refusal writes it: list indexes and OTLP's field names as they are,
     ``(unknown field)`` for a key the request made up (it could be anything, a secret too)."""
-    return str(key) if isinstance(key, int) or key in _field_names() else "(unknown field)"
+    known = _field_names()
+    return dotted(tuple(str(k) if isinstance(k, int) or k in known else "(unknown field)" for k in path))
 
 
 def _storable(data: Any, where: str) -> None:
@@ -424,28 +425,28 @@ def _storable(data: Any, where: str) -> None:
     its proto3 JSON string; another non-finite number, a key repeated in one object, or a nesting
     deeper than ``MAX_DEPTH``, is an ``InputError`` naming the field. Iterative, so no nesting can
     exhaust the stack."""
-    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
     while stack:
         item, path = stack.pop()
         if len(path) >= MAX_DEPTH:
-            raise InputError(TOO_DEEP, path=where, field=dotted(path), hint="flatten the attribute values")
+            raise InputError(TOO_DEEP, path=where, field=_field(path), hint="flatten the attribute values")
         if isinstance(item, Repeated):
             raise InputError(
                 "a key appears more than once in one object; JSON readers keep only one of its values",
                 path=where,
-                field=dotted((*path, _step(item.key))),
+                field=_field((*path, item.key)),
             )
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
         for key, value in pairs:
             if isinstance(value, dict | list):
-                stack.append((value, (*path, _step(key))))
+                stack.append((value, (*path, key)))
             elif isinstance(value, float) and not math.isfinite(value):
                 if key != "doubleValue":
                     raise InputError(
                         f"the number {value} is not JSON; only a double ('doubleValue') may be "
                         "NaN or infinite",
                         path=where,
-                        field=dotted((*path, _step(key))),
+                        field=_field((*path, key)),
                     )
                 item[key] = _double(value)
 

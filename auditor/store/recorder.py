@@ -51,6 +51,7 @@ class Recorder:
         )
         self.next_position = f"SELECT MIN(global_position) FROM events WHERE global_position > {p}"
         self.insert = f"INSERT INTO events ({COLUMNS}) VALUES (" + ", ".join([p] * 11) + ")"
+        self.insert_returning = f"{self.insert} RETURNING global_position, hash"
         self.written = (  # the rows from the first position written on: count, last, its hash
             "SELECT COUNT(*), MAX(global_position), "
             f"(SELECT hash FROM events WHERE global_position = {p}) FROM events WHERE global_position >= {p}"
@@ -111,6 +112,13 @@ class Recorder:
     def insert_rows(self, cur: Any, rows: list[tuple]) -> tuple:
         """Insert chained rows; returns what the table then holds from the first of them on
         (count, last position, its hash), read back in the same transaction."""
+        if len(rows) == 1:  # RETURNING is the read-back: no row when a trigger skipped it
+            cur.execute(self.insert_returning, rows[0])
+            written = cur.fetchall()
+            return (len(written), *written[0]) if written else (0, None, None)
+        return self.insert_batch(cur, rows)
+
+    def insert_batch(self, cur: Any, rows: list[tuple]) -> tuple:
         cur.executemany(self.insert, rows)
         return self._read_back(cur, rows)
 
@@ -168,7 +176,6 @@ class PostgresRecorder(Recorder):
     def __init__(self) -> None:
         super().__init__()
         self.copy = f"COPY events ({COLUMNS}) FROM STDIN"
-        self.insert_returning = f"{self.insert} RETURNING global_position, hash"
         self.versions_query = (
             "SELECT s, (SELECT MAX(stream_version) FROM events WHERE stream_id = s) "
             "FROM unnest(%s::text[]) AS s"
@@ -199,14 +206,11 @@ class PostgresRecorder(Recorder):
             out.update({s: int(v) for s, v in cur.fetchall() if v})
         return out
 
-    def insert_rows(self, cur: Any, rows: list[tuple]) -> tuple:
-        if len(rows) == 1:
-            # one round trip; COPY takes three, and executemany enters pipeline mode. RETURNING is
-            # the read-back: no row when a trigger skipped it, an error when a rule replaced it.
-            cur.execute(self.insert_returning, rows[0])
-            written = cur.fetchall()
-            return (len(written), *written[0]) if written else (0, None, None)
-        with cur.copy(self.copy) as stream:  # no per-row statement parsing (and COPY fires no rules)
+    def insert_batch(self, cur: Any, rows: list[tuple]) -> tuple:
+        # COPY: no per-row statement parsing, and no rules (only triggers) apply. A single row
+        # goes through INSERT … RETURNING: one round trip where COPY takes three, and an error
+        # where a rule replaced it.
+        with cur.copy(self.copy) as stream:
             for r in rows:
                 stream.write_row(r)
         return self._read_back(cur, rows)

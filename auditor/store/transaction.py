@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from auditor.errors import ConcurrencyError, StoreError
-from auditor.store.hashing import GENESIS_HASH, compact_json, event_hash
+from auditor.store.hashing import GENESIS_HASH, chain_hash, compact_json
 from auditor.store.recorder import Recorder
 from auditor.store.records import make_event, row_to_event
 from schemas.events import EVENT_SCHEMA_VERSION, NewEvent, RecordedEvent
@@ -141,20 +141,33 @@ class Transaction(Reader):
         rows: list[tuple] = []
         for stream_id, version, kind, payload_json, metadata_json, key, schema_version in encoded:
             position += 1
-            digest = event_hash(
+            digest = chain_hash(
                 prev,
-                global_position=position,
-                stream_id=stream_id,
-                stream_version=version,
-                type=kind,
-                schema_version=schema_version,
-                payload_json=payload_json,
-                metadata_json=metadata_json,
-                idempotency_key=key,
-                recorded_at=recorded_at,
+                position,
+                stream_id,
+                version,
+                kind,
+                schema_version,
+                payload_json,
+                metadata_json,
+                key,
+                recorded_at,
             )
-            head_row = (position, stream_id, version, kind, schema_version, payload_json, metadata_json)
-            rows.append((*head_row, key, prev, digest, recorded_at))
+            rows.append(
+                (
+                    position,
+                    stream_id,
+                    version,
+                    kind,
+                    schema_version,
+                    payload_json,
+                    metadata_json,
+                    key,
+                    prev,
+                    digest,
+                    recorded_at,
+                )
+            )
             prev = digest
         stored = self._recorder.insert_rows(self._cur, rows)
         if stored != (len(rows), position, prev):

@@ -2,16 +2,17 @@
 spans here, and each trace is audited once it is complete, with no file in between.
 
 The OTLP/HTTP contract: ``ExportTraceServiceRequest`` bodies in ``application/x-protobuf`` or
-``application/json``, optionally ``Content-Encoding: gzip`` (every member of a multi-member
-stream, as gzip itself reads one; bytes after the last member refuse the request); 200 with an
+``application/json``, optionally ``Content-Encoding: gzip`` (every member of a multi-member stream,
+as gzip itself reads one; bytes after the last member refuse the request); 200 with an
 ``ExportTraceServiceResponse`` in the request's encoding (``partialSuccess`` counting the spans
 refused: unusable ones, and span ids already received with other content; with the first reason);
-no message quotes the request (``ingest.otlp_request``); errors carry a ``google.rpc.Status`` in that encoding: 400 a body
-that is no request, 401/403 a missing or scope-less token (the ingest scope; the OTLP exporters
-send it as ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>``), 413 a body over
-``MAX_OTLP_BYTES`` (compressed or not), 415 another media type or encoding, 503 (retryable) when
-the store is down, 500 an internal error (that request's alone: see ``ingest.group_commit``). Spans are stored on arrival and assembled by ``ingest.span_assembly``: a 200
-means the request's spans are committed (concurrent requests share one transaction, a group
+no message quotes the request (``ingest.otlp_request``); errors carry a ``google.rpc.Status`` in
+that encoding: 400 a body that is no request, 401/403 a missing or scope-less token (the ingest
+scope; the OTLP exporters send it as ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>``),
+413 a body over ``MAX_OTLP_BYTES`` (compressed or not), 415 another media type or encoding, 503
+(retryable) when the store is down, 500 an internal error (that request's alone: see
+``ingest.group_commit``). Spans are stored on arrival and assembled by ``ingest.span_assembly``: a
+200 means the request's spans are committed (concurrent requests share one transaction, a group
 commit), and with ``--redact`` they are redacted before they are stored. A background thread
 completes traces (``AUDITOR_SPAN_IDLE_S``, default 30 s after the root span's end) and audits them
 in-process (``auditor.span_audits``); the importers and the engine are loaded before the server

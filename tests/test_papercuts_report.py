@@ -184,6 +184,8 @@ def test_the_decisive_step_shows_its_time_where_steps_carry_one(tmp_path: Path) 
     for fmt in ("summary", "md", "html"):
         out = run(["review", str(TIMED), "--outcome", "failed", "-f", fmt], tmp_path).stdout
         assert line in " ".join(out.split()), fmt
+    attributed = run(["attribute", str(TIMED)], tmp_path).stdout
+    assert f"decisive step: {report['attribution']['step_id']} on {when}" in attributed
     untimed = _review(tmp_path, INCIDENT)
     text = run(["review", str(INCIDENT), "--outcome", "failed"], tmp_path).stdout
     assert f"at step {untimed['attribution']['step_id']} (index" in text

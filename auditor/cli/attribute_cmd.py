@@ -44,15 +44,18 @@ def _review_attribution(trace, policy):  # type: ignore[no-untyped-def]  # -> sc
     return report.attribution
 
 
-def _print(att) -> None:  # type: ignore[no-untyped-def]  # auditor.attribution.Attribution
+def _print(att, trace) -> None:  # type: ignore[no-untyped-def]  # Attribution, schemas.Trace
     model = f", model {att.model}" if att.model else ""
     console.print(Text.assemble((att.trace_id, "bold"), f"  strategy {att.strategy}{model}"), highlight=False)
     if att.agent is None:
         console.print("[yellow]no attribution[/yellow] (the strategy found no candidate)")
     else:
-        console.print(
-            f"responsible agent: [bold]{att.agent}[/bold]   decisive step: [bold]{att.step_id}[/bold]"
+        when = next((s.timestamp for s in trace.steps if s.step_id == att.step_id), None)
+        line = Text.assemble(
+            "responsible agent: ", (att.agent, "bold"), "   decisive step: ", (str(att.step_id), "bold")
         )
+        line.append(f" on {when}" if when else "")
+        console.print(line, highlight=False)
     print_table(
         "agents",
         ["#", "agent", "confidence", "steps"],
@@ -106,25 +109,24 @@ def register(app: typer.Typer) -> None:
         from auditor.errors import InputError
 
         load_strategy(strategy)  # an unknown name fails before any trace is read
-        if strategy == "rules":
-            from auditor.policy import load_policy
-
-            loaded = load_policy(policy) if policy is not None else None
-            results = [_review_attribution(t, loaded) for t in _traces(trace, input_format)]
-        elif policy is not None:
+        if strategy != "rules" and policy is not None:
             raise InputError(
                 f"--policy applies to the rules strategy, not {strategy!r}",
                 field="--policy",
                 hint="drop --policy, or use --strategy rules (the review's attribution)",
             )
+        if strategy == "rules":
+            from auditor.policy import load_policy
+
+            loaded = load_policy(policy) if policy is not None else None
+        traces = _traces(trace, input_format)
+        if strategy == "rules":
+            results = [_review_attribution(t, loaded) for t in traces]
         else:
-            results = [
-                run_attribution(t, strategy, ground_truth=ground_truth, model=model)
-                for t in _traces(trace, input_format)
-            ]
+            results = [run_attribution(t, strategy, ground_truth=ground_truth, model=model) for t in traces]
         if as_json:
             data = [r.model_dump(mode="json") for r in results]
             print_json(data[0] if len(data) == 1 else data)
             return
-        for r in results:
-            _print(r)
+        for t, r in zip(traces, results, strict=True):
+            _print(r, t)

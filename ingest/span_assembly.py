@@ -8,12 +8,12 @@ from several services. Nothing waits in memory for the rest:
   or a re-delivered Kafka record stores nothing twice. A span id sent again with other content is
   refused (``Received.refused``, what OTLP's partial success reports): the first content stays.
   With redaction on, the two are compared redacted, their placeholders' numbers aside (a trace's
-  numbering restarts after its completion), so a change only inside a redacted value is no change. A batch's spans go in one transaction,
-  which concurrent batches share (``ingest.group_commit``: one writer, one fsync, each caller
-  answered once its spans are committed); the transaction also appends one ``SpanTracesOpened`` to
-  the stream ``span-traces`` naming the traces whose first span it stored, so that a restart finds
-  every trace without reading spans. With redaction on, spans are redacted before they are stored
-  (``ingest.span_redact``).
+  numbering restarts after its completion), so a change only inside a redacted value is no change.
+  A batch's spans go in one transaction, which concurrent batches share (``ingest.group_commit``:
+  one writer, one fsync, each caller answered once its spans are committed); the transaction also
+  appends one ``SpanTracesOpened`` to the stream ``span-traces`` naming the traces whose first span
+  it stored, so that a restart finds every trace without reading spans. With redaction on, spans
+  are redacted before they are stored (``ingest.span_redact``).
 - **A trace is complete** when its root span (no parent) has ended and no span of it arrived for
   ``idle_s``, or when a flush asks for it. A trace whose root never comes (it ended in a service
   that does not export here) is completed after ``rootless_s`` of silence. The store's clock

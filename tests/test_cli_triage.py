@@ -137,6 +137,9 @@ def test_worker_processes_rank_as_one_process_does(folder, tmp_path, backend, re
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
-def test_a_file_is_no_folder(tmp_path):
+def test_a_file_is_no_folder_and_an_unknown_importer_is_one_error(folder, tmp_path):
     proc = run(["triage", str(TAU / "runs" / PLAIN[0])], tmp_path)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "is not a folder" in proc.stderr
+    proc = run(["triage", str(folder), "--input-format", "nope"], tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown format 'nope'" in proc.stderr
+    assert not (tmp_path / "auditor.db").exists()  # nothing was reviewed or stored

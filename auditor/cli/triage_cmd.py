@@ -83,6 +83,10 @@ def register(app: typer.Typer) -> None:
                 path=str(folder),
                 hint="for one file use 'auditor review'",
             )
+        if input_format != "auto":
+            from ingest.registry import get
+
+            get(input_format)  # an unknown importer is one usage error, not one failure per file
         loaded_policy = None
         if policy is not None:
             from auditor.policy import load_policy

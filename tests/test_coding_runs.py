@@ -86,6 +86,7 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("pytest_failed.txt", "pytest", 1, 0),
         ("pytest_passed.txt", "pytest", 0, 11),
         ("pytest_interrupted.txt", "pytest", 2, 0),
+        ("pytest_old_seconds.txt", "pytest", 1, 3),
         ("sympy_failed.txt", "sympy", 1, 8),
         ("sympy_exception.txt", "sympy", 1, 1623),
         ("unittest_failed.txt", "unittest", 2, 1),

@@ -5,7 +5,8 @@ Graph-free: built from the trace's steps alone, so any importer whose tool calls
 Everything is decided by structure, never by what a run is about:
 
 - a *test run* is a command result that holds a test runner's summary line: pytest's
-  ``== 1 failed, 3 passed in 0.12s ==`` (also without the rules, as ``-q`` prints it) or its
+  ``== 1 failed, 3 passed in 0.12s ==`` (``in 0.12 seconds`` before pytest 5.1; also without the
+  rules, as ``-q`` prints it) or its
   ``no tests ran`` / ``Interrupted: N errors``; unittest's and Django ``runtests.py``'s
   ``Ran N tests`` followed by ``OK`` or ``FAILED (failures=…, errors=…)``; SymPy ``bin/test``'s
   ``tests finished: N passed, M failed, K exceptions``; tox's ``commands succeeded/failed`` (tox 3)
@@ -44,8 +45,9 @@ from typing import Any
 from schemas import ActorKind, StepKind, Trace, TraceStep
 
 _COUNT = r"(\d+) (failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
-_PYTEST = re.compile(rf"(?m)^(?:=+ )?((?:{_COUNT}(?:, )?)+) in [\d.]+s\b[^\n]*$")
-_PYTEST_NONE = re.compile(r"(?m)^=+ no tests ran in [\d.]+s =+$")
+_SECONDS = r"[\d.]+(?:s| seconds)\b"  # pytest 5.1+ prints "0.12s", older ones "0.12 seconds"
+_PYTEST = re.compile(rf"(?m)^(?:=+ )?((?:{_COUNT}(?:, )?)+) in {_SECONDS}[^\n]*$")
+_PYTEST_NONE = re.compile(rf"(?m)^=+ no tests ran in {_SECONDS} =+$")
 _PYTEST_INTERRUPTED = re.compile(r"(?m)^(?:!+ )?Interrupted: (\d+) errors? during collection[^\n]*$")
 _PYTEST_ID = re.compile(r"(?m)^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - [^\n]*)?$")
 _PYTEST_VERBOSE = re.compile(r"(?m)^(\S+::\S+) (FAILED|ERROR)\b")

@@ -15,7 +15,8 @@ from auditor.errors import InputError
 from auditor.policy import Policy, load_policy, parse_policy
 from auditor.report.validator import validate_report
 from graph import build_graph
-from schemas import GraphMode, Trace
+from schemas import GraphMode, Trace, TraceHeader, TraceStep
+from tests.conftest import REPO
 from tests.test_policy_requests import AIRLINE, TAU_RUNS, _real
 
 pytestmark = pytest.mark.skipif(not TAU_RUNS.is_dir(), reason="τ-bench runs not present (../shared/data)")
@@ -123,3 +124,28 @@ def test_the_old_word_lists_are_refused_by_name(key: str) -> None:
     with pytest.raises(InputError) as err:
         parse_policy(text.replace(anchor, anchor + "    " + key + "\n", 1), "airline.yaml")
     assert key.split(":")[0] in str(err.value) and "line" in str(err.value)
+
+
+def test_tools_described_in_the_system_prompt_tell_the_writes_apart() -> None:
+    """Retail's two address writes share 'address'; the system prompt's lines naming them
+    ('... shipping address of a pending order', '... default address of a user') tell a request
+    for the default address from one for the order's."""
+    retail = load_policy(REPO / "examples" / "policies" / "retail.yaml")
+    prompt = (
+        "Tools:\n- modify_pending_order_address: modify the shipping address of a pending order\n"
+        "- modify_user_address: modify the default address of a user\n"
+    )
+    ask = "Please update my default address to 12 Pine St, Austin."
+
+    def ledger(system: str) -> RequestLedger:
+        steps = [
+            TraceStep(step_id="s0", index=0, actor="system", actor_kind="system", content=system),
+            TraceStep(step_id="s1", index=1, actor="user", actor_kind="human", content=ask),
+        ]
+        return _ledger(Trace(header=TraceHeader(trace_id="retail-prompt"), steps=steps), retail)
+
+    assert ledger("You are a retail agent.").tools_of(ask) == ()
+    assert ledger(prompt).tools_of(ask) == ("modify_user_address",)
+    assert ledger(prompt).tools_of("Ship it to my new shipping address instead, please.") == (
+        "modify_pending_order_address",
+    )

@@ -1,30 +1,38 @@
 """The request ledger: every customer request, the write it asks for, and its state over the run.
 
 A request is a sentence of a claimant's message that asks for a write the agent was given. The
-writes are the tools the policy's actions name (action rules, confirmations, requests) and the
-tools the trace declares (a ``tools`` list beside the messages: name, description, parameters);
-a sentence asks for a write when it names the tool by a word that tool alone has among the writes
-(its name's words, its description's and its parameters' where declared: ``cancel`` for
-``cancel_reservation``, ``bag`` for ``update_reservation_baggages``). Where a sentence names
-several, the one named by its action word (a tool name's first word: ``cancel``, ``book``)
-decides. No domain vocabulary is declared: the words are the tools' own.
+writes are the tools the policy's actions name (action rules, confirmations, requests); what the
+agent was told of them comes from the trace: a ``tools`` list (name, description, parameters), or
+the system prompt's line naming the tool. A sentence asks for a write when it names it by a word
+that write alone has among the writes (name and description words against the others' names and
+descriptions, parameter words against everything): its action word as a verb ("cancel my trip"
+for ``cancel_reservation``), another of its words as the customer's own thing, after a possessive,
+definite or numeral determiner ("my flight", "one checked bag"). Where only a word several writes
+share is named in a request with a modal ("could you change my reservation"), the request is for
+any of them, narrowed by each further thing named ("the items on my pending order"). A customer
+correcting a value a record holds ("it should be Briggs, not Brigs") asks for the write whose
+word names that value's field. No domain vocabulary is declared: the words are the tools' own.
 
-A sentence is no request when it is conditional (opens with a subordinator: "if that's not
-possible, I might cancel"), negated ("I don't want to cancel") or reports the past (a past
-participle: "my flight was cancelled").
+A sentence or clause asks for nothing when it opens with a subordinator ("if that's not possible,
+I might cancel"), is negated, states what is or was ("my flight was cancelled", "the reservation
+id is ..."), or is a question that opens with no modal ("do you have later flights?"); a word of
+a thing the records hold (a payment method's "certificate"), a word after "for" or after "of"
+("the sum of my certificates") names no write. The closed classes these rules read (subordinators,
+negators, modals, determiners, copulas) are grammar, not a domain's words.
 
 Each request's state over the run, from the steps after it:
 
-- *decided* by a write of its tool that went through;
+- *decided* by a write of its tool that went through (a restatement of a write already made is
+  decided by it);
 - *handed off* to a human (the policy's ``handoffs`` tool called);
-- *refused* with a stated reason (the agent answered it with a negated sentence: "cannot be
-  modified", "is not eligible");
-- *open* otherwise, and always when the run ends on the claimant's message that states it: nobody
-  answered it.
+- *refused* with a stated reason: a negated sentence of the agent once the record the request
+  concerns was read (or a write of its tool failed), in its first message since or naming the
+  request's tool by the customer's word; a refusal before any such fact states no policy reason;
+- *open* otherwise, and always when the run ends on the claimant's message that made it.
 
-A request for "all" ("every", "each", "both") of the items covers every item the records list:
-the keys of the request's record that another record read lists (a user's reservations). Items
-whose record was never read and never written stay open although others were decided.
+A request for "all" ("every", "each", "both") covers every item the records list beside a key of
+its record (a user's reservations) or the message names; items no write changed stay open although
+others were decided (items read count as decided when the agent stated a refusal).
 """
 
 from __future__ import annotations
@@ -105,9 +113,8 @@ class RequestLedger:
         self.facts = facts
 
     @cached_property
-    def _words(self) -> dict[str, tuple[set[str], set[str], set[str]]]:
-        """Each write tool's (action word, named words, parameter words): the first word of its
-        name; the rest of its name and its declared description; its declared parameters'."""
+    def _named_writes(self) -> list[str]:
+        """The write tools the policy's rules, confirmations and requests name (handoffs aside)."""
         policy = self.facts.policy
         names = {
             t
@@ -115,7 +122,13 @@ class RequestLedger:
             for r in group
             for t in r.tools
         }
-        return {name: self._words_of(name) for name in sorted(names - set(policy.handoffs))}
+        return sorted(names - set(policy.handoffs))
+
+    @cached_property
+    def _words(self) -> dict[str, tuple[set[str], set[str], set[str]]]:
+        """Each write tool's (action word, named words, parameter words): the first word of its
+        name; the rest of its name and its declared description; its declared parameters'."""
+        return {name: self._words_of(name) for name in self._named_writes}
 
     @cached_property
     def writes(self) -> dict[str, tuple[set[str], set[str]]]:
@@ -140,15 +153,17 @@ class RequestLedger:
         action = set(parts[:1])
         named = set(parts[1:])
         params: set[str] = set()
-        spec = self._declared().get(name)
+        spec = self._declared.get(name)
         if spec:
             named |= {w for w in _WORD.findall(str(spec.get("description", "")).lower()) if len(w) > 3}
             params = {p.lower() for k in spec.get("parameters", {}) for p in re.findall(r"[A-Za-z][a-z]*", k)}
         return action, named - action, params - action
 
+    @cached_property
     def _declared(self) -> dict[str, dict[str, Any]]:
-        """Tool specs the trace declares (OpenAI ``tools``, in the header or beside the messages:
-        name, description, parameters' properties)."""
+        """Tool specs the trace declares: OpenAI ``tools`` in the header or beside the messages
+        (name, description, parameters' properties), else the line of a system prompt that names
+        the tool ("cancel_reservation(reservation_id): cancel the whole trip")."""
         meta = self.facts.ctx.trace.header.metadata
         fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
         specs = meta.get("tools") or fields.get("tools") or []
@@ -159,6 +174,14 @@ class RequestLedger:
                 params = fn.get("parameters") or {}
                 props = params.get("properties") if isinstance(params, dict) else None
                 out[fn["name"]] = {"description": fn.get("description", ""), "parameters": props or {}}
+        system = [s.content for s in self.facts.steps if s.actor_kind is ActorKind.system]
+        for name in self._named_writes:
+            if name in out:
+                continue
+            pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w])")
+            line = next((ln for text in system for ln in text.splitlines() if pattern.search(ln)), None)
+            if line is not None:
+                out[name] = {"description": pattern.sub(" ", line), "parameters": {}}
         return out
 
     def tools_of(self, sentence: str) -> tuple[str, ...]:

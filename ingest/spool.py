@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ingest.limits import max_document_bytes, size_text, too_large
+from ingest.limits import ENV, max_document_bytes, size_text, too_large
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _CHUNK = 1 << 20
@@ -65,12 +65,14 @@ def copy_limited(source: BinaryIO, target: BinaryIO, where: str) -> None:
     while chunk := source.read(min(_CHUNK, limit + 1 - copied)):
         copied += len(chunk)
         if copied > limit:
-            raise too_large(
+            refused = too_large(
                 "the input (read once, and copied whole before it is checked)",
                 f"more than {size_text(limit)}",
                 limit,
                 path=where,
             )
+            refused.hint = f"give a file by its path, which is read document by document, or raise {ENV}"
+            raise refused
         target.write(chunk)
 
 

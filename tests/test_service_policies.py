@@ -130,6 +130,38 @@ def test_two_policies_of_one_name_are_refused(tmp_path: Path) -> None:
     assert "b.yaml, field 'name': policy name 'airline' is declared by two files" in str(err.value)
 
 
+def test_an_upload_naming_no_policy_gets_the_one_the_selector_picks(tmp_path: Path) -> None:
+    """POST /api/audit without `policy`: the server's selector reads the stored trace's header."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from auditor.server import ServerConfig, create_app
+    from auditor.server.tokens import create_token
+    from auditor.store import open_store
+
+    shutil.copy(AIRLINE_POLICY, tmp_path / "airline.yaml")
+    shutil.copy(RETAIL_POLICY, tmp_path / "retail.yaml")
+    (tmp_path / "selector.yaml").write_text(
+        "version: 1\nby: header.metadata.importer\nchoose: {openai-chat: airline}\n"
+    )
+    store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
+    token = create_token(store, "agent", ["ingest", "read"])[0]
+    with TestClient(create_app(ServerConfig(policy=str(tmp_path)), store=store)) as client:
+        auth = {"Authorization": f"Bearer {token}"}
+        r = client.post(
+            "/api/audit",
+            params={"filename": AIRLINE_RUN.name},
+            content=AIRLINE_RUN.read_bytes(),
+            headers=auth,
+        )
+        assert r.status_code == 201, r.text
+        [result] = r.json()["results"]
+        report = client.get(f"/api/reports/{result['report_id']}", headers=auth).json()
+    assert report["policy"] == {"name": "airline", "digest": load_policy(AIRLINE_POLICY).digest}
+    assert any(f["policy_rule"] == "cancel-eligibility" for f in report["findings"])
+    store.close()
+
+
 @pytest.mark.parametrize(
     "command", [["serve", "--port", "0"], ["stream", "workers", "--bootstrap", "127.0.0.1:1"]]
 )

@@ -1,10 +1,12 @@
 """The model gateway: every model call goes through litellm, so any model it knows works by name
-(``openai/…``, ``anthropic/…``, ``hosted_vllm/…``, ``ollama/…``), plus ``local/<model>`` (in-process
-transformers, default SmolLM2) and ``replay/<cassette>`` (recorded responses, for tests).
+(``openai/…``, ``anthropic/…``, ``hosted_vllm/…``, ``ollama/…``), plus ``local/<model>`` (transformers
+in a child process, default SmolLM2: ``auditor.local_worker``) and ``replay/<cassette>`` (recorded
+responses, for tests).
 
-Each attempt is bounded by ``timeout`` (litellm's, or the local model's generation time limit),
-and a failed attempt is retried on the errors litellm retries; ``budget_s`` bounds the whole call,
-retries included, so a caller with a wall-time budget never waits past it. Each call is accounted
+Each attempt is bounded by ``timeout`` (litellm's, or the local model's deadline, loading and
+prefill included), and a failed attempt is retried on the errors litellm retries; ``budget_s``
+bounds the whole call, retries and litellm's first import included, so a caller with a wall-time
+budget never waits past it. Each call is accounted
 (tokens, cost, latency) and handed to an optional recorder, which the agent turns into events. API
 keys come from the environment and are never logged or stored.
 """

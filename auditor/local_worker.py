@@ -4,10 +4,13 @@ doing.
 Loading the model (importing torch, de-quantising the GGUF file) takes 15-30 s on a busy CPU and
 cannot be interrupted; a thread left loading cannot be abandoned safely either (it dies with the
 interpreter inside C++ code). A child process can: the caller waits for a reply until the
-deadline plus ``GRACE_S``, then kills the child. The child stops on its own at the deadline
-(``auditor.local_generate``), answers what it has, and stays loaded for the next call; it is
-killed only while loading or when a chunk overruns. Run as ``python -m auditor.local_worker NAME``;
-it speaks JSON lines on its stdin and on the stdout it had at start (its own prints go to stderr).
+deadline (plus ``GRACE_S`` once the model is loaded) and returns. The child stops on its own at
+the deadline (``auditor.local_generate``), answers what it has, and stays loaded for the next
+call; it is killed when a request overruns, and left loading when the load does (a retry, or the
+next audit, finds it further on). At exit every child is killed.
+
+Run as ``python -m auditor.local_worker NAME``; the child speaks JSON lines on its stdin and on
+the stdout it had at start (its own prints go to stderr).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class LocalWorker:
         self.name = name
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
+        self._ready = False  # the child said it has loaded the model
         self._lock = threading.Lock()
 
     def generate(
@@ -52,7 +56,9 @@ class LocalWorker:
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
-                self._answer(deadline, "loading the model", grace=0.0)  # it cannot stop on its own
+            if not self._ready:  # a child left loading by an earlier call goes on loading
+                self._answer(deadline, "loading the model", grace=0.0, kill=False)
+                self._ready = True
             request = {"chat": chat, "max_new_tokens": max_new_tokens, "deadline": deadline}
             assert self._proc is not None and self._proc.stdin is not None
             self._proc.stdin.write(json.dumps(request).encode() + b"\n")
@@ -64,7 +70,7 @@ class LocalWorker:
         if self._proc is not None:
             self._proc.kill()
             self._proc.wait()
-            self._proc, self._buffer = None, b""
+            self._proc, self._buffer, self._ready = None, b"", False
 
     def _start(self) -> None:
         root = str(Path(__file__).resolve().parents[1])  # the child imports this very package
@@ -79,17 +85,20 @@ class LocalWorker:
             env=env,
             bufsize=0,
         )
-        self._buffer = b""
+        self._buffer, self._ready = b"", False
 
-    def _answer(self, deadline: float | None, phase: str, grace: float) -> dict[str, Any]:
-        """The child's next line, waited for until ``deadline + grace``; else the child is killed."""
+    def _answer(self, deadline: float | None, phase: str, grace: float, kill: bool = True) -> dict[str, Any]:
+        """The child's next line, waited for until ``deadline + grace``. Past that, a child busy
+        with a request is killed (its late reply would answer the next one); a loading child is
+        left to load for the next call, since a retry would otherwise start it from zero."""
         assert self._proc is not None and self._proc.stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(self._proc.stdout, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 wait = None if deadline is None else deadline + grace - time.monotonic()
                 if wait is not None and (wait <= 0 or not selector.select(wait)):
-                    self.stop()
+                    if kill:
+                        self.stop()
                     raise LocalModelStopped(phase)
                 chunk = os.read(self._proc.stdout.fileno(), 1 << 16)
                 if not chunk:

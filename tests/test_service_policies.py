@@ -294,8 +294,9 @@ def test_post_api_audit_naming_an_unknown_policy_is_a_400_listing_the_known(
 @pytest.mark.slow
 @pytest.mark.kafka
 def test_a_kafka_collector_and_stream_workers_get_the_findings_of_review_policy(
-    policy_dir: Path, reviewed: dict[str, Any], tmp_path: Path
+    policy_dir: Path, reviewed: dict[str, Any], tmp_path: Path, store_url: str
 ) -> None:
+    """On SQLite and PostgreSQL: the selector reads service.name from the stored spans."""
     pytest.importorskip("kafka")
     from kafka import KafkaProducer
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -311,7 +312,7 @@ def test_a_kafka_collector_and_stream_workers_get_the_findings_of_review_policy(
 
     bootstrap = kafka_bootstrap()
     t = new_topics(bootstrap, 1, "steps", "dlq", "closed", "reports", "alerts")
-    url = f"sqlite:///{tmp_path / 'auditor.db'}"
+    url = store_url
     store = open_store(url)
     memory = InMemorySpanExporter()
     tid = run_airline_agent(provider(SimpleSpanProcessor(memory), service="airline-support"))

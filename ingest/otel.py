@@ -42,7 +42,7 @@ from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
 from ingest.genai_legacy import legacy_messages
 from ingest.jsonstream import top_level_kind
-from ingest.span_history import Call, History, Message, message_drafts, role_of
+from ingest.span_history import Call, History, Message, is_tool_result, message_drafts
 from ingest.spans import Span, decoded, read_spans, require_steps
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
@@ -301,7 +301,8 @@ class OTelGenAIImporter:
         parent_agent = agent_of(by_id.get(span.parent_id or ""))
         base = span_base(span, operation=op)
         if op == "invoke_agent":
-            for m in system_messages(span):
+            system, given = system_messages(span), messages(span, "input")
+            for m in system:
                 yield (
                     False,
                     {
@@ -312,10 +313,8 @@ class OTelGenAIImporter:
                         "content": text_of(m),
                     },
                 )
-            history.note(
-                [n for m in [*system_messages(span), *messages(span, "input")] for n in to_messages(m)]
-            )
-            for m in messages(span, "input"):
+            history.note([n for m in [*system, *given] for n in to_messages(m)])
+            for m in given:
                 role = m.get("role")
                 yield (
                     False,
@@ -397,7 +396,7 @@ class OTelGenAIImporter:
                     answered.add(str(draft.get("_link")))
                 yield False, draft
             for m in inputs:  # a result only a later call's input shows: no tool span gave it
-                if role_of(m) in ("tool", "function") and m.call_id and m.call_id not in answered:
+                if is_tool_result(m) and m.call_id and m.call_id not in answered:
                     answered.add(m.call_id)
                     yield from ((False, d) for d in message_drafts(m, actor, base, history.tool_names))
             said = [n for m in outputs for n in to_messages(m)]

@@ -84,6 +84,11 @@ def role_of(m: Message) -> str:
     return m.role.lower() if isinstance(m.role, str) else ""
 
 
+def is_tool_result(m: Message) -> bool:
+    """Whether the message is a tool's result (a tool role, whichever name the convention uses)."""
+    return role_of(m) in _TOOL
+
+
 def message_drafts(
     m: Message, actor: str, base: dict[str, Any], tool_names: dict[str, str]
 ) -> Iterator[dict[str, Any]]:

@@ -8,9 +8,12 @@ to the one before it.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
@@ -27,6 +30,7 @@ from schemas.events import NewEvent, RecordedEvent
 
 DEFAULT_STORE_URL = "sqlite:///auditor.db"
 _READ_BATCH = 2000
+_KEEP_WRITER_S = 300.0  # as the pool recycles its connections
 
 
 def resolve_url(url: str | None) -> str:
@@ -53,6 +57,9 @@ class EventStore:
         guards were dropped or altered is refused unless ``require_guards`` is False, which only
         inspection and repair (``store verify``, ``store guard``, ``store upgrade``) pass."""
         self.url = resolve_url(url)
+        self._writer: Any = None  # the kept writer connection (see _write_connection)
+        self._writer_since = 0.0
+        self._writer_lock = threading.Lock()
         self.recorder = recorder_for(self.url)
         try:
             self.engine = self.recorder.make_engine(self.url)
@@ -92,25 +99,56 @@ class EventStore:
             yield conn
 
     def close(self) -> None:
+        self._drop_writer()
         if hasattr(self, "engine"):
             self.engine.dispose()
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        """A write transaction holding the append lock, on a driver connection of its own:
-        committed when the block ends, rolled back when it raises (see transaction.py)."""
-        raw = self.engine.raw_connection()
-        try:
+        """A write transaction holding the append lock, on a driver connection: committed when
+        the block ends, rolled back when it raises (see transaction.py)."""
+        with self._write_connection() as raw:
             cur = raw.cursor()
-            self.recorder.begin(cur)
-            self.recorder.lock(cur)
-            yield Transaction(self.recorder, cur)
-            raw.commit()
-        except BaseException:
-            raw.rollback()
-            raise
+            try:
+                self.recorder.begin(cur)
+                self.recorder.lock(cur)
+                yield Transaction(self.recorder, cur)
+                raw.commit()
+            except BaseException:
+                raw.rollback()
+                raise
+
+    @contextmanager
+    def _write_connection(self) -> Iterator[Any]:
+        """The store's writer connection, kept between transactions: a pool checkout and return
+        cost as much as a small append. A second writer meanwhile (another thread, or a
+        transaction opened inside one) takes a pooled connection, as before, and waits on the
+        database's lock. A connection whose transaction failed, or older than ``_KEEP_WRITER_S``,
+        is not kept."""
+        if not self._writer_lock.acquire(blocking=False):
+            raw = self.engine.raw_connection()
+            try:
+                yield raw
+            finally:
+                raw.close()
+            return
+        try:
+            now = time.monotonic()
+            if self._writer is None or now - self._writer_since > _KEEP_WRITER_S:
+                self._drop_writer()
+                self._writer, self._writer_since = self.engine.raw_connection(), now
+            try:
+                yield self._writer
+            except BaseException:
+                self._drop_writer()
+                raise
         finally:
-            raw.close()
+            self._writer_lock.release()
+
+    def _drop_writer(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
 
     @contextmanager
     def reading(self) -> Iterator[Reader]:

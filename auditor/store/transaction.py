@@ -90,7 +90,7 @@ class Transaction(Reader):
         version, position, prev = self._cur.fetchone()
         if expected_version is not None and version != expected_version:
             raise ConcurrencyError(stream_id, expected_version, version)
-        encoded: list[EncodedEvent] = []
+        encoded: list[tuple] = []  # EncodedEvent's fields, as a plain tuple (the hot path)
         kept: list[NewEvent] = []
         seen: set[str] = set()
         for e in fresh:
@@ -102,9 +102,7 @@ class Transaction(Reader):
             version += 1
             metadata_json = compact_json(e.metadata) if e.metadata else "{}"
             payload_json = compact_json(e.payload)
-            encoded.append(
-                EncodedEvent(stream_id, version, e.type, payload_json, metadata_json, key, e.schema_version)
-            )
+            encoded.append((stream_id, version, e.type, payload_json, metadata_json, key, e.schema_version))
             kept.append(e)
         chained = self._chain(encoded, (position, prev or GENESIS_HASH))
         out = [
@@ -130,8 +128,9 @@ class Transaction(Reader):
         last = self._cur.fetchone()
         self._chain(encoded, (last[0], last[1]) if last else (0, GENESIS_HASH))
 
-    def _chain(self, encoded: Iterable[EncodedEvent], head: tuple[int, str]) -> list[tuple]:
-        """Chain the events after ``head`` (the last stored position and hash), insert them and
+    def _chain(self, encoded: Iterable[tuple], head: tuple[int, str]) -> list[tuple]:
+        """Chain the events after ``head`` (the last stored position and hash; ``encoded``: the
+        fields of EncodedEvents, in their order), insert them and
         check that the table holds what was written: a trigger that skips an insert (SQLite
         ``RAISE(IGNORE)``, a PostgreSQL trigger returning NULL) or a rule that replaces it raises
         no error of its own, and an append reported done for an event not stored would let

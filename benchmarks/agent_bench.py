@@ -8,15 +8,25 @@ measure the loop's cost and the validator's hold on a weak model, not audit qual
 
 Run: python benchmarks/agent_bench.py [--per-world 1] [--worlds A1,D1] [--model local/smollm2]
      [--reviewer local/smollm2] [--max-tool-calls 6] [--max-output-tokens 192]
+
+With --wall-budget, the wall-time budget's figure instead: one real trace (default: the frozen MAST
+MetaGPT record) audited with the local model at each --budgets value, cold (the model's process
+not yet loaded) and warm, printing the seconds asked against the audit's measured wall time (from
+the start of run_agent_audit, after litellm's and LangGraph's one-time imports), the prompt tokens
+cut to fit and how the audit ended; --plot FILE draws it (PNG).
+     python benchmarks/agent_bench.py --wall-budget [--budgets 1,2,4,8,16] [--trace PATH] [--plot FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from statistics import mean
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -24,6 +34,7 @@ from rich.progress import Progress
 
 from auditor.agent.ablation import run_ablation
 from auditor.agent.loop import Budget
+from auditor.llm import complete
 from auditor.store import open_store
 from schemas import GraphMode, LabelsRecord, Trace
 from worlds import list_worlds, quick_cohort
@@ -44,6 +55,75 @@ def share(k: int, n: int) -> str:
     return f"{k}/{n} ({k / n:.0%})" if n else "—"
 
 
+MAST_METAGPT = (
+    Path(__file__).resolve().parents[1] / "tests/fixtures/real/mast/09_Round2_MetaGPT_ProgramDev.json"
+)
+
+
+def timed_audit(trace: Trace, seconds: float, store: Any) -> tuple[float, int, str]:
+    """One local audit under ``seconds``: its wall time, the prompt tokens cut, how it ended."""
+    from auditor.agent import run_agent_audit
+    from auditor.agent.loop import audit_stream
+
+    started = time.perf_counter()
+    report = run_agent_audit(trace, "local/smollm2", store=store, budget=Budget(max_seconds=seconds))
+    wall = time.perf_counter() - started
+    events = store.read_stream(audit_stream("aud-" + report.report_id[4:]))
+    cut = sum(e.payload.get("prompt_cut_tokens", 0) for e in events if e.type == "ModelCalled")
+    ended = next(
+        (n.split(";")[0].split(":")[0] for n in report.notes if n.startswith("budget exhausted")), "finished"
+    )
+    ended += " mid-reply" if any("mid-reply" in n for n in report.notes) else ""
+    return wall, cut, ended
+
+
+def wall_budget_figure(path: Path, budgets: list[float], plot: Path | None) -> None:
+    """Seconds asked vs measured, cold and warm (issue 31 item 9)."""
+    from auditor.agent.loop import load_libraries
+    from auditor.local_worker import GRACE_S, worker
+    from auditor.review import read_traces
+
+    [(trace, _, importer)] = list(read_traces(path, "auto"))
+    load_libraries()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for state in ("cold", "warm"):
+            for seconds in budgets:
+                if state == "cold":
+                    worker("smollm2").stop()
+                else:  # loaded once, outside any budget
+                    complete("local/smollm2", [{"role": "user", "content": "Hello"}], max_tokens=1)
+                store = open_store(f"sqlite:///{tmp}/{state}-{seconds:g}.db")
+                rows.append((state, seconds, *timed_audit(trace, seconds, store)))
+                store.close()
+    print(
+        f"\n{path.name} ({importer}, {len(trace.steps)} steps), local/smollm2, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}; stated tolerance: asked + {GRACE_S + 0.5:g} s"
+    )
+    print(f"{'model':6} {'asked s':>8} {'measured s':>11} {'over s':>7} {'prompt cut':>11}  ended")
+    for state, seconds, wall, cut, ended in rows:
+        print(f"{state:6} {seconds:8g} {wall:11.2f} {wall - seconds:+7.2f} {cut:11d}  {ended}")
+    if plot is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5, 4))
+        ax.plot(budgets, budgets, color="grey", linestyle="--", label="asked")
+        ax.fill_between(budgets, budgets, [b + GRACE_S + 0.5 for b in budgets], color="grey", alpha=0.15,
+                        label="stated tolerance")  # fmt: skip
+        for state, marker in (("cold", "o"), ("warm", "s")):
+            ax.plot(budgets, [r[2] for r in rows if r[0] == state], marker=marker, label=f"measured, {state}")
+        ax.set(
+            xlabel="--max-seconds asked", ylabel="audit wall time (s)", title="Auditor Agent, local/smollm2"
+        )
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=120)
+        print(f"wrote {plot}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -56,7 +136,14 @@ def main() -> None:
     parser.add_argument("--max-tool-calls", type=int, default=6)
     parser.add_argument("--max-output-tokens", type=int, default=192)
     parser.add_argument("--max-seconds", type=float, default=300.0)
+    parser.add_argument("--wall-budget", action="store_true", help="the wall-time budget's figure instead")
+    parser.add_argument("--budgets", default="1,2,4,8,16", help="--wall-budget: seconds asked")
+    parser.add_argument("--trace", type=Path, default=MAST_METAGPT, help="--wall-budget: the trace")
+    parser.add_argument("--plot", type=Path, help="--wall-budget: write the figure here (PNG)")
     args = parser.parse_args()
+    if args.wall_budget:
+        wall_budget_figure(args.trace, [float(b) for b in args.budgets.split(",")], args.plot)
+        return
     bundles = cohort(args.worlds.split(","), args.per_world, args.seed)
     budget = Budget(
         max_tool_calls=args.max_tool_calls,

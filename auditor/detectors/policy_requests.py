@@ -111,17 +111,18 @@ def _left_open(facts: PolicyFacts, entries: list[Entry]) -> FindingDraft | None:
     names = ", ".join(_name(facts, e) for e in kinds)
     units = [ctx.unit(e.request.step.step_id, e.request.sentence) for e in kinds]
     units.append(_first_line(facts, end))
+    items = sorted({i for e in kinds for i in e.open_items})
+    state = "neither carried out, refused, nor passed on"
     if any(e.request.pos > replies[-1] for e in kinds):
         how = "the run ended on the customer's message that asked, unanswered"
+    elif items:
+        state = "carried out in part"
+        how = f"asked for all of them, no write changed {', '.join(items)}, which the records list"
     else:
         handoff = ", ".join(facts.policy.handoffs) or "no handoff tool declared"
         how = (
-            f"no write of it went through, it was not handed to a human ({handoff}) and no refusal was stated"
-        )
-    items = sorted({i for e in kinds for i in e.open_items})
-    if items:
-        how += (
-            f"; asked for all of them, {', '.join(items)} listed in the records were neither read nor changed"
+            f"no write of it went through, it was not handed to a human ({handoff}) and no refusal "
+            "on a record read was stated"
         )
     return FindingDraft(
         risk_class=RiskClass.policy_violation,
@@ -130,8 +131,7 @@ def _left_open(facts: PolicyFacts, entries: list[Entry]) -> FindingDraft | None:
         first_anomalous_step=end.step_id,
         responsible_participant=end.actor,
         mechanism=(
-            f"The customer asked ({names}); {how}: the run ended at {end.step_id} with the request "
-            "neither carried out, refused, nor passed on."
+            f"The customer asked ({names}); {how}: the run ended at {end.step_id} with the request {state}."
         ),
         propagation_path=[
             *(PropagationHop(step_id=e.request.step.step_id, note="the request") for e in kinds),
@@ -155,7 +155,10 @@ def _left_open(facts: PolicyFacts, entries: list[Entry]) -> FindingDraft | None:
 
 def _name(facts: PolicyFacts, entry: Entry) -> str:
     kind = _kind(facts, entry.request.tools)
-    return kind.id if kind is not None else " or ".join(entry.request.tools)
+    if kind is not None:
+        return kind.id
+    tools = entry.request.tools
+    return tools[0] if len(tools) == 1 else f"one of {', '.join(tools)}"
 
 
 def _named_keys(facts: PolicyFacts, ledger: RequestLedger, kind: RequestKind, req: Request) -> list[str]:

@@ -556,7 +556,11 @@ class TestRunFacts:
                 runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
             elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
                 bad = int(code not in (0, None) or bool(_TRACEBACK.search(out.content)))
-                line = next((ln for ln in command.splitlines() if ln.strip()), command)
+                heads = [ln for ln in _head_lines(command).splitlines() if ln.strip()] or [command]
+                line = next(  # the line that runs it (a heredoc writing the script comes first)
+                    (ln for ln in reversed(heads) if any(_script(w)[0] or _program(w) for w in _words(ln))),
+                    heads[0],
+                )
                 runs.append(TestRun(pos, result, "script", command, line.strip(), bad, 1 - bad, (), code))
         return runs
 

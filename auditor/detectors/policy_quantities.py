@@ -229,7 +229,7 @@ def _relied(
     steps = facts.steps
     claim = next(
         (
-            (s, v)
+            (s, v, sentence.strip())
             for s in steps
             if s.kind is StepKind.message and facts.is_claimant(s)
             for v in sorted(others)
@@ -240,7 +240,7 @@ def _relied(
     )
     if claim is None:
         return None
-    claim_step, claimed = claim
+    claim_step, claimed, claim_sentence = claim
     said = None
     for pos in range(record.pos + 1, len(steps)):
         s = steps[pos]
@@ -265,9 +265,7 @@ def _relied(
     if field_unit is None:
         return None
     units = [
-        ctx.unit(
-            claim_step.step_id, ctx.sentence_around(claim_step.step_id, _first(claim_step.content, claimed))
-        ),
+        ctx.unit(claim_step.step_id, claim_sentence),
         field_unit,
         ctx.unit(step.step_id, sentence),
     ]
@@ -312,9 +310,3 @@ def _relied(
         confidence=0.5,
         failure_mode="3.2",
     )
-
-
-def _first(text: str, value: str) -> str:
-    """The claimed value as the text writes it (its first occurrence, any case)."""
-    m = re.search(re.escape(value.replace("_", " ")), text.replace("_", " "), re.IGNORECASE)
-    return text[m.start() : m.end()] if m else value

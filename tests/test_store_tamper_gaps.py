@@ -70,7 +70,10 @@ def test_a_swallowing_trigger_or_rule_is_refused_at_open_named_by_verify_and_rem
     assert revoked.returncode == 2 and "keep_tokens" in revoked.stderr  # never exit 0
     guarded = run(["--store", store_url, "store", "guard"], tmp_path)
     assert guarded.returncode == 0 and "restored: keep_tokens" in guarded.stdout
-    assert run(["--store", store_url, "store", "verify"], tmp_path).returncode == 0
+    verified = run(["--store", store_url, "store", "verify"], tmp_path)
+    assert verified.returncode == 0 and "keep_tokens" not in verified.stdout
+    guards = "events_refuse_change" if dialect == "postgresql" else "events_refuse_overwrite"
+    assert f"trigger {guards}" in verified.stdout and "no other trigger or rule on events" in verified.stdout
 
 
 @pytest.mark.parametrize("how", ["swallow", "skip trigger"])

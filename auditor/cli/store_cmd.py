@@ -75,7 +75,10 @@ def _verified_or_exit(store, checkpoints: Path | None, key_file: Path | None, wh
 
 def _print_report(report, checkpoints: Path | None) -> None:  # type: ignore[no-untyped-def]
     if report.ok:
-        console.print(f"[green]ok[/green]: {report.checked} events, hash chain intact, guards in place")
+        console.print(
+            f"[green]ok[/green]: {report.checked} events, hash chain intact, guards in place "
+            f"({', '.join(report.on_events)}; no other trigger or rule on events)"
+        )
         if report.anchor is not None:
             plural = "" if report.checkpoints == 1 else "s"
             console.print(

@@ -131,6 +131,19 @@ def check_guards(conn: Connection, applied: Collection[str] | None = None) -> li
     return problems
 
 
+def on_events(conn: Connection) -> list[str]:
+    """Every trigger (and, PostgreSQL, rule) on the event table, named: what verify lists."""
+    if conn.dialect.name == "postgresql":
+        query = (
+            "SELECT 'trigger ' || tgname FROM pg_trigger WHERE tgrelid = to_regclass('events') "
+            "AND NOT tgisinternal UNION ALL SELECT 'rule ' || rulename FROM pg_rewrite "
+            "WHERE ev_class = to_regclass('events') AND rulename <> '_RETURN'"
+        )
+    else:
+        query = "SELECT 'trigger ' || name FROM sqlite_master WHERE type = 'trigger' AND lower(tbl_name) = 'events'"
+    return sorted(conn.execute(text(query)).scalars())
+
+
 def _check_postgres(conn: Connection) -> list[GuardProblem]:
     rows = conn.execute(
         text(

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
 from auditor.store.eventstore import EventStore
-from auditor.store.guards import GuardProblem, check_guards
+from auditor.store.guards import GuardProblem, check_guards, on_events
 from auditor.store.hashing import GENESIS_HASH, event_hash
 from auditor.store.tables import events
 
@@ -40,6 +40,7 @@ class ChainReport:
     checkpoints: int = 0
     guard_problems: tuple[GuardProblem, ...] = ()
     schema_damage: str | None = None  # the store's version table holds no single revision
+    on_events: tuple[str, ...] = ()  # every trigger and rule on the events table, when all are guards
 
     @property
     def chain_ok(self) -> bool:
@@ -162,6 +163,7 @@ def verify_chain(
         )
     with store.engine.connect() as conn:
         problems = check_guards(conn, store.schema.applied)
+        found = tuple(on_events(conn))
     reasons = []
     if lost := [str(p) for p in problems if not p.unknown]:
         reasons.append("append-only guard lost: " + "; ".join(lost))
@@ -171,7 +173,7 @@ def verify_chain(
         reasons.append(f"the store's schema revision was removed or changed: {damage}")
     if reasons:
         return report(checked, None, "; ".join(reasons), problems, damage)
-    return report(checked)
+    return replace(report(checked), on_events=found)
 
 
 _INTEGER = ("global_position", "stream_version", "schema_version")

@@ -217,7 +217,17 @@ def _id(rec: dict[str, Any], paths: tuple[tuple[str, ...], ...], what: str) -> s
     if value is None:
         tried = ", ".join(".".join(p) for p in paths)
         raise KeyError(f"no {what} ({tried})")
-    return str(value)
+    return _bare(value)
+
+
+_HEX_PREFIXED = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _bare(value: Any) -> str:
+    """An id as OTLP writes it: the SDK's console exporter prefixes trace and span ids with
+    ``0x``, and the same run read from that file must be the trace OTLP delivered."""
+    text = str(value)
+    return text[2:] if _HEX_PREFIXED.fullmatch(text) else text
 
 
 def is_attribute_record(rec: dict[str, Any]) -> bool:
@@ -250,9 +260,9 @@ def _record_span(
     resource = rec.get("resource")
     kind = rec.get("span_kind", rec.get("kind"))
     return Span(
-        trace_id=str(_at(rec, _TRACE_ID) or trace_id or _id(rec, _TRACE_ID, "trace id")),
+        trace_id=_bare(_at(rec, _TRACE_ID) or trace_id or _id(rec, _TRACE_ID, "trace id")),
         span_id=_id(rec, _SPAN_ID, "span id"),
-        parent_id=str(_at(rec, _PARENT_ID) or parent_id or "") or None,
+        parent_id=_bare(_at(rec, _PARENT_ID) or parent_id or "") or None,
         name=str(rec.get("name") or rec.get("span_name") or ""),
         start=_start(_at(rec, _START)),
         attrs={

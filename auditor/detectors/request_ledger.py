@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from auditor.detectors.policy_facts import PolicyFacts
 from schemas import ActorKind, StepKind, TraceStep
@@ -48,7 +48,7 @@ from schemas import ActorKind, StepKind, TraceStep
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 # closed grammatical classes: subordinators that open a condition, negators, universal quantifiers
-_CONDITIONAL = {"if", "unless", "whether", "otherwise", "in case"}
+_CONDITIONAL = {"if", "unless", "whether", "otherwise"}
 _NEGATION = re.compile(r"\b(?:not|never|neither|nor|cannot|unable|no longer)\b|n't\b", re.IGNORECASE)
 _COPULA = {"is", "are", "am"}
 _EVERY = {"all", "every", "each", "both"}
@@ -57,7 +57,7 @@ _MODAL = {"can", "could", "will", "would", "shall", "should", "may", "might", "m
 # possessives, demonstratives, the definite article and numerals: "my flight", "one checked bag"
 _DETERMINER = {"my", "our", "the", "this", "that", "these", "those", "one", "two", "three", "another"}
 _ASKS = {"do", "does", "did", "is", "are", "what", "which", "when", "where", "how", "why", "who"}
-STATES = ("decided", "handed_off", "refused", "open")
+State = Literal["decided", "handed_off", "refused", "open"]
 
 
 @lru_cache(maxsize=1 << 16)
@@ -101,7 +101,7 @@ class Entry:
     ``open_items`` the listed items an "all" request left untouched."""
 
     request: Request
-    state: str
+    state: State
     at: TraceStep | None
     open_items: tuple[str, ...] = ()
 
@@ -149,6 +149,7 @@ class RequestLedger:
         return own
 
     def _words_of(self, name: str) -> tuple[set[str], set[str], set[str]]:
+        """One write's (action word, named words, parameter words), before any is compared."""
         parts = [p.lower() for p in re.findall(r"[A-Za-z][a-z]*", name)]
         action = set(parts[:1])
         named = set(parts[1:])

@@ -55,6 +55,7 @@ class PolicyQuantityDetector:
 
 # -- the charge against the quote ---------------------------------------------------------------
 def _charge(facts: PolicyFacts, call: Call, writes: list[str]) -> FindingDraft | None:
+    """The write's computed charge against the proposal its customer accepted (module doc)."""
     after = _returned(facts, call)
     if after is None:
         return None
@@ -226,6 +227,8 @@ def _says(text: str, value: str) -> bool:
 def _relied(
     facts: PolicyFacts, record: Record, field: str, held: str, others: set[str], writes: set[str]
 ) -> FindingDraft | None:
+    """The customer's claim of another value of ``field`` than the record's, repeated by the agent
+    as a fact after the record was read; None when nobody claimed or the agent kept to the record."""
     steps = facts.steps
     claim = next(
         (

@@ -108,15 +108,15 @@ def test_a_warm_model_reads_a_prompt_cut_to_the_budget_and_stops_there(sqlite_st
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_prompt_longer_than_the_time_left_can_read_is_cut_to_fit() -> None:
-    """The whole MAST record (1,614 tokens) in a 3 s call: half the time is kept for the
-    reply, and at any CPU's prefill rate the rest reads only part of it."""
+    """The MAST record four times over (6,456 tokens) in a 3 s call: half the time is kept for the
+    reply, and a CPU would need over 5,000 tokens/s of prefill to read the rest whole."""
     _smollm2_installed()
     from auditor.agent.loop import load_libraries
     from auditor.llm import complete
 
     load_libraries()
     complete("local/smollm2", [{"role": "user", "content": "Hello"}], max_tokens=1)  # load, no budget
-    ask = [{"role": "user", "content": "What went wrong in this trace?\n" + MAST_METAGPT.read_text()}]
+    ask = [{"role": "user", "content": "What went wrong in these traces?\n" + MAST_METAGPT.read_text() * 4}]
     started = time.perf_counter()
     result = complete("local/smollm2", ask, max_tokens=256, budget_s=3.0)
     wall = time.perf_counter() - started

@@ -313,6 +313,17 @@ def load_trace(store: EventStore, trace_id: str) -> Trace:
     return Trace(header=header, steps=steps)
 
 
+def as_stored(header: TraceHeader, steps: Iterable[TraceStep]) -> Trace:
+    """The trace ``load_trace`` rebuilds once ``write_traces`` has stored these models, made
+    without reading the store: each part goes through the JSON form its event holds, so what that
+    form changes (a tuple, a non-finite number) changes here alike."""
+    lean = LeanSteps()
+    return Trace(
+        header=TraceHeader.model_validate(header.model_dump(mode="json")),
+        steps=[lean.step(s.model_dump(mode="json")) for s in steps],
+    )
+
+
 def load_labels(store: EventStore, trace_id: str) -> LabelsRecord | None:
     """The sidecar labels of a trace, for evaluation harnesses only (never for an audit)."""
     record = None

@@ -4,10 +4,10 @@ Workers read closed-trace notices (published by the ingestion consumer after the
 ``TraceClosed`` event is stored) as a consumer group, so partitions spread over workers. For each
 notice: audit the trace with the configured engine (which files the report in the store), publish
 the report to the reports topic and each finding at or above the alert severity to the alerts topic,
-record ``AuditCompleted`` (or ``AuditFailed``) in ``audit-{trace_id}``, then commit the offset. A
-notice re-delivered after the marker is skipped; one re-delivered before it re-runs a deterministic
-audit, whose report the store de-duplicates, and publishes the report again (downstream readers
-de-duplicate by ``report_id``).
+record ``AuditCompleted`` (or ``AuditFailed``) in ``audit-{trace_id}`` (``auditor.audit_runs``, as
+the OTLP receiver's in-process audit does), then commit the offset. A notice re-delivered after the
+marker is skipped; one re-delivered before it re-runs a deterministic audit, whose report the store
+de-duplicates, and publishes the report again (downstream readers de-duplicate by ``report_id``).
 """
 
 from __future__ import annotations
@@ -16,41 +16,34 @@ import gc
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from auditor.errors import InputError, StoreError, VerificationFailed
+from auditor.audit_runs import AuditFn, AuditRecorder, AuditRun, Outcome
+from auditor.errors import InputError, VerificationFailed
 from auditor.policy_selection import PolicySet, load_policies
 from auditor.store import EventStore
 from auditor.store.checkpoint import CheckpointSettings, take_checkpoint
 from ingest.stream_loop import BatchLoop, Polled, batch_producer, group_consumer, wait_sent
 from ingest.stream_metrics import LATENCY_BUCKETS, Metrics, loop_metrics
-from schemas.events import NewEvent
-from schemas.report import Severity
-
-AuditFn = Callable[[EventStore, str], dict[str, Any]]
-"""An engine for workers: audit the stored trace, file its report in the store, return the report."""
+from schemas.report import AuditReport, Severity
+from schemas.trace import Trace
 
 SEVERITY_ORDER = list(Severity)
 log = logging.getLogger(__name__)
 
 
-def rules_audit(store: EventStore, trace_id: str, policies: PolicySet | None = None) -> dict[str, Any]:
+def rules_audit(store: EventStore, trace: Trace, policies: PolicySet | None = None) -> AuditReport:
     """The embedded rules engine, exactly as ``auditor review`` runs it (validated, then filed),
     under the policy ``policies`` chooses for the trace (``auditor.policy_selection``)."""
     from auditor.policy_selection import span_resource
     from auditor.review import audit_trace
-    from auditor.traces import load_trace
 
-    trace = load_trace(store, trace_id)
     policy = policies.for_trace(trace, lambda key: span_resource(store, trace, key)) if policies else None
     report, _validation = audit_trace(store, trace, engine="rules", policy=policy)
-    return report.model_dump(mode="json")
+    return report
 
 
 def warm_rules() -> None:
@@ -63,7 +56,7 @@ def warm_rules() -> None:
     audit_trace(None, Trace(header=TraceHeader(trace_id="warm-up"), steps=[step]), engine="rules")
 
 
-ENGINES: dict[str, Callable[..., dict[str, Any]]] = {"rules": rules_audit}
+ENGINES: dict[str, Callable[..., AuditReport]] = {"rules": rules_audit}
 WARM_UPS: dict[str, Callable[[], None]] = {"rules": warm_rules}
 
 
@@ -113,17 +106,6 @@ def worker_metrics() -> Metrics:
     return m
 
 
-def audit_stream(trace_id: str) -> str:
-    return f"audit-{trace_id}"
-
-
-def _outcome(store: EventStore, trace_id: str) -> str | None:
-    for ev in store.read_stream(audit_stream(trace_id)):
-        if ev.type in ("AuditCompleted", "AuditFailed"):
-            return ev.type
-    return None
-
-
 def alerts_for(report: dict[str, Any], threshold: Severity) -> list[dict[str, Any]]:
     """The findings at or above ``threshold``, as alert records."""
     floor = SEVERITY_ORDER.index(threshold)
@@ -153,8 +135,10 @@ class AuditWorker:
         metrics: Metrics | None = None,
     ) -> None:
         self.store, self.config = store, config
-        self.audit = audit or resolve_engine(
-            config.engine, load_policies(config.policy) if config.policy else None
+        self.audits = AuditRecorder(
+            store,
+            config.engine,
+            audit or resolve_engine(config.engine, load_policies(config.policy) if config.policy else None),
         )
         self.metrics = metrics or worker_metrics()
         self.consumer = group_consumer(config.closed_topic, config)
@@ -176,43 +160,27 @@ class AuditWorker:
                 self.handle(trace_id)
         self.loop.commit(polled)
 
-    def handle(self, trace_id: str) -> None:
-        """Audit one closed trace unless an earlier delivery finished it."""
-        if _outcome(self.store, trace_id) is not None:
-            self.metrics.inc("audits_total", outcome="skipped")
-            return
-        started = time.perf_counter()
-        try:
-            report = self.audit(self.store, trace_id)
-        except (StoreError, SQLAlchemyError):
-            raise  # the store is down: retry the batch, do not record a failure
-        except Exception as exc:  # the engine failed on this trace: record it, never retry forever
-            self.metrics.inc("audits_total", outcome="failed")
-            self._record(trace_id, "AuditFailed", {"error": f"{type(exc).__name__}: {exc}"})
-            return
-        finally:
-            self.metrics.observe("audit_seconds", time.perf_counter() - started)
+    def handle(self, trace_id: str) -> AuditRun:
+        """Audit one closed trace unless an earlier delivery finished it; a store failure is
+        raised (the batch is retried)."""
+        run = self.audits.run(trace_id, publish=self.publish)
+        if run.outcome is not Outcome.skipped:
+            self.metrics.observe("audit_seconds", run.seconds)
+        self.metrics.inc("alerts_total", run.recorded.get("alerts", 0))
+        self.metrics.inc("audits_total", outcome=run.outcome.value)
+        return run
+
+    def publish(self, report: AuditReport) -> dict[str, Any]:
+        """Send the report, and its findings at or above the alert severity, before the audit is
+        marked complete; the marker counts the alerts."""
         cfg = self.config
-        key = trace_id.encode()
-        sends = [self.producer.send(cfg.reports_topic, key=key, value=json.dumps(report).encode())]
-        alerts = alerts_for(report, cfg.alert_severity)
+        data = report.model_dump(mode="json")
+        key = str(data["trace_id"]).encode()
+        sends = [self.producer.send(cfg.reports_topic, key=key, value=json.dumps(data).encode())]
+        alerts = alerts_for(data, cfg.alert_severity)
         sends += [self.producer.send(cfg.alerts_topic, key=key, value=json.dumps(a).encode()) for a in alerts]
         wait_sent(self.producer, sends)
-        self._record(
-            trace_id,
-            "AuditCompleted",
-            {"report_id": report["report_id"], "decision": report["decision"], "alerts": len(alerts)},
-        )
-        self.metrics.inc("alerts_total", len(alerts))
-        self.metrics.inc("audits_total", outcome="done")
-
-    def _record(self, trace_id: str, kind: str, payload: dict[str, Any]) -> None:
-        event = NewEvent(
-            type=kind,
-            payload={"trace_id": trace_id, "engine": self.config.engine, **payload},
-            idempotency_key=f"audit:{trace_id}:{self.config.engine}",
-        )
-        self.store.append(audit_stream(trace_id), [event])
+        return {"alerts": len(alerts)}
 
     def checkpoint(self) -> None:
         """Anchor the store's head in the checkpoint file (periodic); a chain that no longer

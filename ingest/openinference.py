@@ -29,7 +29,7 @@ from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
 from ingest.otel import failure_text, place_and_number, span_base, unmapped
 from ingest.span_history import Call, History, Message, arguments_of
-from ingest.spans import Span, indexed, read_spans, require_steps
+from ingest.spans import Span, SpanDocument, indexed, read_spans, require_steps
 from schemas.trace import ActorKind, StepKind, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
 KIND = "openinference.span.kind"
@@ -118,7 +118,7 @@ class OpenInferenceImporter:
 
     prefix = "oi"  # of the trace ids
 
-    def open(self, path: Path) -> Iterator[ImportedTrace]:
+    def open(self, path: Path | SpanDocument) -> Iterator[ImportedTrace]:
         for trace_id, spans in read_spans(path):
             labels, withheld = self.withheld(spans)
             session = next((s.attrs["session.id"] for s in spans if "session.id" in s.attrs), None)

@@ -43,7 +43,7 @@ from ingest.frameworks.common import pack_raw
 from ingest.genai_legacy import legacy_messages
 from ingest.jsonstream import top_level_kind
 from ingest.span_history import Call, History, Message, is_tool_result, message_drafts
-from ingest.spans import Span, decoded, read_spans, require_steps
+from ingest.spans import Span, SpanDocument, decoded, read_spans, require_steps
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep, WithheldItem
 
 EVAL_RULE = "otel.evaluation: gen_ai.evaluation.result events (judgements about the run)"
@@ -210,11 +210,11 @@ class OTelGenAIImporter:
             return "span records (or a span's attributes) with gen_ai.* message or operation keys"
         return None
 
-    def open(self, path: Path) -> Iterator[ImportedTrace]:
+    def open(self, path: Path | SpanDocument) -> Iterator[ImportedTrace]:
         for trace_id, spans in read_spans(path):
             yield self._trace(path, trace_id, spans)
 
-    def _trace(self, path: Path, trace_id: str, spans: list[Span]) -> ImportedTrace:
+    def _trace(self, path: Path | SpanDocument, trace_id: str, spans: list[Span]) -> ImportedTrace:
         evals = [
             {"span_id": s.span_id, **e["attrs"]}
             for s in spans

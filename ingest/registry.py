@@ -16,9 +16,13 @@ from pydantic import ValidationError
 
 from auditor.errors import InputError
 from ingest import canonical, mad, whowhen
-from ingest.base import ImportedTrace, Importer, read_head
+from ingest.base import HEAD_BYTES, ImportedTrace, Importer, read_head
 from ingest.headshape import describe
 from ingest.rawlog import RAW_IMPORTERS
+from ingest.spans import SpanDocument
+
+# The importers that read spans (ingest.spans), in registry order: those an OTLP document may go to.
+SPAN_FORMATS = ("trail", "openinference", "vercel-ai", "otel-genai")
 
 registry: dict[str, Importer] = {}
 
@@ -98,7 +102,11 @@ def detect(path: Path) -> tuple[str, str]:
         reason = fallback(path) if fallback else None
         if reason:
             return name, reason
-    raise InputError(
+    raise _unrecognised(path, head)
+
+
+def _unrecognised(path: Path, head: bytes) -> InputError:
+    return InputError(
         f"no importer recognises this file: it holds {describe(head)}",
         path=str(path),
         hint=(
@@ -121,15 +129,30 @@ def open_traces(path: Path, fmt: str = "auto") -> Iterator[ImportedTrace]:
     """The traces in a file, streamed: many for a corpus file, one for a raw log."""
     path = Path(path)
     _check_file(path)
-    name = detect(path)[0] if fmt == "auto" else get(fmt).name
+    yield from _opened(detect(path)[0] if fmt == "auto" else get(fmt).name, path)
+
+
+def open_spans(document: SpanDocument) -> Iterator[ImportedTrace]:
+    """The traces of an OTLP document held in memory (span assembly's), read by the span importer
+    that ``auto`` picks for a file of its text; the error such a file gets when none takes it."""
+    head = document.head(HEAD_BYTES)
+    path = Path(document.name)
+    for name in SPAN_FORMATS:
+        if registry[name].detect(path, head):
+            yield from _opened(name, document)
+            return
+    raise _unrecognised(path, head)
+
+
+def _opened(name: str, source: Path | SpanDocument) -> Iterator[ImportedTrace]:
     try:
-        yield from registry[name].open(path)
+        yield from registry[name].open(source)  # type: ignore[arg-type]  # a span importer reads either
     except ValidationError as exc:  # a header an importer built from the source breaks the contract
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or None
         raise InputError(
             f"the {name} importer read a value the trace contract refuses: {first['msg']}",
-            path=str(path),
+            path=str(source),
             field=field,
             hint="docs/input.md says what trace ids and header fields may hold",
         ) from exc

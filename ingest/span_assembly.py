@@ -44,14 +44,12 @@ import importlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from auditor.errors import AuditorError, InputError, StoreError, TraceConflictError
@@ -61,8 +59,9 @@ from ingest.group_commit import GroupCommit
 from ingest.otlp_request import ReceivedSpan, essence, otlp_document
 from ingest.redact import _PLACED
 from ingest.span_redact import SpanRedaction
+from ingest.spans import SpanDocument
 from schemas.events import NewEvent, TraceClosed, trace_stream
-from schemas.trace import LabelsRecord, TraceHeader, TraceStep
+from schemas.trace import LabelsRecord, Trace, TraceHeader, TraceStep
 
 log = logging.getLogger("auditor.spans")
 
@@ -117,13 +116,17 @@ class AssemblySettings:
 
 @dataclass(frozen=True)
 class AssembledTrace:
-    """A completed revision, stored as a closed trace: what the sink audits or announces."""
+    """A completed revision, stored as a closed trace: what the sink audits or announces.
+    ``trace`` is the trace as this assembly stored it, for an audit in this process (no reload);
+    None when the store held it already (a recovery, a file of the same spans): the store's is
+    the one to audit."""
 
     trace_id: str
     otel_trace_id: str
     revision: int
     step_count: int
     reason: str  # idle, rootless or flush
+    trace: Trace | None = field(default=None, compare=False, repr=False)
 
 
 Sink = Callable[[AssembledTrace], None]
@@ -442,7 +445,7 @@ class SpanAssembly:
         self, otel_trace_id: str, revision: int, spans: list[ReceivedSpan], reason: str
     ) -> AssembledTrace:
         """Import the revision's spans with the span importers, store it as a closed trace."""
-        from auditor.traces import TraceDocument, write_traces
+        from auditor.traces import TraceDocument, as_stored, write_traces
 
         imported, steps, labels = self._import(otel_trace_id, spans)
         base = imported.trace_id
@@ -458,7 +461,7 @@ class SpanAssembly:
             if labels is not None:
                 labels = labels.model_copy(update={"trace_id": trace_id, "source": self.source})
             try:
-                write_traces(self.store, [TraceDocument(header, steps, labels, where)])
+                [written] = write_traces(self.store, [TraceDocument(header, steps, labels, where)])
                 break
             except TraceConflictError:
                 continue
@@ -474,25 +477,20 @@ class SpanAssembly:
             idempotency_key=f"trace:{trace_id}:closed",
         )
         self.store.append(trace_stream(trace_id), [event])
-        return AssembledTrace(trace_id, otel_trace_id, revision, len(steps), reason)
+        trace = as_stored(header, steps) if written.appended else None
+        return AssembledTrace(trace_id, otel_trace_id, revision, len(steps), reason, trace)
 
     def _import(
         self, otel_trace_id: str, spans: list[ReceivedSpan]
     ) -> tuple[TraceHeader, list[TraceStep], LabelsRecord | None]:
-        """(header, steps, labels) of the spans as one OTLP document, read by the importer that
-        ``auditor ingest`` would pick for it."""
-        from ingest.registry import open_traces
+        """(header, steps, labels) of the spans as one OTLP document in memory, read by the
+        importer that ``auditor ingest`` would pick for a file of it."""
+        from ingest.registry import open_spans
 
-        with tempfile.TemporaryDirectory(prefix="auditor-spans-") as folder:
-            path = Path(folder) / f"otlp-{otel_trace_id}.json"
-            path.write_text(json.dumps(otlp_document(spans), ensure_ascii=False), encoding="utf-8")
-            try:
-                imported = next(iter(open_traces(path, "auto")))
-                header = imported.header  # validates every step
-                return header, list(imported.steps()), imported.labels
-            except AuditorError as exc:
-                exc.args = (str(exc).replace(str(path), f"{self.source} trace {otel_trace_id}"),)
-                raise
+        document = SpanDocument(f"{self.source} trace {otel_trace_id}", otlp_document(spans))
+        imported = next(iter(open_spans(document)))
+        header = imported.header  # validates every step
+        return header, list(imported.steps()), imported.labels
 
     def warm_up(self) -> None:
         """Import a one-span GenAI trace in memory (nothing is stored): the importers load on

@@ -13,6 +13,9 @@ trace; and a trace document whose ``spans`` nest their children in ``child_spans
 Memory stays flat in file size: a single OTLP document is walked one span at a time, JSON lines
 are read one line at a time, and the grouping by trace (``SpanGroups``) moves to a temporary
 SQLite file once it holds more than ``SPILL_AT`` spans.
+
+Span assembly's completed traces are OTLP documents built in memory (``SpanDocument``): they are
+read from the decoded document as the same text in a file would be, never written out first.
 """
 
 from __future__ import annotations
@@ -485,7 +488,26 @@ class SpanGroups:
             self._file = None
 
 
-def _not_spans(exc: Exception, path: Path, line: int | None, offset: int | None = None) -> InputError:
+@dataclass(frozen=True)
+class SpanDocument:
+    """An OTLP JSON document held in memory (span assembly builds one per completed trace), read as
+    a file of its JSON text would be. ``name`` stands where a file's path would: in the headers the
+    importers write and in their errors."""
+
+    name: str
+    document: dict[str, Any]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def head(self, size: int) -> bytes:
+        """The first ``size`` bytes of its JSON text, as format detection reads a file's head."""
+        return json.dumps(self.document, ensure_ascii=False).encode("utf-8")[:size]
+
+
+def _not_spans(
+    exc: Exception, path: Path | SpanDocument, line: int | None, offset: int | None = None
+) -> InputError:
     why = exc.args[0] if isinstance(exc, KeyError) and exc.args else repr(exc)
     return InputError(f"not a span record ({why})", path=str(path), line=line, offset=offset, hint=_HINT)
 
@@ -552,7 +574,7 @@ def _stream_scopes(reader: JsonReader, groups: SpanGroups, rid: int, path: Path)
     return found
 
 
-def _add_record(rec: Any, groups: SpanGroups, path: Path, line: int) -> None:
+def _add_record(rec: Any, groups: SpanGroups, path: Path | SpanDocument, line: int) -> None:
     """One decoded record: an OTLP request, a TRAIL trace document or a span record."""
     if not isinstance(rec, dict):
         raise InputError("expected a JSON object", path=str(path), line=line)
@@ -642,9 +664,13 @@ def require_steps(steps: Iterator[T], spans: list[Span], where: str) -> Iterator
         raise no_content(spans, where)
 
 
-def read_spans(path: Path, spill_at: int | None = None) -> Iterator[tuple[str, list[Span]]]:
-    """(trace id, spans) for every trace of a file, in first-seen order, each trace's spans ordered
-    by start time. The whole file is read (and every error raised) before the first trace comes."""
+def read_spans(source: Path | SpanDocument, spill_at: int | None = None) -> Iterator[tuple[str, list[Span]]]:
+    """(trace id, spans) for every trace of a file (or a document in memory), in first-seen order,
+    each trace's spans ordered by start time. The whole source is read (and every error raised)
+    before the first trace comes."""
     with SpanGroups(spill_at) as groups:
-        _collect(path, groups)
+        if isinstance(source, SpanDocument):
+            _add_record(source.document, groups, source, 1)
+        else:
+            _collect(source, groups)
         yield from groups

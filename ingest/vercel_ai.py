@@ -27,7 +27,7 @@ from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
 from ingest.otel import failure_text, place_and_number, span_base, unmapped
 from ingest.span_history import Call, History, Message, as_text, call_draft
-from ingest.spans import Span, decoded, read_spans, require_steps
+from ingest.spans import Span, SpanDocument, decoded, read_spans, require_steps
 from schemas.trace import ActorKind, StepKind, ToolInfo, TraceHeader, TraceStep
 
 CALLS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
@@ -144,7 +144,7 @@ class VercelAIImporter:
             return "spans with Vercel AI SDK attributes ('ai.operationId', 'ai.prompt' …)"
         return None
 
-    def open(self, path: Path) -> Iterator[ImportedTrace]:
+    def open(self, path: Path | SpanDocument) -> Iterator[ImportedTrace]:
         for trace_id, spans in read_spans(path):
             function = next(
                 (s.attrs["ai.telemetry.functionId"] for s in spans if "ai.telemetry.functionId" in s.attrs),

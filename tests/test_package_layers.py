@@ -36,6 +36,7 @@ FLOOR_OF_PREFIX = {
     "auditor.reports": "ground",
     "auditor.verbatim": "ground",
     "auditor.markdown": "ground",
+    "auditor.registry": "ground",
     "ingest": "ingest",
     "graph": "graph",
     "scoring": "scoring",

@@ -6,34 +6,32 @@ export helpers. Worlds load lazily, so importing this package stays cheap.
 
 from __future__ import annotations
 
-import importlib
-
-from auditor.errors import InputError
+from auditor.registry import Registry
 from worlds.engine.cohort import Cohort, EndpointRow, mean_utility, run_cohort, summarise
 from worlds.engine.episode import EpisodeResult, EpisodeSpec, Identity, Judgment, Outcome
 from worlds.engine.persist import export_bundle, load_cohort, record_cohort, record_episode
 from worlds.engine.workflow import Workflow
 from worlds.engine.world import World
 
-_WORLDS = {
-    "A1": ("worlds.a1", "A1World"),
-    "B1": ("worlds.b1", "B1World"),
-    "C1": ("worlds.c1", "C1World"),
-    "D1": ("worlds.d1", "D1World"),
-    "F1": ("worlds.f1", "F1World"),
-}
+_WORLDS: Registry[type[World]] = Registry(
+    "world",
+    {
+        "A1": "worlds.a1:A1World",
+        "B1": "worlds.b1:B1World",
+        "C1": "worlds.c1:C1World",
+        "D1": "worlds.d1:D1World",
+        "F1": "worlds.f1:F1World",
+    },
+)
 
 
 def list_worlds() -> list[str]:
-    return [name for name, (module, _) in _WORLDS.items() if importlib.util.find_spec(module) is not None]
+    return list(_WORLDS)
 
 
 def get_world(name: str) -> World:
-    key = name.upper()
-    if key not in _WORLDS or key not in list_worlds():
-        raise InputError(f"unknown world {name!r}", hint=f"choose one of {', '.join(list_worlds())}")
-    module, cls = _WORLDS[key]
-    return getattr(importlib.import_module(module), cls)()
+    """A fresh engine of the named world (the name in any case: "a1" is A1)."""
+    return _WORLDS.load(name.upper())()
 
 
 def quick_cohort(name: str, episodes: int = 100, seed: int = 0, family: str = "main") -> Cohort:

@@ -13,21 +13,13 @@ it) and, in the "with ground truth" setting, the correct answer as a separate ar
 
 from __future__ import annotations
 
-import importlib
 from typing import Protocol
 
 from auditor.attribution.result import AgentCandidate, Attribution, StepCandidate
 from auditor.errors import InputError
+from auditor.registry import Registry
 from schemas import Trace
 
-REGISTRY: dict[str, str] = {
-    "rules": "auditor.attribution.rules:RulesStrategy",
-    "counterfactual": "auditor.attribution.counterfactual:CounterfactualStrategy",
-    "all_at_once": "auditor.attribution.judges:AllAtOnce",
-    "step_by_step": "auditor.attribution.judges:StepByStep",
-    "binary_search": "auditor.attribution.judges:BinarySearch",
-    "ensemble": "auditor.attribution.ensemble:EnsembleStrategy",
-}
 DEFAULT_STRATEGY = "rules"
 
 
@@ -40,14 +32,23 @@ class Strategy(Protocol):
     ) -> Attribution: ...
 
 
+REGISTRY: Registry[type[Strategy]] = Registry(
+    "attribution strategy",
+    {
+        "rules": "auditor.attribution.rules:RulesStrategy",
+        "counterfactual": "auditor.attribution.counterfactual:CounterfactualStrategy",
+        "all_at_once": "auditor.attribution.judges:AllAtOnce",
+        "step_by_step": "auditor.attribution.judges:StepByStep",
+        "binary_search": "auditor.attribution.judges:BinarySearch",
+        "ensemble": "auditor.attribution.ensemble:EnsembleStrategy",
+    },
+    field="strategy",
+)
+
+
 def load_strategy(name: str) -> Strategy:
     """The strategy registered under ``name``; an unknown name lists the valid ones."""
-    if name not in REGISTRY:
-        raise InputError(
-            f"unknown attribution strategy '{name}'", field="strategy", hint=f"valid: {', '.join(REGISTRY)}"
-        )
-    module, cls = REGISTRY[name].split(":")
-    return getattr(importlib.import_module(module), cls)()
+    return REGISTRY.load(name)()
 
 
 def attribute(

@@ -6,35 +6,39 @@ that ``auditor --help`` starts fast.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 import sys
+from collections.abc import Callable
 
 import typer
 
 from auditor.cli.common import state
+from auditor.registry import Registry
 
-COMMAND_MODULES = [
-    "auditor.cli.store_cmd",
-    "auditor.cli.schemas_cmd",
-    "auditor.cli.ingest_cmd",
-    "auditor.cli.corpus_cmd",
-    "auditor.cli.traces_cmd",
-    "auditor.cli.review_cmd",
-    "auditor.cli.world_cmd",
-    "auditor.cli.stream_cmd",
-    "auditor.cli.graph_cmd",
-    "auditor.cli.repair_cmd",
-    "auditor.cli.score_cmd",
-    "auditor.cli.serve_cmd",
-    "auditor.cli.tokens_cmd",
-    "auditor.cli.feedback_cmd",
-    "auditor.cli.attribute_cmd",
-    "auditor.cli.triage_cmd",
-    "auditor.cli.compare_cmd",
-    "auditor.cli.evidence_cmd",
-]
+COMMAND_MODULES: Registry[Callable[[typer.Typer], None]] = Registry(
+    "command module",
+    {
+        "store": "auditor.cli.store_cmd:register",
+        "schemas": "auditor.cli.schemas_cmd:register",
+        "ingest": "auditor.cli.ingest_cmd:register",
+        "corpus": "auditor.cli.corpus_cmd:register",
+        "traces": "auditor.cli.traces_cmd:register",
+        "review": "auditor.cli.review_cmd:register",
+        "world": "auditor.cli.world_cmd:register",
+        "stream": "auditor.cli.stream_cmd:register",
+        "graph": "auditor.cli.graph_cmd:register",
+        "repair": "auditor.cli.repair_cmd:register",
+        "score": "auditor.cli.score_cmd:register",
+        "serve": "auditor.cli.serve_cmd:register",
+        "tokens": "auditor.cli.tokens_cmd:register",
+        "feedback": "auditor.cli.feedback_cmd:register",
+        "attribute": "auditor.cli.attribute_cmd:register",
+        "triage": "auditor.cli.triage_cmd:register",
+        "compare": "auditor.cli.compare_cmd:register",
+        "evidence": "auditor.cli.evidence_cmd:register",
+    },
+)
 
 app = typer.Typer(
     name="auditor",
@@ -104,8 +108,8 @@ def _reflow_help(typer_app: typer.Typer) -> None:
         _reflow_help(sub)
 
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
+for _name in COMMAND_MODULES:
+    COMMAND_MODULES.load(_name)(app)
 _reflow_help(app)
 
 

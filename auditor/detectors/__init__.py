@@ -1,17 +1,16 @@
 """The rules engine's detectors: one module per failure shape, registered by name.
 
-Each entry names ``module:Class``; modules load lazily, so one broken detector is reported and
-skipped instead of breaking the rest.
+Each entry names ``module:Class`` (an :class:`auditor.registry.Registry`); modules load lazily, so
+one broken detector is reported and skipped instead of breaking the rest, and the review runs them
+in the order listed here.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from auditor.detectors.base import AuditContext, Detector, FindingDraft, file_finding
-from auditor.errors import InputError
+from auditor.registry import Registry
 
-REGISTRY: dict[str, str] = {
+_DETECTORS = {
     "cumulative_action": "auditor.detectors.cumulative_action:CumulativeActionDetector",
     "authority_evidence": "auditor.detectors.authority_evidence:AuthorityEvidenceDetector",
     "state_drift": "auditor.detectors.state_drift:StateDriftDetector",
@@ -35,13 +34,11 @@ REGISTRY: dict[str, str] = {
     "policy_quantities": "auditor.detectors.policy_quantities:PolicyQuantityDetector",
     "injected_instruction": "auditor.detectors.injected_instruction:InjectedInstructionDetector",
 }
+REGISTRY: Registry[type[Detector]] = Registry("detector", _DETECTORS)
 
 
 def load_detector(name: str) -> Detector:
-    if name not in REGISTRY:
-        raise InputError(f"unknown detector '{name}'", hint=f"valid names: {', '.join(sorted(REGISTRY))}")
-    module, cls = REGISTRY[name].split(":")
-    return getattr(importlib.import_module(module), cls)()
+    return REGISTRY.load(name)()
 
 
 def available_detectors() -> list[str]:

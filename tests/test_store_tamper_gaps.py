@@ -5,6 +5,7 @@ belongs, a guard dropped together with the schema's version row, and a NULL vers
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -212,6 +213,9 @@ def test_a_null_version_row_is_read_alike_by_upgrade_and_every_other_command(
     lost = "alembic_version_store holds a NULL revision"
     status = run(["store", "status", "--store", store_url], tmp_path)
     assert status.returncode == 1 and lost in status.stdout and "behind revision 0003" in status.stdout
+    as_json = run(["store", "status", "--store", store_url, "--json"], tmp_path)
+    first = json.loads(as_json.stdout)["schemas"][0]
+    assert as_json.returncode == 1 and first["revision"] is None and lost in first["damage"]
     for command in (["traces", "list"], ["tokens", "list"]):
         refused = run(["--store", store_url, *command], tmp_path)
         assert refused.returncode == 2 and lost in refused.stderr and "Traceback" not in refused.stderr

@@ -265,10 +265,11 @@ def register(app: typer.Typer) -> None:
                     "schemas": [
                         {
                             "name": s.name,
-                            "revision": s.current,
+                            "revision": None if s.damage else s.current,
                             "head": s.head,
                             "legacy": s.legacy,
                             "at_head": s.at_head,
+                            "damage": s.damage,
                         }
                         for s in states
                     ],

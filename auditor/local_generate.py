@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 CHUNK_S = 0.25  # prefill chunk length in seconds: the longest the deadline can go unchecked
 REPLY_TOKENS = 96  # time is kept for this many reply tokens (a tool call) when the prompt is cut
 SAFETY = 0.8  # share of the measured prefill rate relied upon: the rate varies with load
-CUT = "\n[… {n} tokens left out to fit the time budget]"
+CUT = "\n[… {n} tokens left out to fit the time budget …]\n"
 
 
 @dataclass
@@ -98,7 +98,8 @@ def _template(loaded: LoadedModel, chat: list[dict[str, str]]) -> list[int]:
 
 def fit(loaded: LoadedModel, chat: list[dict[str, str]], allowance: int) -> tuple[list[int], int]:
     """The prompt's token ids cut to at most ``allowance`` tokens, and how many were left out.
-    Each message's content keeps its head; a cut one says how much was left out. Empty ids when
+    A cut message keeps its head and its tail (the tool protocol closes the system message, a data
+    block's closing tag closes a tool result) and says how much was left out. Empty ids when
     even the messages' frame (roles, template) does not fit."""
     ids = _template(loaded, chat)
     if len(ids) <= allowance:
@@ -107,13 +108,15 @@ def fit(loaded: LoadedModel, chat: list[dict[str, str]], allowance: int) -> tupl
     contents = [tok.encode(m["content"], add_special_tokens=False) for m in chat]
     frame = len(ids) - sum(len(c) for c in contents)
     marker = len(tok.encode(CUT.format(n=len(ids)), add_special_tokens=False))
-    budget = allowance - frame
+    budget, lengths = allowance - frame, [len(c) for c in contents]
     for _ in range(4):  # token boundaries shift when cut text is re-encoded: shrink and retry
-        cap = common_cap([len(c) for c in contents], budget - marker * len(contents))
+        cap = common_cap(lengths, budget)
+        if cap is not None:  # room for the note in each message that is cut
+            cap = common_cap(lengths, budget - marker * sum(n > cap for n in lengths))
         if cap is None or cap <= 0:
             return [], len(ids)
         cut_chat = [
-            {**m, "content": tok.decode(c[:cap]) + CUT.format(n=len(c) - cap)} if len(c) > cap else m
+            {**m, "content": _middle_cut(tok, c, cap)} if len(c) > cap else m
             for m, c in zip(chat, contents, strict=True)
         ]
         fitted = _template(loaded, cut_chat)
@@ -121,6 +124,16 @@ def fit(loaded: LoadedModel, chat: list[dict[str, str]], allowance: int) -> tupl
             return fitted, len(ids) - len(fitted)
         budget -= len(fitted) - allowance
     return [], len(ids)
+
+
+def _middle_cut(tok: Any, ids: list[int], keep: int) -> str:
+    """``ids`` as text with all but ``keep`` tokens of its middle left out."""
+    tail = keep // 2
+    return (
+        tok.decode(ids[: keep - tail])
+        + CUT.format(n=len(ids) - keep)
+        + (tok.decode(ids[-tail:]) if tail else "")
+    )
 
 
 def generate(

@@ -38,6 +38,34 @@ def test_the_longest_messages_are_cut_first_to_one_common_length() -> None:
     assert common_cap([30, 30], 0) == 0
 
 
+@pytest.mark.model
+def test_a_cut_prompt_fits_its_allowance_and_keeps_each_message_s_ends() -> None:
+    """With SmolLM2's own tokenizer and chat template: the tool protocol at the end of the system
+    message and a data block's closing tag survive the cut, the short question stays whole."""
+    _smollm2_installed()
+    from transformers import AutoTokenizer
+
+    from auditor.local_generate import fit
+    from auditor.local_model import SMOLLM2_GGUF, LoadedModel, smollm2_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir(), gguf_file=SMOLLM2_GGUF)
+    loaded = LoadedModel("smollm2", None, tokenizer, "cpu", "float32")
+    record = MAST_METAGPT.read_text()
+    chat = [
+        {"role": "system", "content": "You audit traces. " * 40 + 'Reply with {"tool": NAME}.'},
+        {"role": "user", "content": f"<trace_data>\n{record}\n</trace_data>"},
+        {"role": "user", "content": "What went wrong?"},
+    ]
+    ids, cut = fit(loaded, chat, 200)
+    assert 190 <= len(ids) <= 200 and cut > 1500  # re-encoding cut text may cost a token or two
+    text = tokenizer.decode(ids)
+    assert text.count("tokens left out to fit the time budget") == 2
+    assert 'Reply with {"tool": NAME}.' in text and "</trace_data>" in text and "What went wrong?" in text
+    whole, none = fit(loaded, chat, 10**6)
+    assert none == 0 and cut == len(whole) - len(ids)
+    assert fit(loaded, chat, 10) == ([], len(whole))  # not even the frame fits: no call at all
+
+
 def _mast_trace():  # -> schemas.Trace
     from auditor.review import read_traces
 

@@ -17,9 +17,10 @@ shell, not a person. So the steps are:
 - each assistant turn with exactly one bash block: a ``tool_call`` of ``bash`` by ``agent``, the
   turn's whole text as content (thought and block, verbatim) and ``{"command": …}`` as arguments;
 - the ``user`` message after it: that call's ``tool_result`` (actor ``bash``), its text verbatim;
-  ``<returncode>N</returncode>`` gives ``raw.status`` (``ok`` for 0, else ``error`` with
-  ``exit_code``), the harness's timeout notice gives ``error`` / ``timeout``, and a ``<warning>``
-  about long output sets ``raw.output_truncated``;
+  ``<returncode>N</returncode>`` gives ``raw.status`` (``ok`` for 0, else ``error``; ``exit_code``
+  kept), except that 1 is ``ok`` where the command ends in grep, diff, cmp or test, whose 1 is an
+  answer (nothing matched, the inputs differ, false), not a failure; the harness's timeout notice
+  gives ``error`` / ``timeout``, and a ``<warning>`` about long output sets ``raw.output_truncated``;
 - an assistant turn with no block or several is a message, and the harness's format complaint
   after it a ``system`` step (the framework the principal deployed speaks, not the environment);
 - ``info.submission`` (when not empty): the agent's ``final_output``, the run's final act.
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from auditor.errors import InputError
@@ -45,6 +46,7 @@ FORMAT = "mini-swe-agent-1"
 AGENT = "agent"
 _ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.S)  # the harness's own action pattern
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
+_ANSWERING = frozenset({"grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["})  # exit 1 answers
 _TIMEOUT = re.compile(r"\AThe last command <command>.*?</command> timed out", re.S)
 _TASK = re.compile(r"<pr_description>\s*(.*?)\s*</pr_description>", re.S)
 _HINTS = ('"info"', '"trajectory_format"', "<returncode>")
@@ -178,12 +180,26 @@ def _call(content: str, raw: dict[str, Any], b: StepBuilder) -> TraceStep:
     )
 
 
+def _answers(command: str) -> bool:
+    """Whether the command's last simple command exits 1 to answer, not to fail: grep (nothing
+    matched), diff / cmp (the inputs differ), test (false)."""
+    last = re.split(r"\|\||&&|[;|\n]", command.strip())[-1].split()
+    return bool(last) and PurePosixPath(last[0]).name in _ANSWERING
+
+
 def _result(call: TraceStep, content: str, raw: dict[str, Any], b: StepBuilder) -> TraceStep:
     """What the shell returned to a call, with its status from the return code."""
     code = _RETURNCODE.match(content)
     if code is not None:
         exit_code = int(code.group(1))
-        raw |= {"status": "ok"} if exit_code == 0 else {"status": "error", "exit_code": exit_code}
+        command = (
+            call.tool.arguments.get("command", "")
+            if call.tool and isinstance(call.tool.arguments, dict)
+            else ""
+        )
+        answered = exit_code == 1 and _answers(command)
+        raw |= {"status": "ok"} if exit_code == 0 or answered else {"status": "error"}
+        raw |= {"exit_code": exit_code} if exit_code else {}
     elif _TIMEOUT.match(content):
         raw |= {"status": "error", "error_type": "timeout"}
     if "<warning>" in content and "<output_head>" in content:

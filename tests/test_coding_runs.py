@@ -50,8 +50,11 @@ def test_a_mini_swe_agent_run_is_commands_and_results():
     for call in calls:  # every call is answered by the next step, the shell's observation
         result = steps[call.index + 1]
         assert result.kind is StepKind.tool_result and result.refs.reply_to == call.step_id
+        answer = call.tool.arguments["command"].split("|")[-1].split()[0] in ("grep", "diff", "cmp", "test")
         if result.content.startswith("<returncode>0<"):
             assert result.raw["status"] == "ok"
+        elif result.content.startswith("<returncode>1<") and answer:  # nothing matched: no failure
+            assert result.raw["status"] == "ok" and result.raw["exit_code"] == 1
         elif result.content.startswith("<returncode>"):
             assert result.raw["status"] == "error" and result.raw["exit_code"] != 0
     assert steps[-1].kind is StepKind.final_output and steps[-1].content.startswith("diff --git")
@@ -371,3 +374,22 @@ def test_a_change_made_before_any_run_is_a_lead_citing_the_first_run_and_the_cla
     assert {trace.steps[first_run.call].step_id, trace.steps[first_run.result].step_id} <= cited
     claim = max(p for p in facts.calls if p < len(trace.steps) - 1)
     assert trace.steps[claim].step_id in cited
+
+
+def test_a_grep_that_matched_nothing_is_an_answer_not_a_failure():
+    """grep, diff, cmp and test exit 1 to answer (nothing matched, the inputs differ, false): the
+    result keeps its exit code and is no error, so repeating such a search is no ignored failure."""
+    trace = trace_of(CLEAN)
+    answered = [
+        s
+        for s in trace.steps
+        if s.kind is StepKind.tool_result
+        and s.content.startswith("<returncode>1<")
+        and s.raw["status"] == "ok"
+    ]
+    assert answered
+    for result in answered:
+        call = next(c for c in trace.steps if c.step_id == result.refs.reply_to)
+        assert call.tool.arguments["command"].split("|")[-1].split()[0] == "grep"
+    failed = [s for s in trace.steps if s.kind is StepKind.tool_result and s.raw.get("status") == "error"]
+    assert failed and all(s.raw["exit_code"] != 0 for s in failed)  # other non-zero exits stay errors

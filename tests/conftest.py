@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,10 @@ def _pg_url() -> str | None:
     return url
 
 
-@pytest.fixture
-def pg_schema_url() -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+@contextmanager
+def fresh_pg_schema() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards (for fixtures of
+    any scope)."""
     import sqlalchemy as sa
 
     from auditor.store import resolve_url
@@ -59,10 +61,19 @@ def pg_schema_url() -> Iterator[str]:
             raise
         pytest.skip(f"PostgreSQL unreachable: {exc.orig}")
     sep = "&" if "?" in base else "?"
-    yield f"{base}{sep}options=-csearch_path%3D{schema}"
-    with admin.begin() as conn:
-        conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
-    admin.dispose()
+    try:
+        yield f"{base}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+@pytest.fixture
+def pg_schema_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+    with fresh_pg_schema() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

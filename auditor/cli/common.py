@@ -137,16 +137,27 @@ def write_atomic(path: Path, text: str) -> None:
         sys.stdout.flush()
         return
     path = output_target(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:  # a read-only place, a parent that is a file: one line, nothing written
+        raise _unwritable(path, exc) from exc
     try:
         os.fchmod(fd, _new_file_mode(path))  # mkstemp makes 0600; a written report is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk: the old file stays as it was
+            raise _unwritable(path, exc) from exc
         raise
+
+
+def _unwritable(path: Path, exc: OSError) -> Exception:
+    from auditor.errors import InputError
+
+    return InputError(f"cannot write the file: {exc.strerror or exc}", path=str(path))
 
 
 def _new_file_mode(path: Path) -> int:

@@ -47,6 +47,7 @@ from auditor.store import EventStore, catch_up
 COUNT_CAP = 1000
 DEEP_OFFSET = 500  # from here a page skips its offset by position alone (see _statements)
 MAX_OFFSET = 2**31 - 1  # an offset plus a page stays within every engine's 64-bit integers
+MAX_TEXT_WORDS = 32  # distinct words of a text search: one condition each, within SQLite's expression depth
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ class SearchIndex:
         if q.until:
             f["until"] = _utc(q.until, "until")
         if q.text:
-            words = [w.lower() for w in WORD.findall(q.text)]
+            words = _text_words(q.text)
             if not words:
                 f["nothing"] = None  # nothing searchable in the query: nothing matches
             elif self.store.dialect == "postgresql":
@@ -201,6 +202,19 @@ def _utc(moment: datetime, name: str) -> str | None:
             f"query parameter '{name}': {moment.isoformat()} has no UTC equivalent within years 1 to 9999",
             hint="give a time between 0001-01-02 and 9999-12-30",
         ) from None
+
+
+def _text_words(text: str) -> list[str]:
+    """The distinct words a text search asks for, in order. More than ``MAX_TEXT_WORDS`` is an
+    input error: each word is one condition, and SQLite refuses a statement past 1,000 of them
+    (PostgreSQL's query would be as long), so a long paste is refused, never a 500."""
+    words = list(dict.fromkeys(w.lower() for w in WORD.findall(text)))
+    if len(words) > MAX_TEXT_WORDS:
+        raise InputError(
+            f"query parameter 'text' holds {len(words):,} distinct words; at most {MAX_TEXT_WORDS}",
+            hint="search by the few words that matter",
+        )
+    return words
 
 
 def _anywhere(fragment: str) -> str:

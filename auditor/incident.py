@@ -150,7 +150,8 @@ def attribute_failure(ctx: AuditContext, findings: list[Finding]) -> Attribution
     if change is not None:  # a coding run fails from its change, not from its first act (an `ls`)
         first = facts.first_act.step_id if facts.first_act is not None else None
         votes = [v for v in votes if v.step_id != first]
-        votes.append(Vote(change[0], CHANGE_WEIGHT, "the submitted change begins here", [ctx.unit(*change)]))
+        quote = [change[1]] if change[1] is not None else []
+        votes.append(Vote(change[0], CHANGE_WEIGHT, "the submitted change begins here", quote))
     for f in findings:
         if f.first_anomalous_step not in human:
             weight = VOTE_WEIGHT[f.disposition] * (

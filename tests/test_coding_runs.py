@@ -258,7 +258,10 @@ def test_a_failed_coding_run_is_attributed_to_its_change_not_its_first_act():
     report = run_rules_audit(trace, outcome="failed")
     assert validate_report(report.model_dump(mode="json"), trace).ok
     change = trace.steps[facts.source_edits[0].pos]
-    assert report.attribution.step_id == change.step_id
+    candidate = next(s for s in report.attribution.steps if s.step_id == change.step_id)
+    assert "the submitted change begins here" in candidate.signals
+    edits = {trace.steps[e.pos].step_id for e in TestRunFacts(trace).source_edits}
+    assert report.attribution.step_id in edits  # here the later mv, where 'never ran' is filed
     first_command = next(s for s in trace.steps if s.kind is StepKind.tool_call)
     assert first_command.step_id != change.step_id
 
@@ -393,3 +396,29 @@ def test_a_grep_that_matched_nothing_is_an_answer_not_a_failure():
         assert call.tool.arguments["command"].split("|")[-1].split()[0] == "grep"
     failed = [s for s in trace.steps if s.kind is StepKind.tool_result and s.raw.get("status") == "error"]
     assert failed and all(s.raw["exit_code"] != 0 for s in failed)  # other non-zero exits stay errors
+
+
+def test_a_change_made_by_an_editor_call_with_no_text_is_attributed_without_a_quote(tmp_path):
+    """OpenHands' editor call may carry no thought: the change's vote then cites nothing rather than
+    a path that is not in the step (a report that would not validate)."""
+    events = json.loads(OPENHANDS.read_text())
+    edit = {
+        "id": 100,
+        "source": "agent",
+        "action": "edit",
+        "args": {"path": "/workspace/2048.py", "command": "str_replace", "old_str": "a", "new_str": "b"},
+    }
+    patch = "diff --git a/2048.py b/2048.py\nindex 1..2 100644\n--- a/2048.py\n+++ b/2048.py\n"
+    path = tmp_path / "output.json"
+    path.write_text(
+        json.dumps({"test_result": {"git_patch": patch}, "history": [*events[:3], edit, *events[3:]]})
+    )
+    trace = trace_of(path)
+    change = trace.steps[TestRunFacts(trace).source_edits[0].pos]
+    assert change.tool.name == "edit" and change.content == ""
+    report = run_rules_audit(trace, outcome="failed")
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    candidate = next(s for s in report.attribution.steps if s.step_id == change.step_id)
+    assert "the submitted change begins here" in candidate.signals
+    edits = {trace.steps[e.pos].step_id for e in TestRunFacts(trace).source_edits}
+    assert report.attribution.step_id in edits  # here the later mv, where 'never ran' is filed

@@ -405,11 +405,12 @@ class CodingVerificationDetector:
         )
 
 
-def first_change(ctx: AuditContext) -> tuple[str, str] | None:
-    """(step id, quote) of the first edit of the submitted change: where an unresolved coding
-    run's failure begins when no finding names a later act; None for a run that submitted no diff."""
+def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:
+    """(step id, a verbatim quote of it) of the first edit of the submitted change: where an
+    unresolved coding run's failure begins when no finding names a later act; None for a run that
+    submitted no diff. The quote is None for an edit step with no text (an editor call)."""
     tests = TestRunFacts(ctx.trace)
     if tests.submission is None or not tests.source_edits:
         return None
     edit = tests.source_edits[0]
-    return tests.steps[edit.pos].step_id, edit.quote
+    return tests.steps[edit.pos].step_id, RunFacts.of(ctx).unit(edit.pos, edit.quote)

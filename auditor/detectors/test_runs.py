@@ -700,7 +700,7 @@ class TestRunFacts:
     @cached_property
     def restores(self) -> list[int]:
         """Commands that end a revert (``git stash pop`` / ``apply``, a backup put back)."""
-        out = {e.pos for e in self._edits(tuple(self.changed)) if e.restore}
+        out = {e.pos for e in self.edits if e.restore}
         for pos, (command, _) in self.calls.items():
             if any(w[:2] == ["git", "stash"] and w[2:3] in (["pop"], ["apply"]) for w in _words(command)):
                 out.add(pos)

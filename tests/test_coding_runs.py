@@ -1,6 +1,7 @@
-"""Coding-agent runs (issue 29): mini-SWE-agent trajectories as commands and results, test-run facts
-read from real runner outputs, and the coding verification findings, on frozen real runs
-(tests/fixtures/real/SOURCES.md)."""
+"""Coding-agent runs (issue 29): mini-SWE-agent trajectories as commands and results (and SWE-agent's
+and OpenHands' runs with the same facts and their submission as the final act), test-run facts read
+from real runner outputs, the coding verification findings and the attribution of a failed coding
+run to its change, on frozen real runs (tests/fixtures/real/SOURCES.md)."""
 
 from __future__ import annotations
 

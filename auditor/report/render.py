@@ -1,10 +1,13 @@
-"""One entry point for every report format: ``render(report, trace, fmt, graph=None) -> str``.
+"""One entry point for every report format: ``render(report, trace, fmt, graph=None) -> str``, and
+``render_reports`` for the reports of a multi-trace file as one text.
 
 The CLI and the server call this; each format lives in its own module, loaded only when asked for.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from auditor.errors import InputError
@@ -41,3 +44,11 @@ def render(report: AuditReport, trace: Trace, fmt: str, graph: InteractionGraph 
     raise InputError(
         f"unknown report format '{fmt}'", field="format", hint=f"valid formats: {', '.join(FORMATS)}"
     )
+
+
+def render_reports(pairs: Sequence[tuple[AuditReport, Trace]], fmt: str) -> str:
+    """The reports of one input as one file's text: in JSON one report's object, or an array of
+    them when the input held several traces; in another format each report in turn."""
+    if fmt == "json" and len(pairs) > 1:
+        return json.dumps([report.model_dump(mode="json") for report, _ in pairs], indent=2) + "\n"
+    return "\n".join(render(report, trace, fmt) for report, trace in pairs)

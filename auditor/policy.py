@@ -325,6 +325,10 @@ def load_policy(path: str | Path) -> Policy:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read the policy file: {exc.strerror}", path=str(p)) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"the policy is not UTF-8 text (byte {exc.start}: {exc.reason})", path=str(p)
+        ) from exc
     return parse_policy(text, str(p))
 
 
@@ -338,6 +342,7 @@ def parse_policy(text: str, origin: str = "<policy>") -> Policy:
         raise yaml_error(exc, origin) from exc
     if not isinstance(data, dict):
         raise InputError("a policy is a YAML mapping with at least 'name'", path=origin, line=1)
+    refuse_duplicate_keys(root, origin)
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
@@ -361,6 +366,35 @@ def yaml_error(exc: yaml.YAMLError, origin: str) -> InputError:
     mark = getattr(exc, "problem_mark", None)
     line = mark.line + 1 if mark is not None else None
     return InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=origin, line=line)
+
+
+def refuse_duplicate_keys(node: yaml.Node | None, origin: str) -> None:
+    """YAML keeps the last of two equal keys and drops the first without a word; a selector or a
+    policy that says one thing twice is ambiguous, so it is an input error at the second."""
+    import yaml
+
+    stack = [node] if node is not None else []
+    walked: set[int] = set()  # an alias is the node it names, and may name its own ancestor
+    while stack:
+        n = stack.pop()
+        if id(n) in walked:
+            continue
+        walked.add(id(n))
+        if isinstance(n, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in n.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        raise InputError(
+                            f"key '{key.value}' is given twice in one mapping",
+                            path=origin,
+                            line=key.start_mark.line + 1,
+                            hint="keep one: YAML would silently use the last",
+                        )
+                    seen.add(key.value)
+                stack.append(value)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
 
 
 def line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:

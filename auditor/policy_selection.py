@@ -32,8 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from auditor.errors import InputError
 from auditor.policy import Policy, load_policy
 from schemas import Trace
+from schemas.trace import TraceHeader
 
 SELECTOR_FILE = "selector.yaml"
+SELECTOR_NAMES = (SELECTOR_FILE, "selector.yml")  # a directory's policies may be *.yml too
 RESOURCE = "resource."
 HEADER = "header."
 _ALIASES = {"service.name": "resource.service.name"}
@@ -61,6 +63,8 @@ class Selector(BaseModel):
             raise ValueError(
                 f"'{value}' is no selector: use service.name, resource.<attribute> or header.<field>"
             )
+        if value.startswith(HEADER):
+            _header_field(value.removeprefix(HEADER))
         return value
 
     def value_of(self, trace: Trace, resource: Resource) -> str | None:
@@ -68,9 +72,7 @@ class Selector(BaseModel):
         if self.by.startswith(RESOURCE):
             found = resource(self.by.removeprefix(RESOURCE))
         else:
-            found = trace.header.model_dump(mode="json")
-            for part in self.by.removeprefix(HEADER).split("."):
-                found = found.get(part) if isinstance(found, dict) else None
+            found = _lookup(trace.header.model_dump(mode="json"), self.by.removeprefix(HEADER).split("."))
         return None if found is None or isinstance(found, dict | list) else str(found)
 
     def name_for(self, value: str | None) -> str | None:
@@ -79,6 +81,31 @@ class Selector(BaseModel):
                 if fnmatchcase(value, pattern):
                     return name
         return self.default
+
+
+def _header_field(path: str) -> None:
+    """Refuse a header field no trace has (a typo would leave every trace on the default): the
+    header's own fields, and any key under ``metadata``, which is free."""
+    fields = TraceHeader.model_fields
+    name, _, rest = path.partition(".")
+    if name not in fields:
+        raise ValueError(f"'header.{name}' is no field of a trace's header (fields: {', '.join(fields)})")
+    if name == "metadata" and not rest:
+        raise ValueError("'header.metadata' needs a key: header.metadata.<key>")
+
+
+def _lookup(found: Any, parts: list[str]) -> Any:
+    """The value at ``parts`` under ``found``; a key may itself hold dots (metadata written as
+    OpenTelemetry names them: ``service.name``), the longest such key first."""
+    if not parts:
+        return found
+    if not isinstance(found, dict):
+        return None
+    for end in range(len(parts), 0, -1):
+        key = ".".join(parts[:end])
+        if key in found:
+            return _lookup(found[key], parts[end:])
+    return None
 
 
 @dataclass(frozen=True)
@@ -123,7 +150,7 @@ def load_policies(path: str | Path) -> PolicySet:
         policy = load_policy(p)
         return PolicySet({policy.name: policy}, _single=True)
     policies: dict[str, Policy] = {}
-    files = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml") and f.name != SELECTOR_FILE)
+    files = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml") and f.name not in SELECTOR_NAMES)
     for f in files:
         policy = load_policy(f)
         if policy.name in policies:
@@ -136,15 +163,19 @@ def load_policies(path: str | Path) -> PolicySet:
         policies[policy.name] = policy
     if not policies:
         raise InputError("the policy directory holds no policy (*.yaml)", path=str(p))
-    selector_path = p / SELECTOR_FILE
-    selector = _load_selector(selector_path, policies) if selector_path.exists() else None
+    found = [p / name for name in SELECTOR_NAMES if (p / name).exists()]
+    if len(found) > 1:
+        raise InputError(
+            "the directory holds two selectors", path=str(found[1]), hint=f"keep only {SELECTOR_FILE}"
+        )
+    selector = _load_selector(found[0], policies) if found else None
     return PolicySet(policies, selector, _single=selector is None and len(policies) == 1)
 
 
 def _load_selector(path: Path, policies: dict[str, Policy]) -> Selector:
     import yaml
 
-    from auditor.policy import line_of, yaml_error
+    from auditor.policy import line_of, refuse_duplicate_keys, yaml_error
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -152,10 +183,15 @@ def _load_selector(path: Path, policies: dict[str, Policy]) -> Selector:
         root = yaml.compose(text)
     except OSError as exc:
         raise InputError(f"cannot read the selector: {exc.strerror}", path=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"the selector is not UTF-8 text (byte {exc.start}: {exc.reason})", path=str(path)
+        ) from exc
     except yaml.YAMLError as exc:
         raise yaml_error(exc, str(path)) from exc
     if not isinstance(data, dict):
         raise InputError("a selector is a YAML mapping with 'by' and 'choose'", path=str(path), line=1)
+    refuse_duplicate_keys(root, str(path))
     try:
         selector = Selector.model_validate(data)
     except ValidationError as exc:

@@ -140,3 +140,84 @@ def _labelled_store(url: str) -> None:
         record_feedback(store, report.report_id, report.findings[0].finding_id, "confirmed", "seen", reviewer)
     finally:
         store.close()
+
+
+def policy_dir(folder: Path, selector: str | bytes | None, name: str = "selector.yaml") -> Path:
+    """A policy directory of the shipped airline and retail policies and ``selector``."""
+    folder.mkdir()
+    for policy in ("airline", "retail"):
+        (folder / f"{policy}.yaml").write_text((POLICIES / f"{policy}.yaml").read_text())
+    if isinstance(selector, bytes):
+        (folder / name).write_bytes(selector)
+    elif selector is not None:
+        (folder / name).write_text(selector)
+    return folder
+
+
+def refused(folder: Path, cwd: Path) -> str:
+    """`auditor serve --policy FOLDER`'s one-line refusal (exit 2, before any port is taken)."""
+    out = run(
+        ["--store", f"sqlite:///{cwd / 'auditor.db'}", "serve", "--port", "1", "--policy", str(folder)], cwd
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    return out.stderr.strip()
+
+
+def test_a_selector_or_policy_that_is_not_text_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Binary bytes in selector.yaml or in a policy printed a UnicodeDecodeError traceback."""
+    garbage = bytes(range(128, 256))
+    line = refused(policy_dir(tmp_path / "a", garbage), tmp_path)
+    assert line.startswith(f"error: {tmp_path / 'a' / 'selector.yaml'}: the selector is not UTF-8 text")
+    folder = policy_dir(tmp_path / "b", None)
+    (folder / "broken.yaml").write_bytes(garbage)
+    assert refused(folder, tmp_path).startswith(
+        f"error: {folder / 'broken.yaml'}: the policy is not UTF-8 text"
+    )
+
+
+def test_a_pattern_given_twice_is_refused_at_its_line(tmp_path: Path) -> None:
+    """YAML keeps the last of two equal keys: `air*` sent to retail silently. Now the second is
+    refused with its line, in a selector and in a policy alike."""
+    selector = "version: 1\nby: service.name\nchoose:\n  air*: airline\n  air*: retail\n"
+    line = refused(policy_dir(tmp_path / "a", selector), tmp_path)
+    assert "selector.yaml, line 5: key 'air*' is given twice" in line
+    folder = policy_dir(tmp_path / "b", None)
+    (folder / "airline.yaml").write_text((POLICIES / "airline.yaml").read_text() + "name: airline-again\n")
+    assert "airline.yaml, line " in refused(folder, tmp_path) and "key 'name' is given twice" in refused(
+        folder, tmp_path
+    )
+
+
+def test_a_selector_by_a_header_field_no_trace_has_is_refused(tmp_path: Path) -> None:
+    """`by: header.framwork` (a typo) selected nothing for every trace, silently: all went to the
+    default. A header field the trace header does not declare is now refused at `by`."""
+    line = refused(policy_dir(tmp_path / "a", "by: header.framwork\nchoose: {x: airline}\n"), tmp_path)
+    assert "selector.yaml, line 1, field 'by': 'header.framwork' is no field of a trace's header" in line
+    line = refused(policy_dir(tmp_path / "b", "by: header.metadata\nchoose: {x: airline}\n"), tmp_path)
+    assert "header.metadata.<key>" in line
+
+
+def test_a_metadata_key_with_dots_is_read_whole(tmp_path: Path) -> None:
+    """`header.metadata.service.name` read metadata['service']['name'], so the OpenTelemetry-style
+    key `service.name` (the one the search index reads a service from) never matched."""
+    from auditor.policy_selection import load_policies
+    from auditor.review import read_traces
+
+    folder = policy_dir(tmp_path / "a", "by: header.metadata.service.name\nchoose: {billing-*: retail}\n")
+    [(trace, _, _)] = read_traces(REPO / "examples" / "renewal_drift.jsonl")
+    trace.header.metadata["service.name"] = "billing-eu"
+    assert load_policies(folder).for_trace(trace).name == "retail"
+
+
+def test_selector_yml_is_the_selector(tmp_path: Path) -> None:
+    """A directory's policies may be *.yml; selector.yml was read as a policy and refused with
+    "field 'name': Field required". It is the selector; two selectors are refused."""
+    from auditor.policy_selection import load_policies
+
+    folder = policy_dir(
+        tmp_path / "a", "by: header.framework\nchoose: {handwritten: retail}\n", "selector.yml"
+    )
+    assert load_policies(folder).selector is not None
+    (folder / "selector.yaml").write_text("by: header.framework\nchoose: {x: airline}\n")
+    assert "the directory holds two selectors" in refused(folder, tmp_path)

@@ -7,6 +7,7 @@ console entry point.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -221,3 +222,42 @@ def test_selector_yml_is_the_selector(tmp_path: Path) -> None:
     assert load_policies(folder).selector is not None
     (folder / "selector.yaml").write_text("by: header.framework\nchoose: {x: airline}\n")
     assert "the directory holds two selectors" in refused(folder, tmp_path)
+
+
+def test_control_characters_from_a_trace_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A trace's source, framework and actors are written by whoever produced it; ESC sequences
+    in them went to the terminal as they were (clear the screen, set its title) from `traces list`
+    (every layout) and `traces show`. They are shown escaped."""
+    lines = (REPO / "examples" / "renewal_drift.jsonl").read_text().splitlines()
+    trace_id = "hostile-ansi-" + "x" * 170  # too wide to share a line: `traces list` prints blocks
+    header = json.loads(lines[0]) | {
+        "trace_id": trace_id,
+        "source": "src\x1b[2J",
+        "framework": "fw\x1b]0;x\x07",
+    }
+    steps = [json.loads(line) for line in lines[1:]]
+    for step in steps:
+        step["actor"] += "\x1b[5m\u202e"
+        step["content"] = "\x9b31m" + step["content"]
+    path = tmp_path / "ansi.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [header, *steps]) + "\n")
+    store = ["--store", f"sqlite:///{tmp_path / 'auditor.db'}"]
+    assert run([*store, "ingest", str(path)], tmp_path).returncode == 0
+    for args in (["traces", "list"], ["traces", "list", "--wide"], ["traces", "show", trace_id]):
+        out = run([*store, *args], tmp_path)
+        assert out.returncode == 0, out.stderr
+        for raw in ("\x1b", "\x9b", "\u202e", "\x07"):
+            assert raw not in out.stdout, (args, raw)
+        assert "\\x1b" in out.stdout, args
+
+
+def test_traces_export_to_an_unwritable_place_is_one_line(tmp_path: Path) -> None:
+    """`traces export -o` opened the file itself: a place that cannot hold it printed a traceback,
+    and a failure half-way left a half-written file. It writes whole or not at all now."""
+    store = ["--store", f"sqlite:///{tmp_path / 'auditor.db'}"]
+    assert run([*store, "ingest", str(REPO / "examples" / "renewal_drift.jsonl")], tmp_path).returncode == 0
+    (tmp_path / "a-file").write_text("x")
+    out = run([*store, "traces", "export", "example-renewal-drift", "-o", "a-file/t.jsonl"], tmp_path)
+    assert out.returncode == 2 and out.stderr.startswith("error: a-file/t.jsonl: cannot write the file")
+    out = run([*store, "traces", "show", "example-renewal-drift", "--width", "0"], tmp_path)
+    assert out.returncode == 2 and "--width" in out.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -174,10 +175,23 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
+# C0 and C1 controls (ESC starts a terminal's escape sequences; CSI is one byte in C1) and the
+# bidirectional overrides, which reorder what is shown; tab and newline lay text out
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def cell(value: Any) -> Text:
+    """A value from a trace as terminal text: never markup, and a control character is shown
+    escaped (``\\x1b``), so a field written by whoever produced the trace cannot clear the
+    screen, retitle the terminal or reorder what is printed."""
+    text = "" if value is None else str(value)
+    return Text(_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text))
+
+
 def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
     table = Table(title=title)
     for col in columns:
         table.add_column(col)
     for row in rows:
-        table.add_row(*[Text("" if v is None else str(v)) for v in row])  # cells are data, never markup
+        table.add_row(*[cell(v) for v in row])  # cells are data, never markup
     console.print(table)

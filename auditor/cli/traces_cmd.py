@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.cli.common import cell, console, open_cli_store, print_json, print_table, write_atomic
 
 _REST = 40  # columns the table needs beside the trace id to stay readable
 
@@ -46,7 +48,7 @@ def register(app: typer.Typer) -> None:
             for t in traces
         ]
         for row in rows:
-            table.add_row(*[Text("" if v is None else str(v)) for v in row])
+            table.add_row(*[cell(v) for v in row])
         if wide:  # as wide as the rows are, for a pager or a file: nothing wraps
             natural = Console(width=1 << 20).measure(table).maximum
             Console(file=console.file, width=natural, no_color=console.no_color).print(table)
@@ -57,7 +59,7 @@ def register(app: typer.Typer) -> None:
             for trace_id, source, framework, steps, participants in rows:
                 console.print(Text(trace_id, style="bold"), crop=False, soft_wrap=True)
                 console.print(
-                    Text(f"  {steps} steps · {framework or '-'} · {source or '-'} · {participants}"),
+                    cell(f"  {steps} steps · {framework or '-'} · {source or '-'} · {participants}"),
                     highlight=False,
                 )
 
@@ -65,7 +67,7 @@ def register(app: typer.Typer) -> None:
     def show(
         trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-        width: int = typer.Option(100, help="Characters of content shown per step."),
+        width: int = typer.Option(100, min=1, help="Characters of content shown per step."),
     ) -> None:
         """The steps of one trace: who did what, to whom."""
         from auditor.traces import load_trace
@@ -76,11 +78,11 @@ def register(app: typer.Typer) -> None:
             return
         h = trace.header
         console.print(
-            Text.assemble((h.trace_id, "bold"), f"  source={h.source}  framework={h.framework}"),
+            Text.assemble((h.trace_id, "bold"), cell(f"  source={h.source}  framework={h.framework}")),
             highlight=False,
         )
         if h.task:
-            console.print(f"task: {_short(h.task, 200)}", markup=False, highlight=False)
+            console.print(cell(f"task: {_short(h.task, 200)}"), highlight=False)
         rows = []
         for s in trace.steps:
             to = "?" if s.recipients is None else ", ".join(s.recipients) or "-"
@@ -107,8 +109,9 @@ def register(app: typer.Typer) -> None:
         trace = load_trace(open_cli_store(), trace_id)
         if out == "-":
             write_canonical(trace.header, trace.steps, sys.stdout)
-        else:
-            with open(out, "w", encoding="utf-8") as stream:
-                write_canonical(trace.header, trace.steps, stream)
+            return
+        text = io.StringIO()
+        write_canonical(trace.header, trace.steps, text)
+        write_atomic(Path(out), text.getvalue())  # whole or not at all, one line if it cannot be written
 
     app.add_typer(group, name="traces")

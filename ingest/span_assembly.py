@@ -135,11 +135,13 @@ Sink = Callable[[AssembledTrace], None]
 @dataclass(frozen=True)
 class Received:
     """What a batch of spans did: spans stored now, spans the store already held (as sent again),
-    and why each span refused was (its id held with other content)."""
+    and why each span refused was (its id held with other content); ``refused_spans`` are those
+    spans, as given, in the same order (for a caller that reports each where it came from)."""
 
     stored: int
     duplicates: int
     refused: tuple[str, ...] = ()
+    refused_spans: tuple[ReceivedSpan, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -149,13 +151,17 @@ class _Batch:
 
     spans: dict[str, ReceivedSpan]
     meta: str
-    refused: tuple[str, ...] = ()
+    refused: tuple[ReceivedSpan, ...] = ()
 
 
 def _repeated(s: ReceivedSpan) -> str:
     return (
         f"span {s.span_id} of trace {s.trace_id} was already received with other content; the first is kept"
     )
+
+
+def _received(stored: int, duplicates: int, refused: Sequence[ReceivedSpan]) -> Received:
+    return Received(stored, duplicates, tuple(_repeated(s) for s in refused), tuple(refused))
 
 
 @dataclass
@@ -236,7 +242,7 @@ class SpanAssembly:
         for s in spans:
             first = unique.setdefault(f"span:{s.trace_id}:{s.span_id}", s)
             if first is not s and _content(first.payload()) != _content(s.payload()):
-                refused.append(_repeated(s))
+                refused.append(s)
         if not unique:
             return Received(0, 0)
         meta = compact_json({"source": self.source, **(provenance or {})})
@@ -250,7 +256,7 @@ class SpanAssembly:
                 held = self._held(tx, list(dict.fromkeys(k for b in batches for k in b.spans)))
                 taken: dict[str, ReceivedSpan] = {}  # by a batch before, in this group
                 fresh: list[list[tuple[str, ReceivedSpan, str]]] = []
-                changed: list[list[str]] = []
+                changed: list[list[ReceivedSpan]] = []
                 for b in batches:  # a key in two batches of the group is stored for the first
                     mine = [(k, s, b.meta) for k, s in b.spans.items() if k not in held and k not in taken]
                     changed.append(list(self._changed(tx, b, held, taken)))
@@ -272,26 +278,26 @@ class SpanAssembly:
                         state.last_at = now
                         state.root = True if root or state.root else state.root
         return [
-            Received(len(mine), len(b.spans) - len(mine) - len(no), (*b.refused, *no))
+            _received(len(mine), len(b.spans) - len(mine) - len(no), (*b.refused, *no))
             for b, mine, no in zip(batches, fresh, changed, strict=True)
         ]
 
     def _changed(
         self, tx: Transaction, batch: _Batch, held: dict[str, Any], taken: dict[str, ReceivedSpan]
-    ) -> Iterator[str]:
-        """Why each span of ``batch`` whose id is stored (``held``: its stored payload) or taken
-        by an earlier batch of the group is refused: its content differs."""
+    ) -> Iterator[ReceivedSpan]:
+        """The spans of ``batch`` refused because their id is stored (``held``: its stored payload)
+        or taken by an earlier batch of the group with other content."""
         for key, s in batch.spans.items():
             if key in taken:
                 if _content(taken[key].payload()) != _content(s.payload()):
-                    yield _repeated(s)
+                    yield s
             elif key in held:
                 stored = s
                 if self.redaction is not None:
                     stored = self.redaction.span(s, partial(self._payloads, tx, spans_stream(s.trace_id)))
                 redacted = self.redaction is not None
                 if _content(held[key], redacted) != _content(stored.payload(), redacted):
-                    yield _repeated(s)
+                    yield s
 
     def _events(self, tx: Transaction, fresh: list[tuple[str, ReceivedSpan, str]]) -> list[EncodedEvent]:
         """The encoded events of the fresh spans, numbered after their streams' stored versions

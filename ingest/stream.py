@@ -4,7 +4,9 @@ Each polled batch is validated record by record (canonical lines, or documents i
 format: ``ingest.stream_records``), and redacted when the consumer is asked to
 (``ingest.stream_redact``); the good records of all traces are appended in one store
 transaction; dead letters and closed-trace notifications are produced and flushed; only then are
-the offsets committed. A crash anywhere before the commit re-delivers the batch, and the records'
+the offsets committed. OTLP span records go to span assembly; a record holding a span it refuses
+(the span's id received before with other content) is dead-lettered with the reason, as OTLP/HTTP
+reports it in partial success, and its other spans are stored. A crash anywhere before the commit re-delivers the batch, and the records'
 Kafka coordinates, their idempotency keys, make the re-append a no-op (``ingest.stream_store``).
 A batch that fails (store or broker down) is rewound and retried, so consumption resumes where it
 stopped once the service is back.
@@ -20,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.store import EventStore
-from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
+from ingest.otlp_request import ReceivedSpan
+from ingest.span_assembly import AssembledTrace, AssemblySettings, Received, SpanAssembly
 from ingest.span_redact import SpanRedaction
 from ingest.stream_loop import BatchLoop, batch_producer, group_consumer, wait_sent
 from ingest.stream_metrics import Metrics, loop_metrics
@@ -90,7 +93,10 @@ def consumer_metrics() -> Metrics:
     m.counter("batches_total", "Batches stored and committed.")
     m.gauge("open_traces", "Traces seen and not yet closed.")
     m.counter("spans_total", "OTLP spans stored (re-deliveries not counted).")
-    m.counter("spans_rejected_total", "OTLP spans refused inside accepted records (no usable ids).")
+    m.counter(
+        "spans_rejected_total",
+        "OTLP spans refused inside accepted records (no usable ids, or an id received with other content).",
+    )
     return m
 
 
@@ -137,7 +143,8 @@ class StreamConsumer:
         parsed: list[tuple[str | None, object, Coords]] = []
         documents: dict[Coords, Any] = {}  # the records behind documents, should one be refused
         sends = []
-        spans = []
+        spans: list[ReceivedSpan] = []
+        span_records: dict[int, tuple[Any, SpanBatch]] = {}  # by id(span): its record, should it be refused
         steps = 0
         for records in polled.values():
             for r in records:
@@ -145,6 +152,7 @@ class StreamConsumer:
                 coords = Coords(r.topic, r.partition, r.offset)
                 if isinstance(result, Parsed) and isinstance(result.item, SpanBatch):
                     spans += result.item.spans  # span assembly redacts them, when asked, as it stores
+                    span_records.update((id(s), (r, result.item)) for s in result.item.spans)
                     self.metrics.inc("spans_rejected_total", result.item.rejected)
                     continue
                 if isinstance(result, Rejected):
@@ -159,7 +167,9 @@ class StreamConsumer:
                     documents[coords] = r
                     steps += sum(len(s) for _, s in result.item.traces)
         if spans:  # stored first, in their own transaction: a retried batch finds them stored
-            self.metrics.inc("spans_total", self.spans.receive(spans, {"topic": cfg.topic}).stored)
+            received = self.spans.receive(spans, {"topic": cfg.topic})
+            self.metrics.inc("spans_total", received.stored)
+            sends += self._refused_spans(received, span_records)
         traces = group_by_trace(parsed)
         written = write_batch(self.store, traces.values(), source=f"kafka:{cfg.topic}", cache=self.states)
         sends += [self._dead_letter(documents[coords], why) for coords, why in written.rejected]
@@ -169,6 +179,24 @@ class StreamConsumer:
                 self.redaction.forget(c.trace_id)
         wait_sent(self.producer, sends)
         return traces, written.closed, steps
+
+    def _refused_spans(self, received: Received, records: dict[int, tuple[Any, SpanBatch]]) -> list[Any]:
+        """Dead-letter each record holding a span that span assembly refused (its id received
+        before with other content: what OTLP/HTTP reports in partial success), with the number
+        refused and the first reason; the record's other spans are stored."""
+        refused: dict[int, tuple[Any, SpanBatch, list[str]]] = {}
+        for span, why in zip(received.refused_spans, received.refused, strict=True):
+            record, batch = records[id(span)]
+            refused.setdefault(id(record), (record, batch, []))[2].append(why)
+        sends = []
+        for record, batch, reasons in refused.values():
+            self.metrics.inc("spans_rejected_total", len(reasons))
+            n = f"{len(reasons)} span{'s' if len(reasons) > 1 else ''} of {len(batch.spans)}"
+            why = Rejected(
+                DeadKind.conflict, f"{batch.encoding}: {n} refused, the others stored: {reasons[0]}"
+            )
+            sends.append(self._dead_letter(record, why))
+        return sends
 
     def _dead_letter(self, record: Any, rejected: Rejected) -> Any:
         size = len(record.value or b"")

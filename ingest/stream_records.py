@@ -24,13 +24,15 @@ A record's ``format`` header says how to read its value.
   traces that are still running and continue in later records (no ``groupbytrace`` needed): they
   go to span assembly (``ingest.span_assembly``), which stores each span at once and completes
   the trace when its root has ended and it has gone silent. The key (the exporter's trace id when
-  it partitions by trace) only places the record.
+  it partitions by trace) only places the record. An ``otlp_json`` value is read as OTLP/HTTP reads
+  a JSON body: a key repeated in one object refuses the record, a double may be NaN or infinite.
 
 Anything else is a dead letter with a reason.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from dataclasses import dataclass
@@ -43,6 +45,7 @@ from pydantic_core import from_json
 
 from auditor.errors import InputError
 from ingest.otlp_request import DecodedRequest, ReceivedSpan, decode_json_document, decode_protobuf
+from ingest.strictjson import TOO_DEEP, keyed_object
 from schemas.trace import TraceHeader, TraceStep
 
 FORMAT_HEADER = "format"
@@ -71,7 +74,7 @@ class DeadKind(StrEnum):
     malformed = "malformed"
     oversized = "oversized"
     wrong_schema = "wrong_schema"
-    conflict = "conflict"  # a document's trace is already stored with other steps
+    conflict = "conflict"  # a document's trace, or a span's id, is already stored with other content
 
 
 @dataclass(frozen=True)
@@ -202,12 +205,22 @@ def _span_batch(decoded: DecodedRequest, encoding: str) -> Parsed | Rejected:
     return Parsed(None, SpanBatch(encoding, tuple(decoded.spans), decoded.rejected, decoded.first_error))
 
 
+def _otlp_json(value: bytes) -> Any:
+    """A record's JSON read as OTLP/HTTP reads a JSON body (``otlp_request.decode_json``): a key
+    repeated in one object is marked, for ``decode_json_document`` to refuse, and a double's NaN
+    or Infinity is kept; ValueError for what is not JSON."""
+    try:
+        return json.loads(value, object_pairs_hook=keyed_object)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+
+
 def _parse_spans(value: bytes, encoding: str) -> Parsed | Rejected:
     """A record the header says is an OTLP trace export in ``encoding``."""
     try:
         if encoding == OTLP_PROTO:
             return _span_batch(decode_protobuf(value, "record"), encoding)
-        return _span_batch(decode_json_document(from_json(value, allow_inf_nan=False), "record"), encoding)
+        return _span_batch(decode_json_document(_otlp_json(value), "record"), encoding)
     except InputError as exc:
         return Rejected(DeadKind.wrong_schema, f"{encoding}: {exc.one_line()}")
     except ValueError as exc:
@@ -223,7 +236,7 @@ def _detect_spans(value: bytes) -> Parsed | Rejected | None:
         if b'"resourceSpans"' not in value:
             return None
         try:
-            data = from_json(value, allow_inf_nan=False)
+            data = _otlp_json(value)
         except ValueError:
             return None
         if not isinstance(data, dict) or "resourceSpans" not in data:

@@ -76,57 +76,59 @@ def _print(att, trace) -> None:  # type: ignore[no-untyped-def]  # Attribution, 
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
 
 
+def attribute(
+    trace: str = typer.Argument(..., help="A trace file (any known format) or a stored trace id."),
+    strategy: str = typer.Option(
+        "rules",
+        "--strategy",
+        "-s",
+        help="rules | counterfactual | all_at_once | step_by_step | binary_search | ensemble",
+    ),
+    model: str = typer.Option(
+        None,
+        "--model",
+        help="counterfactual: local model name or directory; judges: a litellm model name",
+    ),
+    ground_truth: str = typer.Option(
+        None, "--ground-truth", help="The correct answer, when known (the 'with ground truth' setting)."
+    ),
+    policy: Path = typer.Option(
+        None, "--policy", help="Declared invariants (YAML), as review takes them (rules strategy)."
+    ),
+    input_format: str = INPUT_FORMAT,
+    as_json: bool = typer.Option(False, "--json", help="Print the attribution(s) as JSON."),
+) -> None:
+    """Name the responsible agent and the decisive step, with ranked candidates and evidence.
+
+    With the rules strategy (the default) this is the attribution that 'auditor review
+    --outcome failed' files, policy findings included."""
+    from auditor.attribution import attribute as run_attribution
+    from auditor.attribution import load_strategy
+    from auditor.errors import InputError
+
+    load_strategy(strategy)  # an unknown name fails before any trace is read
+    if strategy != "rules" and policy is not None:
+        raise InputError(
+            f"--policy applies to the rules strategy, not {strategy!r}",
+            field="--policy",
+            hint="drop --policy, or use --strategy rules (the review's attribution)",
+        )
+    if strategy == "rules":
+        from auditor.policy import load_policy
+
+        loaded = load_policy(policy) if policy is not None else None
+    traces = _traces(trace, input_format)
+    if strategy == "rules":
+        results = [_review_attribution(t, loaded) for t in traces]
+    else:
+        results = [run_attribution(t, strategy, ground_truth=ground_truth, model=model) for t in traces]
+    if as_json:
+        data = [r.model_dump(mode="json") for r in results]
+        print_json(data[0] if len(data) == 1 else data)
+        return
+    for t, r in zip(traces, results, strict=True):
+        _print(r, t)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("attribute")
-    def attribute(
-        trace: str = typer.Argument(..., help="A trace file (any known format) or a stored trace id."),
-        strategy: str = typer.Option(
-            "rules",
-            "--strategy",
-            "-s",
-            help="rules | counterfactual | all_at_once | step_by_step | binary_search | ensemble",
-        ),
-        model: str = typer.Option(
-            None,
-            "--model",
-            help="counterfactual: local model name or directory; judges: a litellm model name",
-        ),
-        ground_truth: str = typer.Option(
-            None, "--ground-truth", help="The correct answer, when known (the 'with ground truth' setting)."
-        ),
-        policy: Path = typer.Option(
-            None, "--policy", help="Declared invariants (YAML), as review takes them (rules strategy)."
-        ),
-        input_format: str = INPUT_FORMAT,
-        as_json: bool = typer.Option(False, "--json", help="Print the attribution(s) as JSON."),
-    ) -> None:
-        """Name the responsible agent and the decisive step, with ranked candidates and evidence.
-
-        With the rules strategy (the default) this is the attribution that 'auditor review
-        --outcome failed' files, policy findings included."""
-        from auditor.attribution import attribute as run_attribution
-        from auditor.attribution import load_strategy
-        from auditor.errors import InputError
-
-        load_strategy(strategy)  # an unknown name fails before any trace is read
-        if strategy != "rules" and policy is not None:
-            raise InputError(
-                f"--policy applies to the rules strategy, not {strategy!r}",
-                field="--policy",
-                hint="drop --policy, or use --strategy rules (the review's attribution)",
-            )
-        if strategy == "rules":
-            from auditor.policy import load_policy
-
-            loaded = load_policy(policy) if policy is not None else None
-        traces = _traces(trace, input_format)
-        if strategy == "rules":
-            results = [_review_attribution(t, loaded) for t in traces]
-        else:
-            results = [run_attribution(t, strategy, ground_truth=ground_truth, model=model) for t in traces]
-        if as_json:
-            data = [r.model_dump(mode="json") for r in results]
-            print_json(data[0] if len(data) == 1 else data)
-            return
-        for t, r in zip(traces, results, strict=True):
-            _print(r, t)
+    app.command("attribute")(attribute)

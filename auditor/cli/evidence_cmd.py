@@ -37,52 +37,52 @@ def _note(table: Table) -> str:
     return "simulation" if table.simulation else ""
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        help="The whole evidence set, regenerated from the event store.", no_args_is_help=True
+evidence_app = typer.Typer(
+    help="The whole evidence set, regenerated from the event store.", no_args_is_help=True
+)
+
+
+@evidence_app.command("report")
+def report(
+    out: Path = typer.Option(Path("evidence"), "--out", help="Folder for evidence.md, CSV and PNG."),
+    resamples: int = typer.Option(
+        20_000, "--resamples", min=100, help="Bootstrap and noise-floor resamples."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the tables as JSON (nothing is written)."),
+) -> None:
+    """Every table: attribution audit, world evidence, repair retests, each with its denominators."""
+    from rich.progress import Progress
+
+    from auditor.errors import InputError
+    from auditor.evidence import BUILDERS, Evidence, build_tables
+
+    if not as_json:
+        _check_out(out)
+    store = open_cli_store()
+    if next(iter(store.read_all()), None) is None:
+        raise InputError(
+            "the store holds no events", hint="record runs first (auditor score run, auditor world run)"
+        )
+    with Progress(console=err_console, transient=True, disable=as_json) as bar:
+        job = bar.add_task("building evidence tables", total=len(BUILDERS))
+        tables = build_tables(Evidence(store, resamples), lambda name: bar.advance(job))
+    if as_json:
+        print_json({"tables": [t.as_json() for t in tables]})
+        return
+    from auditor.evidence.render import write_evidence
+
+    try:
+        write_evidence(tables, out, state.store_url or "sqlite:///auditor.db")
+    except OSError as exc:
+        raise InputError(f"cannot write the evidence set: {exc.strerror}", path=str(out)) from exc
+    print_table(
+        "evidence set",
+        ["table", "rows", "source", "note"],
+        [[t.key, len(t.rows), t.source, _note(t)] for t in tables],
     )
+    empty = sum(t.empty is not None for t in tables)
+    console.print(f"{len(tables)} tables ({empty} with no runs behind them) written to {out / 'evidence.md'}")
 
-    @group.command("report")
-    def report(
-        out: Path = typer.Option(Path("evidence"), "--out", help="Folder for evidence.md, CSV and PNG."),
-        resamples: int = typer.Option(
-            20_000, "--resamples", min=100, help="Bootstrap and noise-floor resamples."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print the tables as JSON (nothing is written)."),
-    ) -> None:
-        """Every table: attribution audit, world evidence, repair retests, each with its denominators."""
-        from rich.progress import Progress
 
-        from auditor.errors import InputError
-        from auditor.evidence import BUILDERS, Evidence, build_tables
-
-        if not as_json:
-            _check_out(out)
-        store = open_cli_store()
-        if next(iter(store.read_all()), None) is None:
-            raise InputError(
-                "the store holds no events", hint="record runs first (auditor score run, auditor world run)"
-            )
-        with Progress(console=err_console, transient=True, disable=as_json) as bar:
-            job = bar.add_task("building evidence tables", total=len(BUILDERS))
-            tables = build_tables(Evidence(store, resamples), lambda name: bar.advance(job))
-        if as_json:
-            print_json({"tables": [t.as_json() for t in tables]})
-            return
-        from auditor.evidence.render import write_evidence
-
-        try:
-            write_evidence(tables, out, state.store_url or "sqlite:///auditor.db")
-        except OSError as exc:
-            raise InputError(f"cannot write the evidence set: {exc.strerror}", path=str(out)) from exc
-        print_table(
-            "evidence set",
-            ["table", "rows", "source", "note"],
-            [[t.key, len(t.rows), t.source, _note(t)] for t in tables],
-        )
-        empty = sum(t.empty is not None for t in tables)
-        console.print(
-            f"{len(tables)} tables ({empty} with no runs behind them) written to {out / 'evidence.md'}"
-        )
-
-    app.add_typer(group, name="evidence")
+def register(app: typer.Typer) -> None:
+    app.add_typer(evidence_app, name="evidence")

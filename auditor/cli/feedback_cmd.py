@@ -10,50 +10,50 @@ import typer
 
 from auditor.cli.common import err_console, open_cli_store, print_json, print_table
 
+feedback_app = typer.Typer(
+    help="Reviewers' labels on findings: a dataset, and each detector's precision.", no_args_is_help=True
+)
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        help="Reviewers' labels on findings: a dataset, and each detector's precision.", no_args_is_help=True
+
+@feedback_app.command("export")
+def export(
+    out: Path = typer.Option(Path("-"), "--out", "-o", help="JSONL file to write ('-': standard output)."),
+) -> None:
+    """Write each labelled finding, one JSON object a line: the finding as filed, its evidence
+    quotes, the latest label, who gave it, when and why. The file is written whole or not at all."""
+    from auditor.cli.common import output_target, write_atomic
+    from auditor.feedback import dataset
+
+    if str(out) != "-":
+        output_target(out)  # refused before the store is read
+    rows = list(dataset(open_cli_store()))
+    write_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    err_console.print(
+        f"{len(rows)} labelled findings written to {'standard output' if str(out) == '-' else out}"
     )
 
-    @group.command("export")
-    def export(
-        out: Path = typer.Option(
-            Path("-"), "--out", "-o", help="JSONL file to write ('-': standard output)."
-        ),
-    ) -> None:
-        """Write each labelled finding, one JSON object a line: the finding as filed, its evidence
-        quotes, the latest label, who gave it, when and why. The file is written whole or not at all."""
-        from auditor.cli.common import output_target, write_atomic
-        from auditor.feedback import dataset
 
-        if str(out) != "-":
-            output_target(out)  # refused before the store is read
-        rows = list(dataset(open_cli_store()))
-        write_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        err_console.print(
-            f"{len(rows)} labelled findings written to {'standard output' if str(out) == '-' else out}"
-        )
+@feedback_app.command("precision")
+def precision(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Each detector's confirmed and dismissed findings (by their latest label) and its precision."""
+    from collections import Counter
 
-    @group.command("precision")
-    def precision(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-        """Each detector's confirmed and dismissed findings (by their latest label) and its precision."""
-        from collections import Counter
+    from auditor.feedback import latest_labels, precision_by_detector
 
-        from auditor.feedback import latest_labels, precision_by_detector
+    tally = Counter((p["detector"], p["label"]) for p in latest_labels(open_cli_store()))
+    rows = precision_by_detector((d, label, n) for (d, label), n in tally.items())
+    if as_json:
+        print_json([{**r.__dict__, "precision": r.precision} for r in rows])
+        return
+    print_table(
+        f"{len(rows)} detectors with labelled findings",
+        ["detector", "confirmed", "dismissed", "precision"],
+        [
+            [r.detector, r.confirmed, r.dismissed, "—" if r.precision is None else f"{r.precision:.2f}"]
+            for r in rows
+        ],
+    )
 
-        tally = Counter((p["detector"], p["label"]) for p in latest_labels(open_cli_store()))
-        rows = precision_by_detector((d, label, n) for (d, label), n in tally.items())
-        if as_json:
-            print_json([{**r.__dict__, "precision": r.precision} for r in rows])
-            return
-        print_table(
-            f"{len(rows)} detectors with labelled findings",
-            ["detector", "confirmed", "dismissed", "precision"],
-            [
-                [r.detector, r.confirmed, r.dismissed, "—" if r.precision is None else f"{r.precision:.2f}"]
-                for r in rows
-            ],
-        )
 
-    app.add_typer(group, name="feedback")
+def register(app: typer.Typer) -> None:
+    app.add_typer(feedback_app, name="feedback")

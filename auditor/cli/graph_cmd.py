@@ -82,164 +82,163 @@ def _export_format(target: Path, fmt: str | None) -> str:
     return fmt or implied or "json"
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Interaction graphs of stored traces.", no_args_is_help=True)
-    mode_opt = typer.Option("annotated", "--mode", help="annotated (with the annotation layer) or topology.")
+graph_app = typer.Typer(help="Interaction graphs of stored traces.", no_args_is_help=True)
 
-    @group.command("build")
-    def build(
-        trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
-        mode: str = mode_opt,
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """Build the graph and record it (GraphBuilt event, with its digest) in the store."""
-        from auditor.traces import trace_digest
-        from graph import graph_digest, graph_to_node_link
-        from schemas import NewEvent
 
-        ig = _build(trace_id, mode)
-        data = graph_to_node_link(ig)
-        digest = graph_digest(ig, data)
-        payload = {
-            "trace_id": trace_id,
-            "mode": mode,
-            "digest": digest,
-            "trace_digest": trace_digest(ig.trace),
-            "nodes": ig.g.number_of_nodes(),
-            "edges": ig.g.number_of_edges(),
-            "node_link": data,
-        }
-        event = NewEvent(
-            type="GraphBuilt", payload=payload, idempotency_key=f"graph:{trace_id}:{mode}:{digest}"
-        )
-        recorded = open_cli_store().append(graph_stream(trace_id), [event])[0]
-        summary = {k: v for k, v in payload.items() if k != "node_link"}
-        summary |= {"stream": recorded.stream_id, "stream_version": recorded.stream_version}
-        if as_json:
-            print_json(summary)
-        else:
-            console.print(
-                f"graph of [bold]{trace_id}[/bold] ({mode}): {summary['nodes']} nodes, {summary['edges']} edges\n"
-                f"digest {digest}\nrecorded as {recorded.stream_id} v{recorded.stream_version}"
-            )
+MODE = typer.Option("annotated", "--mode", help="annotated (with the annotation layer) or topology.")
 
-    @group.command("show")
-    def show(
-        trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
-        mode: str = mode_opt,
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """A summary table: each node's kind, steps, fan-in and fan-out, and its busiest links."""
-        ig = _build(trace_id, mode)
-        rows = []
-        for node, attrs in ig.g.nodes(data=True):
-            fan_in = Counter(ig.edges[r].source for r in ig.in_edges.get(node, []))
-            fan_out = Counter(ig.edges[r].target for r in ig.out_edges.get(node, []))
-            top = ", ".join(f"{n}×{c}" for n, c in fan_out.most_common(3))
-            rows.append(
-                [
-                    node,
-                    attrs["kind"],
-                    len(ig.by_actor.get(node, [])),
-                    sum(fan_in.values()),
-                    sum(fan_out.values()),
-                    top,
-                ]
-            )
-        extra = {}
-        if ig.annotations is not None and ig.provenance is not None:
-            extra = {
-                "authority_labels": len(ig.annotations.authority),
-                "permission_labels": len(ig.annotations.permission),
-                "unconsulted_obligations": len(ig.annotations.obligations),
-                "instructions_in_data": len(ig.annotations.instructions),
-                "merge_points": len(ig.provenance.merge_points),
-                "values_tracked": len(ig.provenance.exact)
-                + sum(len(group[0]) for group in ig.provenance.amounts.values()),
-            }
-        if as_json:
-            cols = ["node", "kind", "steps", "fan_in", "fan_out", "top_out"]
-            print_json(
-                {"trace_id": trace_id, "mode": mode, "nodes": [dict(zip(cols, r, strict=True)) for r in rows]}
-                | extra
-            )
-            return
-        print_table(
-            f"{trace_id} ({mode}): {ig.g.number_of_nodes()} nodes, {ig.g.number_of_edges()} edges",
-            ["node", "kind", "steps", "in", "out", "busiest out-links"],
-            rows,
-        )
-        for key, value in extra.items():
-            console.print(f"{key.replace('_', ' ')}: {value}")
-        for span in ig.annotations.instructions if ig.annotations is not None else []:
-            console.print(
-                f"  instruction to the agent at {span.step_id} ({'; '.join(span.signals)}): ",
-                Text(" … ".join(" ".join(d.split()) for d in span.directives)[:300]),
-            )
 
-    @group.command("export")
-    def export(
-        trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
-        fmt: str = typer.Option(
-            None, "--format", help="graphml or json (node-link); default: from the extension, else json."
-        ),
-        out: str = typer.Option(..., "--out", "-o", help="Output file."),
-        mode: str = mode_opt,
-    ) -> None:
-        """Write the graph as GraphML or node-link JSON."""
-        import json
+@graph_app.command("build")
+def build(
+    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    mode: str = MODE,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Build the graph and record it (GraphBuilt event, with its digest) in the store."""
+    from auditor.traces import trace_digest
+    from graph import graph_digest, graph_to_node_link
+    from schemas import NewEvent
 
-        from auditor.errors import InputError
-        from graph import graph_to_node_link, write_graphml
-
-        target = Path(out)
-        fmt = _export_format(target, fmt)
-        ig = _build(trace_id, mode)
-        if not target.parent.is_dir():
-            raise InputError("the output folder does not exist", path=str(target.parent), field="--out")
-        if fmt == "graphml":
-            write_graphml(ig, target)
-        else:
-            tmp = target.with_name(target.name + ".tmp")
-            tmp.write_text(json.dumps(graph_to_node_link(ig), ensure_ascii=False, indent=1), encoding="utf-8")
-            tmp.replace(target)
-        console.print(f"wrote {target} ({fmt}, {ig.g.number_of_edges()} edges)")
-
-    @group.command("draw")
-    def draw(
-        trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
-        out: str = typer.Option(..., "--out", "-o", help="Image file: .svg or .png."),
-        highlight: list[str] = typer.Option(
-            [], "--highlight", help="Step id or edge ref to highlight (repeat)."
-        ),
-        steps: str = typer.Option(None, "--steps", help="Step window START:STOP (default: the first 500)."),
-        mode: str = typer.Option(
-            "topology", "--mode", help="annotated or topology (the picture is the same)."
-        ),
-    ) -> None:
-        """A swimlane picture: one lane per participant, x = step index, highlighted edges in red."""
-        import importlib.util
-
-        from auditor.errors import InputError
-        from graph import GraphQueryError
-        from graph.draw import draw_swimlane
-
-        if importlib.util.find_spec("matplotlib") is None:
-            raise InputError("drawing needs matplotlib", hint="pip install 'agent-auditor[draw]'")
-        ig = _build(trace_id, mode)
-        try:
-            info = draw_swimlane(ig, out, highlight=highlight, steps=_steps_window(steps))
-        except GraphQueryError as exc:
-            raise InputError(
-                str(exc), field="--highlight", hint=f"see 'auditor traces show {trace_id}'"
-            ) from exc
-        except ValueError as exc:
-            raise InputError(str(exc), field="--out/--steps") from exc
-        except FileNotFoundError as exc:
-            raise InputError("cannot write the image", path=out, field="--out") from exc
+    ig = _build(trace_id, mode)
+    data = graph_to_node_link(ig)
+    digest = graph_digest(ig, data)
+    payload = {
+        "trace_id": trace_id,
+        "mode": mode,
+        "digest": digest,
+        "trace_digest": trace_digest(ig.trace),
+        "nodes": ig.g.number_of_nodes(),
+        "edges": ig.g.number_of_edges(),
+        "node_link": data,
+    }
+    event = NewEvent(type="GraphBuilt", payload=payload, idempotency_key=f"graph:{trace_id}:{mode}:{digest}")
+    recorded = open_cli_store().append(graph_stream(trace_id), [event])[0]
+    summary = {k: v for k, v in payload.items() if k != "node_link"}
+    summary |= {"stream": recorded.stream_id, "stream_version": recorded.stream_version}
+    if as_json:
+        print_json(summary)
+    else:
         console.print(
-            f"wrote {info.path}: steps {info.first_step}-{info.last_step} of {info.total_steps}, "
-            f"{len(info.lanes)} lanes, {info.edges} edges, {info.highlighted} highlighted"
+            f"graph of [bold]{trace_id}[/bold] ({mode}): {summary['nodes']} nodes, {summary['edges']} edges\n"
+            f"digest {digest}\nrecorded as {recorded.stream_id} v{recorded.stream_version}"
         )
 
-    app.add_typer(group, name="graph")
+
+@graph_app.command("show")
+def show(
+    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    mode: str = MODE,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """A summary table: each node's kind, steps, fan-in and fan-out, and its busiest links."""
+    ig = _build(trace_id, mode)
+    rows = []
+    for node, attrs in ig.g.nodes(data=True):
+        fan_in = Counter(ig.edges[r].source for r in ig.in_edges.get(node, []))
+        fan_out = Counter(ig.edges[r].target for r in ig.out_edges.get(node, []))
+        top = ", ".join(f"{n}×{c}" for n, c in fan_out.most_common(3))
+        rows.append(
+            [
+                node,
+                attrs["kind"],
+                len(ig.by_actor.get(node, [])),
+                sum(fan_in.values()),
+                sum(fan_out.values()),
+                top,
+            ]
+        )
+    extra = {}
+    if ig.annotations is not None and ig.provenance is not None:
+        extra = {
+            "authority_labels": len(ig.annotations.authority),
+            "permission_labels": len(ig.annotations.permission),
+            "unconsulted_obligations": len(ig.annotations.obligations),
+            "instructions_in_data": len(ig.annotations.instructions),
+            "merge_points": len(ig.provenance.merge_points),
+            "values_tracked": len(ig.provenance.exact)
+            + sum(len(group[0]) for group in ig.provenance.amounts.values()),
+        }
+    if as_json:
+        cols = ["node", "kind", "steps", "fan_in", "fan_out", "top_out"]
+        print_json(
+            {"trace_id": trace_id, "mode": mode, "nodes": [dict(zip(cols, r, strict=True)) for r in rows]}
+            | extra
+        )
+        return
+    print_table(
+        f"{trace_id} ({mode}): {ig.g.number_of_nodes()} nodes, {ig.g.number_of_edges()} edges",
+        ["node", "kind", "steps", "in", "out", "busiest out-links"],
+        rows,
+    )
+    for key, value in extra.items():
+        console.print(f"{key.replace('_', ' ')}: {value}")
+    for span in ig.annotations.instructions if ig.annotations is not None else []:
+        console.print(
+            f"  instruction to the agent at {span.step_id} ({'; '.join(span.signals)}): ",
+            Text(" … ".join(" ".join(d.split()) for d in span.directives)[:300]),
+        )
+
+
+@graph_app.command("export")
+def export(
+    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    fmt: str = typer.Option(
+        None, "--format", help="graphml or json (node-link); default: from the extension, else json."
+    ),
+    out: str = typer.Option(..., "--out", "-o", help="Output file."),
+    mode: str = MODE,
+) -> None:
+    """Write the graph as GraphML or node-link JSON."""
+    import json
+
+    from auditor.errors import InputError
+    from graph import graph_to_node_link, write_graphml
+
+    target = Path(out)
+    fmt = _export_format(target, fmt)
+    ig = _build(trace_id, mode)
+    if not target.parent.is_dir():
+        raise InputError("the output folder does not exist", path=str(target.parent), field="--out")
+    if fmt == "graphml":
+        write_graphml(ig, target)
+    else:
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(graph_to_node_link(ig), ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(target)
+    console.print(f"wrote {target} ({fmt}, {ig.g.number_of_edges()} edges)")
+
+
+@graph_app.command("draw")
+def draw(
+    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    out: str = typer.Option(..., "--out", "-o", help="Image file: .svg or .png."),
+    highlight: list[str] = typer.Option([], "--highlight", help="Step id or edge ref to highlight (repeat)."),
+    steps: str = typer.Option(None, "--steps", help="Step window START:STOP (default: the first 500)."),
+    mode: str = typer.Option("topology", "--mode", help="annotated or topology (the picture is the same)."),
+) -> None:
+    """A swimlane picture: one lane per participant, x = step index, highlighted edges in red."""
+    import importlib.util
+
+    from auditor.errors import InputError
+    from graph import GraphQueryError
+    from graph.draw import draw_swimlane
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError("drawing needs matplotlib", hint="pip install 'agent-auditor[draw]'")
+    ig = _build(trace_id, mode)
+    try:
+        info = draw_swimlane(ig, out, highlight=highlight, steps=_steps_window(steps))
+    except GraphQueryError as exc:
+        raise InputError(str(exc), field="--highlight", hint=f"see 'auditor traces show {trace_id}'") from exc
+    except ValueError as exc:
+        raise InputError(str(exc), field="--out/--steps") from exc
+    except FileNotFoundError as exc:
+        raise InputError("cannot write the image", path=out, field="--out") from exc
+    console.print(
+        f"wrote {info.path}: steps {info.first_step}-{info.last_step} of {info.total_steps}, "
+        f"{len(info.lanes)} lanes, {info.edges} edges, {info.highlighted} highlighted"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(graph_app, name="graph")

@@ -120,54 +120,52 @@ def _ingest_dir(
     return 2 if failures else 0
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("ingest")
-    def ingest(
-        path: str = typer.Argument(..., help="A trace file, a directory (with --recursive), or - for stdin."),
-        input_format: str = INPUT_FORMAT,
-        format_alias: str = FORMAT_ALIAS,
-        recursive: bool = typer.Option(
-            False, "--recursive", "-r", help="Ingest every file under a directory."
-        ),
-        redact: bool = REDACT,
-        redact_pattern: list[str] = REDACT_PATTERN,
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-        trace_id: str = typer.Option(
-            None,
-            "--trace-id",
-            help="Store the input's one trace under this new id (a trace id holds one history: "
-            "other content under a stored id is refused).",
-        ),
-    ) -> None:
-        """Append traces to the store and print their ids; the same input twice appends nothing new,
-        other content under a stored trace id is refused (exit 2)."""
-        from ingest import names
+def ingest(
+    path: str = typer.Argument(..., help="A trace file, a directory (with --recursive), or - for stdin."),
+    input_format: str = INPUT_FORMAT,
+    format_alias: str = FORMAT_ALIAS,
+    recursive: bool = typer.Option(False, "--recursive", "-r", help="Ingest every file under a directory."),
+    redact: bool = REDACT,
+    redact_pattern: list[str] = REDACT_PATTERN,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    trace_id: str = typer.Option(
+        None,
+        "--trace-id",
+        help="Store the input's one trace under this new id (a trace id holds one history: "
+        "other content under a stored id is refused).",
+    ),
+) -> None:
+    """Append traces to the store and print their ids; the same input twice appends nothing new,
+    other content under a stored trace id is refused (exit 2)."""
+    from ingest import names
 
-        fmt = importer_name(input_format, format_alias)
-        if fmt != "auto" and fmt not in names():
+    fmt = importer_name(input_format, format_alias)
+    if fmt != "auto" and fmt not in names():
+        from auditor.errors import InputError
+
+        raise InputError(
+            f"unknown importer '{fmt}'",
+            field="--input-format",
+            hint=f"valid importers: auto, {', '.join(names())}",
+        )
+    redact, patterns = redaction(redact, redact_pattern)
+    target = Path(path)
+    if path != "-" and target.is_dir() and recursive:
+        if trace_id is not None:
             from auditor.errors import InputError
 
-            raise InputError(
-                f"unknown importer '{fmt}'",
-                field="--input-format",
-                hint=f"valid importers: auto, {', '.join(names())}",
-            )
-        redact, patterns = redaction(redact, redact_pattern)
-        target = Path(path)
-        if path != "-" and target.is_dir() and recursive:
-            if trace_id is not None:
-                from auditor.errors import InputError
+            raise InputError("--trace-id names one trace; it cannot apply to a directory", field="--trace-id")
+        code = _ingest_dir(target, fmt, recursive, redact, patterns, as_json)
+        if code:
+            raise typer.Exit(code)
+        return
+    file = spool_stdin() if path == "-" else target
+    try:
+        _ingest_file(file, fmt, redact, patterns, as_json, "stdin" if path == "-" else None, trace_id)
+    finally:
+        if path == "-":
+            file.unlink(missing_ok=True)
 
-                raise InputError(
-                    "--trace-id names one trace; it cannot apply to a directory", field="--trace-id"
-                )
-            code = _ingest_dir(target, fmt, recursive, redact, patterns, as_json)
-            if code:
-                raise typer.Exit(code)
-            return
-        file = spool_stdin() if path == "-" else target
-        try:
-            _ingest_file(file, fmt, redact, patterns, as_json, "stdin" if path == "-" else None, trace_id)
-        finally:
-            if path == "-":
-                file.unlink(missing_ok=True)
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest)

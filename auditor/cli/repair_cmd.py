@@ -114,144 +114,147 @@ def _show_retest(r: Any) -> None:
     )
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        help="Repair: plan → patch → review → fresh retest → decision → PR.", no_args_is_help=True
-    )
+repair_app = typer.Typer(
+    help="Repair: plan → patch → review → fresh retest → decision → PR.", no_args_is_help=True
+)
 
-    @group.command("propose")
-    def propose(
-        report: str = typer.Argument(..., metavar="REPORT", help="A report JSON file or a stored report id."),
-        workflow: Path = typer.Option(..., "--workflow", help="The audited workflow configuration (YAML)."),
-        policy: Path = typer.Option(None, "--policy", help="The declared-invariants policy the audit used."),
-        item: list[str] = typer.Option(
-            None, "--item", help="Plan item(s) to implement (default: applicable)."
-        ),
-        param: list[str] = typer.Option(None, "--param", help="Control parameter, [control.]key=value."),
-        model: str = typer.Option(
-            None,
-            "--model",
-            help="Use the LLM Repair Agent with this litellm model (default: rules catalogue).",
-        ),
-        out: Path = typer.Option(None, "--out", help="Also write the patched workflow YAML here."),
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """Turn a report's repair plan into a scope-checked patch (rules Repair Agent)."""
-        from repair.propose import select_items
-        from repair.service import audit_context, open_repair, propose_step
-        from repair.stream import load_repair
-        from worlds import Workflow
 
-        if out is not None:
-            output_target(out)  # refused before the repair is stored
-        store = open_cli_store()
-        rep = _report(store, report)
-        wf = Workflow.load(workflow)
-        items = select_items(rep, wf, item or None)
-        repair_id = open_repair(store, audit_context(store, rep, wf, items, policy_path=policy))
-        state = propose_step(store, repair_id, _params(param, items), model=model)
-        if out is not None:
-            write_atomic(out, load_repair(store, repair_id).latest.patched_yaml)
-        _show_state(state, as_json)
+@repair_app.command("propose")
+def propose(
+    report: str = typer.Argument(..., metavar="REPORT", help="A report JSON file or a stored report id."),
+    workflow: Path = typer.Option(..., "--workflow", help="The audited workflow configuration (YAML)."),
+    policy: Path = typer.Option(None, "--policy", help="The declared-invariants policy the audit used."),
+    item: list[str] = typer.Option(None, "--item", help="Plan item(s) to implement (default: applicable)."),
+    param: list[str] = typer.Option(None, "--param", help="Control parameter, [control.]key=value."),
+    model: str = typer.Option(
+        None,
+        "--model",
+        help="Use the LLM Repair Agent with this litellm model (default: rules catalogue).",
+    ),
+    out: Path = typer.Option(None, "--out", help="Also write the patched workflow YAML here."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Turn a report's repair plan into a scope-checked patch (rules Repair Agent)."""
+    from repair.propose import select_items
+    from repair.service import audit_context, open_repair, propose_step
+    from repair.stream import load_repair
+    from worlds import Workflow
 
-    @group.command("review")
-    def review(
-        repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
-        max_rounds: int = typer.Option(3, min=1, help="Rounds of rejection → re-proposal."),
-        reviewer_model: str = typer.Option(
-            None, "--reviewer-model", help="An LLM Reviewer through litellm (default: the rules Reviewer)."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """The independent Reviewer on four dimensions; rejections go back to the Repair Agent."""
-        from repair.service import review_step
+    if out is not None:
+        output_target(out)  # refused before the repair is stored
+    store = open_cli_store()
+    rep = _report(store, report)
+    wf = Workflow.load(workflow)
+    items = select_items(rep, wf, item or None)
+    repair_id = open_repair(store, audit_context(store, rep, wf, items, policy_path=policy))
+    state = propose_step(store, repair_id, _params(param, items), model=model)
+    if out is not None:
+        write_atomic(out, load_repair(store, repair_id).latest.patched_yaml)
+    _show_state(state, as_json)
 
-        _show_state(review_step(open_cli_store(), repair_id, max_rounds, reviewer_model), as_json)
 
-    @group.command("retest")
-    def retest(
-        repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
-        episodes: int = typer.Option(20, min=1, help="Fresh-identity episodes."),
-        seed: int = typer.Option(10_000, help="First retest seed."),
-        condition: list[str] = typer.Option(
-            None, "--condition", "-c", help="Conditions (default: canonical)."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """Run the approved artifact on fresh identities, audit each episode, judge by ground truth."""
-        from repair.retest import RetestPlan
-        from repair.service import retest_step
+@repair_app.command("review")
+def review(
+    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
+    max_rounds: int = typer.Option(3, min=1, help="Rounds of rejection → re-proposal."),
+    reviewer_model: str = typer.Option(
+        None, "--reviewer-model", help="An LLM Reviewer through litellm (default: the rules Reviewer)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """The independent Reviewer on four dimensions; rejections go back to the Repair Agent."""
+    from repair.service import review_step
 
-        result = retest_step(open_cli_store(), repair_id, RetestPlan(episodes, seed, tuple(condition or ())))
-        if as_json:
-            print_json(result.model_dump(mode="json"))
-        else:
-            _show_retest(result)
+    _show_state(review_step(open_cli_store(), repair_id, max_rounds, reviewer_model), as_json)
 
-    @group.command("decide")
-    def decide(
-        repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
-        repo: Path = typer.Option(None, "--repo", help="Workflow-config git repository for the PR proposal."),
-        file: str = typer.Option(
-            None, "--file", help="The workflow file in the repository (default: by digest)."
-        ),
-        pr_out: Path = typer.Option(None, "--pr-out", help="Also write the PR description (Markdown) here."),
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """Accept exactly when all four conditions hold; an accepted repair becomes a PR proposal."""
-        from repair.service import decide_step, pr_step
-        from repair.stream import load_repair
 
+@repair_app.command("retest")
+def retest(
+    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
+    episodes: int = typer.Option(20, min=1, help="Fresh-identity episodes."),
+    seed: int = typer.Option(10_000, help="First retest seed."),
+    condition: list[str] = typer.Option(None, "--condition", "-c", help="Conditions (default: canonical)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Run the approved artifact on fresh identities, audit each episode, judge by ground truth."""
+    from repair.retest import RetestPlan
+    from repair.service import retest_step
+
+    result = retest_step(open_cli_store(), repair_id, RetestPlan(episodes, seed, tuple(condition or ())))
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        _show_retest(result)
+
+
+@repair_app.command("decide")
+def decide(
+    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
+    repo: Path = typer.Option(None, "--repo", help="Workflow-config git repository for the PR proposal."),
+    file: str = typer.Option(
+        None, "--file", help="The workflow file in the repository (default: by digest)."
+    ),
+    pr_out: Path = typer.Option(None, "--pr-out", help="Also write the PR description (Markdown) here."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Accept exactly when all four conditions hold; an accepted repair becomes a PR proposal."""
+    from repair.service import decide_step, pr_step
+    from repair.stream import load_repair
+
+    if pr_out is not None:
+        output_target(pr_out)  # refused before the decision is stored
+    store = open_cli_store()
+    decision = decide_step(store, repair_id)
+    if decision.accepted and repo is not None:
+        proposal = pr_step(store, repair_id, repo, file)
         if pr_out is not None:
-            output_target(pr_out)  # refused before the decision is stored
-        store = open_cli_store()
-        decision = decide_step(store, repair_id)
-        if decision.accepted and repo is not None:
-            proposal = pr_step(store, repair_id, repo, file)
-            if pr_out is not None:
-                write_atomic(pr_out, proposal.description)
-        _show_state(load_repair(store, repair_id), as_json)
-        if not decision.accepted:
-            raise typer.Exit(1)
+            write_atomic(pr_out, proposal.description)
+    _show_state(load_repair(store, repair_id), as_json)
+    if not decision.accepted:
+        raise typer.Exit(1)
 
-    @group.command("show")
-    def show(
-        repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """A repair's recorded steps, rebuilt from its stream."""
-        from repair.stream import load_repair
 
-        _show_state(load_repair(open_cli_store(), repair_id), as_json)
+@repair_app.command("show")
+def show(
+    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """A repair's recorded steps, rebuilt from its stream."""
+    from repair.stream import load_repair
 
-    @group.command("run")
-    def run(
-        world: str = typer.Argument(..., metavar="WORLD", help="A1, B1, C1, D1 or F1."),
-        repo: Path = typer.Option(Path("workflow-configs"), "--repo", help="Workflow-config git repository."),
-        audit_episodes: int = typer.Option(20, min=1, help="Scripted episodes in the audit cohort."),
-        episodes: int = typer.Option(20, min=1, help="Fresh-identity retest episodes."),
-        seed: int = typer.Option(10_000, help="First retest seed."),
-        policy: Path = typer.Option(
-            None,
-            "--policy",
-            help="Declared invariants for the audits (default: examples/policies/<world>.yaml).",
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """End to end, offline: scripted cohort → audit → plan → patch → review → retest → decision → PR."""
-        from repair.pipeline import run_world
-        from repair.retest import RetestPlan
+    _show_state(load_repair(open_cli_store(), repair_id), as_json)
 
-        result = run_world(
-            open_cli_store(),
-            world,
-            repo,
-            audit_episodes,
-            retest=RetestPlan(episodes, seed),
-            policy_path=policy,
-        )
-        _show_state(result.state, as_json)
-        if not result.decision.accepted:
-            raise typer.Exit(1)
 
-    app.add_typer(group, name="repair")
+@repair_app.command("run")
+def run(
+    world: str = typer.Argument(..., metavar="WORLD", help="A1, B1, C1, D1 or F1."),
+    repo: Path = typer.Option(Path("workflow-configs"), "--repo", help="Workflow-config git repository."),
+    audit_episodes: int = typer.Option(20, min=1, help="Scripted episodes in the audit cohort."),
+    episodes: int = typer.Option(20, min=1, help="Fresh-identity retest episodes."),
+    seed: int = typer.Option(10_000, help="First retest seed."),
+    policy: Path = typer.Option(
+        None,
+        "--policy",
+        help="Declared invariants for the audits (default: examples/policies/<world>.yaml).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """End to end, offline: scripted cohort → audit → plan → patch → review → retest → decision → PR."""
+    from repair.pipeline import run_world
+    from repair.retest import RetestPlan
+
+    result = run_world(
+        open_cli_store(),
+        world,
+        repo,
+        audit_episodes,
+        retest=RetestPlan(episodes, seed),
+        policy_path=policy,
+    )
+    _show_state(result.state, as_json)
+    if not result.decision.accepted:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(repair_app, name="repair")

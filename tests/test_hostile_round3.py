@@ -261,3 +261,57 @@ def test_traces_export_to_an_unwritable_place_is_one_line(tmp_path: Path) -> Non
     assert out.returncode == 2 and out.stderr.startswith("error: a-file/t.jsonl: cannot write the file")
     out = run([*store, "traces", "show", "example-renewal-drift", "--width", "0"], tmp_path)
     assert out.returncode == 2 and "--width" in out.stderr
+
+
+def test_a_page_elsewhere_cannot_sign_a_browser_in_or_out(server: tuple) -> None:
+    """Login CSRF: a form on another site posted its own token to /session and the browser was
+    signed in as that token (its reviews then filed under the attacker's name). A sign-in or
+    sign-out whose Origin is another site is refused; the console's own form still works."""
+    origin, tokens = server
+    form = {"token": tokens["reviewer"], "next": "/console/"}
+    r = httpx.post(f"{origin}/session", data=form, headers={"Origin": "http://elsewhere.example"})
+    assert r.status_code == 403 and "set-cookie" not in r.headers
+    elsewhere = {"Origin": "null", "Sec-Fetch-Site": "cross-site"}  # a page with no-referrer of its own
+    r = httpx.post(f"{origin}/session", data=form, headers=elsewhere)
+    assert r.status_code == 403 and "set-cookie" not in r.headers
+    r = httpx.post(f"{origin}/session/logout", headers={"Origin": "http://elsewhere.example"})
+    assert r.status_code == 403 and "set-cookie" not in r.headers
+    own = {"Origin": "null", "Sec-Fetch-Site": "same-origin"}  # this server's page: no-referrer makes it null
+    assert httpx.post(f"{origin}/session", data=form, headers=own).status_code == 303
+    r = httpx.post(f"{origin}/session", data=form, headers={"Origin": origin})
+    assert (
+        r.status_code == 303
+        and r.headers["location"] == "/console/"
+        and "auditor_token=" in r.headers["set-cookie"]
+    )
+    assert httpx.post(f"{origin}/session/logout", headers={"Origin": origin}).status_code == 303
+
+
+def test_the_console_write_rule_holds_for_feedback(server: tuple) -> None:
+    """The cookie counts for a write only with the console's header and from this origin; a label
+    on a finding of another report is a 404, and a reviewer named in the body is ignored."""
+    origin, tokens = server
+    reports = httpx.get(f"{origin}/api/reports", headers=bearer(tokens, "reader")).json()["reports"]
+    full = [
+        httpx.get(f"{origin}/api/reports/{r['report_id']}", headers=bearer(tokens, "reader")).json()
+        for r in reports
+    ]
+    a, b = [r for r in full if r["findings"]][:2]
+    ids_a = {f["finding_id"] for f in a["findings"]}
+    foreign = next(f["finding_id"] for f in b["findings"] if f["finding_id"] not in ids_a)
+    path = f"{origin}/api/reports/{a['report_id']}/findings/{a['findings'][0]['finding_id']}/feedback"
+    body = {"label": "dismissed", "reason": "checked", "reviewer": {"name": "someone else"}}
+    cookie = {"auditor_token": tokens["reviewer"]}
+    for headers in (
+        {},
+        {"X-Auditor-Console": "1", "Origin": "http://elsewhere.example"},
+        {"X-Auditor-Console": "1", "Origin": "null"},
+    ):
+        assert httpx.post(path, json=body, cookies=cookie, headers=headers).status_code == 401, headers
+    r = httpx.post(path, json=body, cookies=cookie, headers={"X-Auditor-Console": "1", "Origin": origin})
+    assert r.status_code == 201, r.text
+    assert r.json()["reviewer"]["name"] == "reviewer"
+    other = f"{origin}/api/reports/{a['report_id']}/findings/{foreign}/feedback"
+    r = httpx.post(other, json=body, headers=bearer(tokens, "reviewer"))
+    assert r.status_code == 404 and foreign in r.json()["detail"]
+    assert httpx.post(path, json=body, headers=bearer(tokens, "reader")).status_code == 403

@@ -76,9 +76,13 @@ def presented_token(request: Request) -> str | None:
 
 def _from_console(request: Request) -> bool:
     """A write sent by the console's script (see the module docstring)."""
-    if request.headers.get(CONSOLE_HEADER) != "1":
-        return False
-    origin = request.headers.get("origin")  # its host, not its scheme: TLS may end at a proxy
+    return request.headers.get(CONSOLE_HEADER) == "1" and same_origin(request)
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a browser that names the request's origin names this server's: its host, not its
+    scheme (TLS may end at a proxy). A request naming none is not a browser's cross-site one."""
+    origin = request.headers.get("origin")
     return origin is None or urlsplit(origin).netloc == request.headers.get("host")
 
 

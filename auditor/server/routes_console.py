@@ -3,7 +3,8 @@
 A browser cannot send a bearer header when it navigates, so the console signs in once: a request
 without a token gets 401 and, for a browser, a sign-in form as the body; the form posts the token
 to ``/session``, which checks it and sets it as an HttpOnly, SameSite=Strict cookie. The cookie
-counts for reads only (see ``auth``).
+counts for reads, and for the console's own writes (see ``auth``). A sign-in or sign-out posted
+from a page on another origin is refused: it would switch a browser to the other site's token.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from auditor.server.auth import COOKIE, authenticate
+from auditor.server.auth import COOKIE, authenticate, same_origin
 from auditor.server.problems import Problem
 
 router = APIRouter(include_in_schema=False)
@@ -100,6 +101,16 @@ def console_file(request: Request, name: str = "index.html") -> Response:
     return FileResponse(path, media_type=_MEDIA[path.suffix], headers={"Cache-Control": "no-cache"})
 
 
+def _from_this_site(request: Request) -> bool:
+    """A form posted from this server's own page. A browser says where a navigation comes from in
+    Sec-Fetch-Site; its Origin reads "null" under this server's no-referrer policy, so the Origin
+    decides only for a browser that sends no Sec-Fetch-Site."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    return request.headers.get("origin") == "null" or same_origin(request)
+
+
 @router.post("/session")
 async def sign_in(request: Request) -> Response:
     """Check a token posted by the sign-in form and keep it in an HttpOnly cookie."""
@@ -108,6 +119,8 @@ async def sign_in(request: Request) -> Response:
     next_path = (form.get("next") or ["/console/"])[0]
     if not next_path.startswith("/console/") or "//" in next_path:
         next_path = "/console/"  # never redirect off this server
+    if not _from_this_site(request):  # a page elsewhere would sign this browser in as its own token
+        return login_page(403, "Sign in from this server's own page.", next_path)
     record = request.app.state.tokens.lookup(token) if token else None
     if record is None:
         return login_page(401, "That token is unknown or revoked.", next_path)
@@ -121,7 +134,9 @@ async def sign_in(request: Request) -> Response:
 
 
 @router.post("/session/logout")
-def sign_out() -> Response:
+def sign_out(request: Request) -> Response:
+    if not _from_this_site(request):
+        raise Problem(403, "forbidden", "sign out from this server's own page")
     response = RedirectResponse("/console/", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response

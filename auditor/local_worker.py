@@ -136,8 +136,6 @@ def serve(name: str) -> None:
     """The child: load, measure the rates, answer one request per line until stdin closes."""
     from dataclasses import asdict
 
-    import torch
-
     from auditor.local_generate import generate, measure
     from auditor.local_model import load_model
 
@@ -148,24 +146,12 @@ def serve(name: str) -> None:
     except InputError as exc:
         out.write(json.dumps({"error": str(exc), "hint": exc.hint}) + "\n")
         return
-    threads = _free_cores()
-    torch.set_num_threads(threads)
     rates = measure(loaded)
-    out.write(json.dumps({"ready": True, "threads": threads, **asdict(rates)}) + "\n")
+    out.write(json.dumps({"ready": True, **asdict(rates)}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
         result = generate(loaded, rates, request["chat"], request["max_new_tokens"], request["deadline"])
         out.write(json.dumps(asdict(result)) + "\n")
-
-
-def _free_cores() -> int:
-    """Threads for torch: the cores the load average leaves free, at least one. Torch's threads
-    spin on busy cores; on the 2-core test machine under a load of 7, one thread prefilled at
-    95-162 tokens/s and decoded 3.6-9 tokens/s, two threads at 16-33 and 0.4-0.5."""
-    import torch
-
-    cores = os.cpu_count() or 1
-    return max(1, min(torch.get_num_threads(), cores - int(os.getloadavg()[0])))
 
 
 if __name__ == "__main__":

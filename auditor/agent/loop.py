@@ -277,6 +277,7 @@ class AgentRun:
         if state["nudges"] >= 2:
             return {
                 "done": True,
+                "elapsed": self.clock(state),
                 "notes": [*state["notes"], "the model stopped calling tools without submitting a report"],
             }
         nudge = {

@@ -9,6 +9,7 @@ by an auditor agent) count under the report's engine.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,7 +44,7 @@ def record_feedback(
     if label not in LABELS:
         raise InputError(f"unknown label '{label}'", field="label", hint=f"valid labels: {', '.join(LABELS)}")
     reason = reason.strip()
-    if not reason:
+    if not any(unicodedata.category(c)[0] in "LNPS" for c in reason):  # zero-width spaces are no reason
         raise InputError("a label needs a reason", field="reason", hint="say why the finding holds or not")
     if len(reason) > MAX_REASON:
         raise InputError(

@@ -315,3 +315,35 @@ def test_the_console_write_rule_holds_for_feedback(server: tuple) -> None:
     r = httpx.post(other, json=body, headers=bearer(tokens, "reviewer"))
     assert r.status_code == 404 and foreign in r.json()["detail"]
     assert httpx.post(path, json=body, headers=bearer(tokens, "reader")).status_code == 403
+
+
+def test_a_label_must_say_one_thing_and_give_a_visible_reason(server: tuple) -> None:
+    """A body giving `label` twice was stored under the last one, silently; a reason of zero-width
+    spaces passed as said. Both are 400s naming the field, and nothing is stored; a body nested
+    past the parser stays a 400."""
+    origin, tokens = server
+    report = next(
+        r
+        for r in httpx.get(f"{origin}/api/reports", headers=bearer(tokens, "reader")).json()["reports"]
+        if r["findings"]
+    )
+    full = httpx.get(f"{origin}/api/reports/{report['report_id']}", headers=bearer(tokens, "reader")).json()
+    path = f"{origin}/api/reports/{report['report_id']}/findings/{full['findings'][0]['finding_id']}/feedback"
+    before = httpx.get(
+        f"{origin}/api/reports/{report['report_id']}/feedback", headers=bearer(tokens, "reader")
+    ).json()
+    headers = bearer(tokens, "reviewer") | {"Content-Type": "application/json"}
+    twice = b'{"label": "confirmed", "reason": "seen", "label": "dismissed"}'
+    r = httpx.post(path, content=twice, headers=headers)
+    assert r.status_code == 400 and "field 'label': the body gives 'label' twice" in r.json()["detail"], (
+        r.text
+    )
+    r = httpx.post(path, json={"label": "dismissed", "reason": "\u200b\u200b\ufeff"}, headers=headers)
+    assert r.status_code == 400 and "field 'reason': a label needs a reason" in r.json()["detail"], r.text
+    deep = b'{"label": "confirmed", "reason": "x", "z": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert httpx.post(path, content=deep, headers=headers).status_code == 400
+    assert httpx.post(path, content=twice, headers={"Content-Type": "application/json"}).status_code == 401
+    after = httpx.get(
+        f"{origin}/api/reports/{report['report_id']}/feedback", headers=bearer(tokens, "reader")
+    ).json()
+    assert after == before

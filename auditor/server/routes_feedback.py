@@ -4,12 +4,14 @@ Per-detector precision is counted from each labelled finding's latest label in t
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from auditor.errors import InputError
 from auditor.feedback import feedback_of, precision_by_detector, record_feedback
 from auditor.server.auth import Principal, require
 from auditor.server.models import Feedback, FeedbackIn, FeedbackList, PrecisionList
@@ -20,9 +22,30 @@ Reader = Annotated[Principal, Depends(require("read"))]
 Reviewer = Annotated[Principal, Depends(require("review"))]
 
 
+async def one_value_per_key(request: Request) -> None:
+    """Refuse a body that gives a key twice (``{"label": "confirmed", …, "label": "dismissed"}``):
+    JSON parsers keep one of them without a word, and which label was meant cannot be told."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if twice := next((k for k in keys if keys.count(k) > 1), None):
+            raise InputError(f"the body gives '{twice}' twice", field=twice, hint="give each field once")
+        return dict(items)
+
+    try:
+        json.loads(await request.body(), object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return  # not JSON (or nested past the parser): the body's own validation says so
+
+
 @router.post("/reports/{report_id}/findings/{finding_id}/feedback", response_model=Feedback, status_code=201)
 async def give_feedback(
-    request: Request, who: Reviewer, report_id: str, finding_id: str, body: FeedbackIn
+    request: Request,
+    who: Reviewer,
+    _: Annotated[None, Depends(one_value_per_key)],  # after the token: a stranger learns nothing
+    report_id: str,
+    finding_id: str,
+    body: FeedbackIn,
 ) -> Response:
     """Label one finding confirmed or dismissed, with the reason; a later label supersedes it."""
     reviewer = {"name": who.name, "token_id": who.token_id}

@@ -347,3 +347,58 @@ def test_a_label_must_say_one_thing_and_give_a_visible_reason(server: tuple) -> 
         f"{origin}/api/reports/{report['report_id']}/feedback", headers=bearer(tokens, "reader")
     ).json()
     assert after == before
+
+
+def test_failure_contradiction_is_not_quadratic_in_failed_calls() -> None:
+    """Every failed call re-read every later step of its agent: 800 failed refunds, each followed
+    by a message of forty claims, took 27 s in this detector alone (1,500: 40 s, while a
+    service's audit thread waited). The agent's sentences are indexed once now; the findings are
+    the same (one per claim, at the first claim after each failure)."""
+    import time
+
+    from auditor.detectors.base import AuditContext
+    from auditor.detectors.failure_contradiction import FailureContradictionDetector
+    from graph.build import build_graph
+    from schemas import GraphMode, Trace
+
+    n, claims = 1500, 40
+    said = " ".join(f"I have refunded order {1000 + k} in full." for k in range(claims))
+    steps: list[dict] = [
+        {"actor": "user", "actor_kind": "human", "kind": "message", "content": "Refund my orders."}
+    ]
+    for k in range(n):
+        call = {"name": "issue_refund", "arguments": {"order_id": str(1000 + k)}, "call_id": f"c{k}"}
+        steps += [
+            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "", "tool": call},
+            {
+                "actor": "shop",
+                "actor_kind": "tool",
+                "kind": "tool_result",
+                "content": json.dumps({"error": "403 amount exceeds agent limit"}),
+                "tool": {"name": "issue_refund", "call_id": f"c{k}"},
+                "refs": {"call_id": f"c{k}"},
+            },
+            {
+                "actor": "agent",
+                "actor_kind": "agent",
+                "recipients": ["user"],
+                "kind": "message",
+                "content": said,
+            },
+        ]
+    trace = Trace.model_validate(
+        {
+            "header": {
+                "trace_id": "hostile-many-failures",
+                "source": "generated",
+                "framework": "handwritten",
+            },
+            "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)],
+        }
+    )
+    ctx = AuditContext(trace=trace, graph=build_graph(trace, GraphMode.topology), mode=GraphMode.topology)
+    started = time.perf_counter()
+    drafts = list(FailureContradictionDetector().detect(ctx))
+    assert time.perf_counter() - started < 12
+    assert len(drafts) == claims  # the first forty refunds are each claimed in the message after them
+    assert [d.evidence[-1].step_id for d in drafts] == [f"s{3 + 3 * k}" for k in range(claims)]

@@ -21,7 +21,9 @@ speaks — the word is the tool's leading verb and none of the agent's calls wit
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.detectors.base import AuditContext, FindingDraft
@@ -89,6 +91,101 @@ def _error(facts: RunFacts, pos: int) -> str | None:
     return None
 
 
+@dataclass
+class _Said:
+    """One actor's sentences that may state an action done (not negated, not a question), in
+    order, joined by NUL so that an object's value is found by one substring search."""
+
+    positions: list[int] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)
+    words: list[list[str]] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    text: str = ""
+
+    def naming(self, value: str, after: int) -> Iterator[int]:
+        """The sentences after position ``after`` that hold ``value``, by index."""
+        first = bisect_right(self.positions, after)
+        if "\x00" in value:  # it could straddle two sentences of the joined text: one by one
+            yield from (i for i in range(first, len(self.sentences)) if value in self.sentences[i])
+            return
+        at = self.starts[first] if first < len(self.starts) else len(self.text)
+        while (at := self.text.find(value, at)) >= 0:
+            yield bisect_right(self.starts, at) - 1
+            at += 1
+
+
+class _Run:
+    """What the detector asks of one run more than once, indexed once (a run of thousands of
+    failed calls took minutes when every call re-read every later step)."""
+
+    def __init__(self, facts: RunFacts) -> None:
+        self.facts = facts
+        self.said: dict[str, _Said] = {}
+        for pos, step in enumerate(facts.steps):
+            if step.kind is StepKind.tool_call:
+                continue
+            said = self.said.setdefault(step.actor, _Said())
+            for m in _SENTENCE.finditer(prose(step.content)):
+                if _NOT_A_CLAIM.search(m.group()):
+                    continue
+                said.positions.append(pos)
+                said.sentences.append(m.group())
+                said.words.append(_WORD.findall(m.group()))
+        for said in self.said.values():
+            offset = 0
+            for sentence in said.sentences:
+                said.starts.append(offset)
+                offset += len(sentence) + 1
+            said.text = "\x00".join(said.sentences)
+        self.done: dict[tuple[str, str], list[tuple[int, int, set[str]]]] = {}  # (actor, tool) -> calls
+        self.first_done: dict[tuple[str, str], int] = {}  # (actor, leading verb) -> first such call
+        for p in facts.acts:
+            step, answer = facts.steps[p], facts.answer_of(p)
+            if step.tool is None or answer is None or not facts.succeeded(answer):
+                continue
+            self.first_done.setdefault((step.actor, leading_verb(step.tool.name)), p)
+            if _error(facts, answer) is None:
+                entry = (p, answer, values_of(step.tool.arguments))
+                self.done.setdefault((step.actor, step.tool.name), []).append(entry)
+
+    def claims(self, call: int, failed: int) -> Iterator[tuple[int, str, str, set[str]]]:
+        """(position, sentence, completed word, objects named) of the agent's later statements that
+        the failed call's action was done on one of its objects, while the failure stood."""
+        step = self.facts.steps[call]
+        assert step.tool is not None
+        words, objects = action_words(step.tool.name), values_of(step.tool.arguments)
+        said = self.said.get(step.actor)
+        if not words or not objects or said is None:
+            return
+        for i in sorted({i for v in objects for i in said.naming(v, failed)}):
+            pos, sentence = said.positions[i], said.sentences[i]
+            named = {v for v in objects if v in sentence}
+            done = next((w for w in said.words[i] for a in words if past_form(a, w)), None)
+            if done is not None and self.done_since(call, failed, pos, named) is None:
+                yield pos, sentence.strip(), done, named
+
+    def done_since(self, call: int, start: int, end: int, named: set[str]) -> int | None:
+        """The result of a later call of the agent to the same tool on a named object that
+        succeeded between ``start`` and ``end`` (a retry, corrected or not), if any."""
+        step = self.facts.steps[call]
+        assert step.tool is not None
+        calls = self.done.get((step.actor, step.tool.name), [])
+        for p, answer, values in calls[bisect_left(calls, (start + 1,)) :]:
+            if p >= end:
+                break
+            if values & named:
+                return answer
+        return None
+
+    def mismatch_speaks(self, call: int, word: str, pos: int) -> bool:
+        """Whether failure_mismatch files this claim: the word is the tool's leading verb and none
+        of the agent's earlier calls with that verb succeeded."""
+        step = self.facts.steps[call]
+        assert step.tool is not None
+        verb = leading_verb(step.tool.name)
+        return past_form(verb, word) and self.first_done.get((step.actor, verb), pos) >= pos
+
+
 class FailureContradictionDetector:
     name = "failure_contradiction"
     risk_class = RiskClass.task_failure
@@ -96,14 +193,15 @@ class FailureContradictionDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         facts = RunFacts.of(ctx)
+        run = _Run(facts)
         drafts: list[FindingDraft] = []
         claimed: set[int] = set()
         for call, failed in self._failed_calls(facts):
-            for pos, sentence, word, named in self._claims(facts, call, failed):
-                if pos in claimed or self._mismatch_speaks(facts, call, word, pos):
+            for pos, sentence, word, named in run.claims(call, failed):
+                if pos in claimed or run.mismatch_speaks(call, word, pos):
                     continue
                 claimed.add(pos)
-                drafts.append(self._draft(facts, call, failed, pos, sentence, word, named))
+                drafts.append(self._draft(run, call, failed, pos, sentence, word, named))
                 break
         return drafts
 
@@ -118,68 +216,10 @@ class FailureContradictionDetector:
             if answer is not None and _error(facts, answer) is not None:
                 yield pos, answer
 
-    def _claims(self, facts: RunFacts, call: int, failed: int) -> Iterator[tuple[int, str, str, set[str]]]:
-        """(position, sentence, completed word, objects named) of the agent's later statements that
-        the failed call's action was done on one of its objects, while the failure stood."""
-        step = facts.steps[call]
-        assert step.tool is not None
-        words, objects = action_words(step.tool.name), values_of(step.tool.arguments)
-        if not words or not objects:
-            return
-        for pos in range(failed + 1, len(facts.steps)):
-            later = facts.steps[pos]
-            if later.actor != step.actor or later.kind is StepKind.tool_call:
-                continue
-            for m in _SENTENCE.finditer(prose(later.content)):
-                sentence = m.group()
-                named = {v for v in objects if v in sentence}
-                if not named or _NOT_A_CLAIM.search(sentence):
-                    continue
-                done = next((w for w in _WORD.findall(sentence) for a in words if past_form(a, w)), None)
-                if done is not None and self._done_since(facts, call, failed, pos, named) is None:
-                    yield pos, sentence.strip(), done, named
-
-    @staticmethod
-    def _done_since(facts: RunFacts, call: int, start: int, end: int, named: set[str]) -> int | None:
-        """The result of a later call of the agent to the same tool on a named object that
-        succeeded between ``start`` and ``end`` (a retry, corrected or not), if any."""
-        step = facts.steps[call]
-        for p in facts.acts:
-            other = facts.steps[p]
-            if p <= start or p >= end or other.actor != step.actor or other.tool is None:
-                continue
-            answer = facts.answer_of(p)
-            if (
-                other.tool.name == step.tool.name  # type: ignore[union-attr]
-                and answer is not None
-                and facts.succeeded(answer)
-                and _error(facts, answer) is None
-                and values_of(other.tool.arguments) & named
-            ):
-                return answer
-        return None
-
-    @staticmethod
-    def _mismatch_speaks(facts: RunFacts, call: int, word: str, pos: int) -> bool:
-        """Whether failure_mismatch files this claim: the word is the tool's leading verb and none
-        of the agent's earlier calls with that verb succeeded."""
-        step = facts.steps[call]
-        assert step.tool is not None
-        verb = leading_verb(step.tool.name)
-        if not past_form(verb, word):
-            return False
-        for p in facts.acts:
-            other = facts.steps[p]
-            if p >= pos or other.actor != step.actor or other.tool is None:
-                continue
-            answer = facts.answer_of(p)
-            if leading_verb(other.tool.name) == verb and answer is not None and facts.succeeded(answer):
-                return False
-        return True
-
     def _draft(
-        self, facts: RunFacts, call: int, failed: int, pos: int, sentence: str, word: str, named: set[str]
+        self, run: _Run, call: int, failed: int, pos: int, sentence: str, word: str, named: set[str]
     ) -> FindingDraft:
+        facts = run.facts
         step, result = facts.steps[call], facts.steps[failed]
         assert step.tool is not None
         error = _error(facts, failed) or ""
@@ -196,7 +236,7 @@ class FailureContradictionDetector:
             ),
             violated="an agent may report only actions that took effect; the trace shows this one failed",
             evidence=[facts.unit(failed, error), facts.unit(pos, sentence)],
-            effect=self._effect(facts, call, pos, named),
+            effect=self._effect(run, call, pos, named),
             path=[
                 facts.hop(call, "the call"),
                 facts.hop(failed, "the call failed"),
@@ -205,8 +245,9 @@ class FailureContradictionDetector:
             confidence=0.8,
         )
 
-    def _effect(self, facts: RunFacts, call: int, pos: int, named: set[str]) -> Effect:
-        retried = self._done_since(facts, call, pos, len(facts.steps), named)
+    def _effect(self, run: _Run, call: int, pos: int, named: set[str]) -> Effect:
+        facts = run.facts
+        retried = run.done_since(call, pos, len(facts.steps), named)
         if retried is not None:
             return intercepted(
                 facts.steps[retried].step_id, "the same action on the object succeeded after the claim"

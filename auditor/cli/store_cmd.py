@@ -96,207 +96,211 @@ def _print_report(report, checkpoints: Path | None) -> None:  # type: ignore[no-
         )
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="The append-only event store.", no_args_is_help=True)
+store_app = typer.Typer(help="The append-only event store.", no_args_is_help=True)
 
-    @group.command("verify")
-    def verify(
-        checkpoints: Path = typer.Option(
-            None,
-            "--checkpoints",
-            envvar="AUDITOR_CHECKPOINT_FILE",
-            help="Hold the chain against the signed checkpoints in this file (needs the key).",
-        ),
-        key_file: Path = _KEY_FILE,
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """Walk the hash chain, check it against the checkpoints and the append-only guards; name
-        the first problem and exit 1 if there is one."""
-        store = _inspection_store()
-        report = _verify(store, checkpoints, key_file)
-        if as_json:
-            print_json(report.to_json())
-        else:
-            _print_report(report, checkpoints)
-            if note := _behind_note(store):
-                console.print(note)
-        if not report.ok:
-            raise typer.Exit(1)
 
-    @group.command("checkpoint")
-    def checkpoint(
-        file: Path = typer.Option(
-            None,
-            "--file",
-            envvar="AUDITOR_CHECKPOINT_FILE",
-            help="The checkpoint file to append to (kept outside the database).",
-        ),
-        key_file: Path = _KEY_FILE,
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """Sign the chain's head (position, hash) and append it to the checkpoint file, after
-        checking that the events since the latest checkpoint chain onto it."""
-        from auditor.errors import InputError
-        from auditor.store.checkpoint import load_key, take_checkpoint
-
-        if file is None:
-            raise InputError(
-                "no checkpoint file named",
-                field="--file",
-                hint="pass --file FILE or set AUDITOR_CHECKPOINT_FILE (outside the database's reach)",
-            )
-        key = load_key(key_file)
-        store = open_cli_store()
-        taken = take_checkpoint(store, file, key)
-        position = store.last_position()
-        if as_json:
-            print_json({"written": taken is not None, "file": str(file), **(taken.__dict__ if taken else {})})
-        elif taken is not None:
-            console.print(f"checkpoint: event {taken.position}, hash {taken.hash[:16]}…, appended to {file}")
-        elif position == 0:
-            console.print("the store is empty: nothing to anchor")
-        else:
-            console.print(f"nothing new: the head (event {position}) is already anchored in {file}")
-
-    @group.command("keygen")
-    def keygen(path: Path = typer.Argument(..., help="The key file to create (must not exist).")) -> None:
-        """Create a random checkpoint key, readable by its owner only."""
-        from auditor.store.checkpoint import generate_key
-
-        kid = generate_key(path)
-        console.print(
-            f"wrote a new checkpoint key to {path} (key id {kid}); keep it where the database's "
-            "writers cannot read it"
-        )
-
-    @group.command("guard")
-    def guard(
-        checkpoints: Path = typer.Option(
-            None, "--checkpoints", envvar="AUDITOR_CHECKPOINT_FILE", help="Verify against these first."
-        ),
-        key_file: Path = _KEY_FILE,
-    ) -> None:
-        """Restore missing or altered append-only triggers, once the chain verifies (a store
-        created before a guard existed gets it this way too)."""
-        from auditor.store.guards import install_guards
-
-        store = _inspection_store()
-        if store.schema.behind and not store.schema.damage:  # unknown revision: every guard of head
-            console.print(
-                f"[red]refused[/red]: the schema is {store.schema.describe()}, behind revision "
-                f"{store.schema.head}: run 'auditor store upgrade' first (it adds the guards of later revisions)"
-            )
-            raise typer.Exit(1)
-        report = _verified_or_exit(store, checkpoints, key_file, "the guards are restored")
-        with store.write_transaction() as conn:
-            restored = install_guards(conn)
-        if restored:
-            console.print(f"restored: {', '.join(restored)} ({report.checked} events verified)")
-        else:
-            console.print("the guards are in place: nothing to restore")
-        if report.anchor is None:
-            console.print(_UNANCHORED)
+@store_app.command("verify")
+def verify(
+    checkpoints: Path = typer.Option(
+        None,
+        "--checkpoints",
+        envvar="AUDITOR_CHECKPOINT_FILE",
+        help="Hold the chain against the signed checkpoints in this file (needs the key).",
+    ),
+    key_file: Path = _KEY_FILE,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Walk the hash chain, check it against the checkpoints and the append-only guards; name
+    the first problem and exit 1 if there is one."""
+    store = _inspection_store()
+    report = _verify(store, checkpoints, key_file)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        _print_report(report, checkpoints)
         if note := _behind_note(store):
             console.print(note)
+    if not report.ok:
+        raise typer.Exit(1)
 
-    @group.command("upgrade")
-    def upgrade(
-        url: str = _STORE_URL,
-        checkpoints: Path = typer.Option(
-            None, "--checkpoints", envvar="AUDITOR_CHECKPOINT_FILE", help="Verify against these first."
-        ),
-        key_file: Path = _KEY_FILE,
-        index: bool = typer.Option(
-            False, "--index", help="Also create the server's search index where it is absent."
-        ),
-    ) -> None:
-        """Migrate the store's schema (and the server index's, where the server made one) to this
-        auditor's revision, after walking the hash chain; print each schema's from → to."""
-        from auditor.store.migrate import upgrade_all
 
-        store = _inspection_store(url)
-        if store.schema.behind:  # migrations add guards: only over a chain that verifies
-            _verified_or_exit(store, checkpoints, key_file, "the schema is upgraded")
-        with store.write_transaction() as conn:
-            done = upgrade_all(conn, store.safe_url, create_index=index)
-        if done.refused:
-            console.print(
-                f"{store.schema.name}: {store.schema.describe()}; found: "
-                + "; ".join(map(str, done.found))
-                + "\n[red]refused[/red]: not upgraded, since a migration from the base revision would "
-                "re-create what is missing and hide that it was removed; run 'auditor store verify' with "
-                "your checkpoints, then 'auditor store guard', then upgrade again (docs/store.md)"
-            )
-            raise typer.Exit(1)
-        for before, after in done.steps:
-            if after.absent:
-                console.print(f"{before.name}: not created (made at revision {after.head} where it is used)")
-            elif before.absent:
-                console.print(f"{before.name}: created at revision {after.current}")
-            elif before == after:
-                console.print(f"{before.name}: at revision {after.current}, nothing to do")
-            else:
-                console.print(f"{before.name}: {before.describe()} → revision {after.current}")
-        if done.created:
-            console.print(f"created by the migrations: trigger {', '.join(done.created)} (absent before)")
-        if problems := done.problems:
-            console.print(
-                "[red]append-only guard lost[/red]: " + "; ".join(map(str, problems)) + " (not re-created: "
-                "run 'auditor store verify' with your checkpoints, then 'auditor store guard'; docs/store.md)"
-            )
-            raise typer.Exit(1)
+@store_app.command("checkpoint")
+def checkpoint(
+    file: Path = typer.Option(
+        None,
+        "--file",
+        envvar="AUDITOR_CHECKPOINT_FILE",
+        help="The checkpoint file to append to (kept outside the database).",
+    ),
+    key_file: Path = _KEY_FILE,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Sign the chain's head (position, hash) and append it to the checkpoint file, after
+    checking that the events since the latest checkpoint chain onto it."""
+    from auditor.errors import InputError
+    from auditor.store.checkpoint import load_key, take_checkpoint
 
-    @group.command("status")
-    def status(
-        url: str = _STORE_URL,
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    ) -> None:
-        """Each schema's revision in the store's database against this auditor's; exit 1 when one
-        is behind (run 'auditor store upgrade')."""
-        from auditor.store.migrate import schema_states
-
-        store = _inspection_store(url)
-        with store.engine.connect() as conn:
-            states = schema_states(conn)
-        if as_json:
-            print_json(
-                {
-                    "store": store.safe_url,
-                    "schemas": [
-                        {
-                            "name": s.name,
-                            "revision": None if s.damage else s.current,
-                            "head": s.head,
-                            "legacy": s.legacy,
-                            "at_head": s.at_head,
-                            "damage": s.damage,
-                        }
-                        for s in states
-                    ],
-                }
-            )
-        else:
-            for s in states:
-                mark = (
-                    ""
-                    if s.at_head or s.absent
-                    else f", behind revision {s.head}: run 'auditor store upgrade'"
-                )
-                console.print(f"{s.name}: {s.describe()}{mark}")
-        if any(s.behind for s in states):
-            raise typer.Exit(1)
-
-    @group.command("stats")
-    def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-        """Events, streams and counts by event type."""
-        data = open_cli_store().stats()
-        if as_json:
-            print_json(data)
-            return
-        console.print(
-            f"{data['store']}: {data['events']} events in {data['streams']} streams "
-            f"(last position {data['last_position']})"
+    if file is None:
+        raise InputError(
+            "no checkpoint file named",
+            field="--file",
+            hint="pass --file FILE or set AUDITOR_CHECKPOINT_FILE (outside the database's reach)",
         )
-        print_table("events by type", ["type", "count"], [[t, n] for t, n in data["by_type"].items()])
+    key = load_key(key_file)
+    store = open_cli_store()
+    taken = take_checkpoint(store, file, key)
+    position = store.last_position()
+    if as_json:
+        print_json({"written": taken is not None, "file": str(file), **(taken.__dict__ if taken else {})})
+    elif taken is not None:
+        console.print(f"checkpoint: event {taken.position}, hash {taken.hash[:16]}…, appended to {file}")
+    elif position == 0:
+        console.print("the store is empty: nothing to anchor")
+    else:
+        console.print(f"nothing new: the head (event {position}) is already anchored in {file}")
 
-    app.add_typer(group, name="store")
+
+@store_app.command("keygen")
+def keygen(path: Path = typer.Argument(..., help="The key file to create (must not exist).")) -> None:
+    """Create a random checkpoint key, readable by its owner only."""
+    from auditor.store.checkpoint import generate_key
+
+    kid = generate_key(path)
+    console.print(
+        f"wrote a new checkpoint key to {path} (key id {kid}); keep it where the database's "
+        "writers cannot read it"
+    )
+
+
+@store_app.command("guard")
+def guard(
+    checkpoints: Path = typer.Option(
+        None, "--checkpoints", envvar="AUDITOR_CHECKPOINT_FILE", help="Verify against these first."
+    ),
+    key_file: Path = _KEY_FILE,
+) -> None:
+    """Restore missing or altered append-only triggers, once the chain verifies (a store
+    created before a guard existed gets it this way too)."""
+    from auditor.store.guards import install_guards
+
+    store = _inspection_store()
+    if store.schema.behind and not store.schema.damage:  # unknown revision: every guard of head
+        console.print(
+            f"[red]refused[/red]: the schema is {store.schema.describe()}, behind revision "
+            f"{store.schema.head}: run 'auditor store upgrade' first (it adds the guards of later revisions)"
+        )
+        raise typer.Exit(1)
+    report = _verified_or_exit(store, checkpoints, key_file, "the guards are restored")
+    with store.write_transaction() as conn:
+        restored = install_guards(conn)
+    if restored:
+        console.print(f"restored: {', '.join(restored)} ({report.checked} events verified)")
+    else:
+        console.print("the guards are in place: nothing to restore")
+    if report.anchor is None:
+        console.print(_UNANCHORED)
+    if note := _behind_note(store):
+        console.print(note)
+
+
+@store_app.command("upgrade")
+def upgrade(
+    url: str = _STORE_URL,
+    checkpoints: Path = typer.Option(
+        None, "--checkpoints", envvar="AUDITOR_CHECKPOINT_FILE", help="Verify against these first."
+    ),
+    key_file: Path = _KEY_FILE,
+    index: bool = typer.Option(
+        False, "--index", help="Also create the server's search index where it is absent."
+    ),
+) -> None:
+    """Migrate the store's schema (and the server index's, where the server made one) to this
+    auditor's revision, after walking the hash chain; print each schema's from → to."""
+    from auditor.store.migrate import upgrade_all
+
+    store = _inspection_store(url)
+    if store.schema.behind:  # migrations add guards: only over a chain that verifies
+        _verified_or_exit(store, checkpoints, key_file, "the schema is upgraded")
+    with store.write_transaction() as conn:
+        done = upgrade_all(conn, store.safe_url, create_index=index)
+    if done.refused:
+        console.print(
+            f"{store.schema.name}: {store.schema.describe()}; found: "
+            + "; ".join(map(str, done.found))
+            + "\n[red]refused[/red]: not upgraded, since a migration from the base revision would "
+            "re-create what is missing and hide that it was removed; run 'auditor store verify' with "
+            "your checkpoints, then 'auditor store guard', then upgrade again (docs/store.md)"
+        )
+        raise typer.Exit(1)
+    for before, after in done.steps:
+        if after.absent:
+            console.print(f"{before.name}: not created (made at revision {after.head} where it is used)")
+        elif before.absent:
+            console.print(f"{before.name}: created at revision {after.current}")
+        elif before == after:
+            console.print(f"{before.name}: at revision {after.current}, nothing to do")
+        else:
+            console.print(f"{before.name}: {before.describe()} → revision {after.current}")
+    if done.created:
+        console.print(f"created by the migrations: trigger {', '.join(done.created)} (absent before)")
+    if problems := done.problems:
+        console.print(
+            "[red]append-only guard lost[/red]: " + "; ".join(map(str, problems)) + " (not re-created: "
+            "run 'auditor store verify' with your checkpoints, then 'auditor store guard'; docs/store.md)"
+        )
+        raise typer.Exit(1)
+
+
+@store_app.command("status")
+def status(
+    url: str = _STORE_URL,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Each schema's revision in the store's database against this auditor's; exit 1 when one
+    is behind (run 'auditor store upgrade')."""
+    from auditor.store.migrate import schema_states
+
+    store = _inspection_store(url)
+    with store.engine.connect() as conn:
+        states = schema_states(conn)
+    if as_json:
+        print_json(
+            {
+                "store": store.safe_url,
+                "schemas": [
+                    {
+                        "name": s.name,
+                        "revision": None if s.damage else s.current,
+                        "head": s.head,
+                        "legacy": s.legacy,
+                        "at_head": s.at_head,
+                        "damage": s.damage,
+                    }
+                    for s in states
+                ],
+            }
+        )
+    else:
+        for s in states:
+            mark = "" if s.at_head or s.absent else f", behind revision {s.head}: run 'auditor store upgrade'"
+            console.print(f"{s.name}: {s.describe()}{mark}")
+    if any(s.behind for s in states):
+        raise typer.Exit(1)
+
+
+@store_app.command("stats")
+def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Events, streams and counts by event type."""
+    data = open_cli_store().stats()
+    if as_json:
+        print_json(data)
+        return
+    console.print(
+        f"{data['store']}: {data['events']} events in {data['streams']} streams "
+        f"(last position {data['last_position']})"
+    )
+    print_table("events by type", ["type", "count"], [[t, n] for t, n in data["by_type"].items()])
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(store_app, name="store")

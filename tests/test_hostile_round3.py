@@ -402,3 +402,37 @@ def test_failure_contradiction_is_not_quadratic_in_failed_calls() -> None:
     assert time.perf_counter() - started < 12
     assert len(drafts) == claims  # the first forty refunds are each claimed in the message after them
     assert [d.evidence[-1].step_id for d in drafts] == [f"s{3 + 3 * k}" for k in range(claims)]
+
+
+def test_a_filter_the_listing_does_not_take_is_refused(server: tuple) -> None:
+    """A misspelt filter (`min_rsik`) or one of the other listing's (`has_findings` on reports)
+    was ignored: the answer held every row, read as filtered. It is a 400 naming the parameter and
+    listing the ones taken; a NaN risk says it is no finite number (it said "at most 1")."""
+    origin, tokens = server
+    for path, params in (
+        ("/api/traces", {"min_rsik": "0.9"}),
+        ("/api/reports", {"has_findings": "true"}),
+        ("/api/reports", {"severity": "high", "limit": "5"}),
+    ):
+        r = httpx.get(f"{origin}{path}", params=params, headers=bearer(tokens, "reader"))
+        assert r.status_code == 400, r.text
+        wrong = next(k for k in params if k != "limit")
+        assert r.json()["detail"].startswith(
+            f"unknown query parameter '{wrong}' (this listing takes: agent, "
+        )
+    for value in ("NaN", "inf"):
+        r = httpx.get(f"{origin}/api/traces", params={"min_risk": value}, headers=bearer(tokens, "reader"))
+        assert (
+            r.status_code == 400
+            and r.json()["detail"] == "query parameter 'min_risk': Input should be a finite number"
+        )
+    every = {
+        "outcome": "failed",
+        "min_risk": "0",
+        "since": "2000-01-01T00:00:00Z",
+        "exact_total": "true",
+        "limit": "5",
+    }
+    assert (
+        httpx.get(f"{origin}/api/traces", params=every, headers=bearer(tokens, "reader")).status_code == 200
+    )

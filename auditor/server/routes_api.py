@@ -29,6 +29,28 @@ def no_nul(request: Request) -> None:
         raise InputError("the path holds a NUL character (U+0000)", hint="no id holds one")
 
 
+def declared_only(request: Request) -> None:
+    """Refuse a query parameter the listing does not declare: a filter misspelt (``min_rsik``) or
+    one of the other listing's (``has_findings`` on reports) was ignored, and the answer held
+    every row as if it were filtered."""
+    route = request.scope.get("route")
+    if route is None:
+        return
+    known = _query_names(route.dependant)
+    for name in request.query_params:
+        if name not in known:
+            raise InputError(
+                f"unknown query parameter '{name}'", hint=f"this listing takes: {', '.join(sorted(known))}"
+            )
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters an endpoint declares, its dependencies' (the triage filters) too."""
+    return {p.alias for p in dependant.query_params} | {
+        n for d in dependant.dependencies for n in _query_names(d)
+    }
+
+
 router = APIRouter(prefix="/api", dependencies=[Depends(no_nul)])
 Reader = Annotated[Principal, Depends(require("read"))]
 Repairer = Annotated[Principal, Depends(require("repair"))]
@@ -46,7 +68,9 @@ Decision = Literal["risk_identified", "no_material_risk", "inconclusive"]
 
 
 def triage(
-    min_risk: Annotated[float | None, Query(ge=0, le=1, description="Risk score at or above.")] = None,
+    min_risk: Annotated[
+        float | None, Query(ge=0, le=1, allow_inf_nan=False, description="Risk score at or above.")
+    ] = None,
     outcome: Annotated[
         Literal["failed", "succeeded", "unknown"] | None, Query(description="The run's outcome.")
     ] = None,
@@ -88,7 +112,7 @@ def whoami(who: Reader) -> WhoAmI:
     return WhoAmI(token_id=who.token_id, name=who.name, scopes=list(who.scopes))
 
 
-@router.get("/traces", response_model=TraceList, tags=["traces"])
+@router.get("/traces", response_model=TraceList, tags=["traces"], dependencies=[Depends(declared_only)])
 def search_traces(
     request: Request,
     _: Reader,
@@ -149,7 +173,7 @@ def get_graph(
     return _json(request.app.state.views.graph(trace_id, mode, _head(request)))
 
 
-@router.get("/reports", response_model=ReportList, tags=["reports"])
+@router.get("/reports", response_model=ReportList, tags=["reports"], dependencies=[Depends(declared_only)])
 def search_reports(
     request: Request,
     _: Reader,

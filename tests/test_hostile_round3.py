@@ -30,9 +30,11 @@ POLICIES = REPO / "examples" / "policies"
 
 def seeded(url: str) -> dict[str, str]:
     """Review the triage runs into the store at ``url``; token name -> token."""
+    from auditor.server.tokens import create_token
+
     store = open_store(url)
     try:
-        return seed_runs(store)
+        return seed_runs(store) | {"ingester": create_token(store, "ingester", ["ingest"])[0]}
     finally:
         store.close()
 
@@ -436,3 +438,26 @@ def test_a_filter_the_listing_does_not_take_is_refused(server: tuple) -> None:
     assert (
         httpx.get(f"{origin}/api/traces", params=every, headers=bearer(tokens, "reader")).status_code == 200
     )
+
+
+def test_an_upload_refused_names_the_api_parameter(server: tuple) -> None:
+    """POST /api/audit's refusals named the CLI's option (`field '--trace-id': Value error, …`)
+    to an API client, which has no such option; they name the query parameter now."""
+    origin, tokens = server
+    example = (REPO / "examples" / "renewal_drift.jsonl").read_bytes()
+    audit = f"{origin}/api/audit"
+    r = httpx.post(audit, params={"trace_id": "a b"}, content=example, headers=bearer(tokens, "ingester"))
+    assert r.status_code == 400 and r.json()["detail"].startswith(
+        "query parameter 'trace_id': trace id 'a b' holds"
+    )
+    chats = b"".join(
+        json.dumps(
+            {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": "ok"}]}
+        ).encode()
+        + b"\n"
+        for q in ("hello", "again")
+    )
+    params = {"trace_id": "t1", "format": "chat-jsonl"}
+    r = httpx.post(audit, params=params, content=chats, headers=bearer(tokens, "ingester"))
+    assert r.status_code == 400 and "--" not in r.json()["detail"], r.text
+    assert "trace_id names one trace, but this input holds several" in r.json()["detail"]

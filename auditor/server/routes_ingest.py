@@ -29,6 +29,15 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 POLL_SECONDS = 0.5
 MAX_POSITION = 2**63 - 2  # a position the stream can still add one to within a signed 64-bit integer
 KEEPALIVE_SECONDS = 15.0
+_CLI_OPTIONS = {"--trace-id": "trace_id", "--input-format": "format"}  # as the import path names them
+
+
+def _as_api(text: str) -> str:
+    """A message of the import path in this endpoint's words: its query parameters, not the CLI's
+    options (``field '--trace-id'`` reads ``query parameter 'trace_id'``)."""
+    for option, parameter in _CLI_OPTIONS.items():
+        text = text.replace(f"field '{option}'", f"query parameter '{parameter}'").replace(option, parameter)
+    return text.replace(": Value error, ", ": ")
 
 
 def _upload_name(filename: str) -> str:
@@ -106,8 +115,9 @@ async def submit_for_audit(
                 choose_policy=policies.for_trace if policies and not chosen else None,
             )
             outcomes = await anyio.to_thread.run_sync(audit, limiter=request.app.state.audit_limiter)
-        except AuditorError as exc:  # name the upload, not the temporary folder
-            exc.args = (str(exc).replace(str(path), name),)
+        except AuditorError as exc:  # name the upload, not the temporary folder, and this API's parameters
+            exc.args = (_as_api(str(exc).replace(str(path), name)),)
+            exc.hint = exc.hint and _as_api(exc.hint)
             raise
     await run_in_threadpool(request.app.state.index.refresh)
     return AuditResponse(

@@ -73,7 +73,9 @@ class Selector(BaseModel):
             found = resource(self.by.removeprefix(RESOURCE))
         else:
             found = _lookup(trace.header.model_dump(mode="json"), self.by.removeprefix(HEADER).split("."))
-        return None if found is None or isinstance(found, dict | list) else str(found)
+        if found is None or isinstance(found, dict | list):
+            return None
+        return ("true" if found else "false") if isinstance(found, bool) else str(found)  # as YAML writes it
 
     def name_for(self, value: str | None) -> str | None:
         if value is not None:

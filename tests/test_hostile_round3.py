@@ -461,3 +461,18 @@ def test_an_upload_refused_names_the_api_parameter(server: tuple) -> None:
     r = httpx.post(audit, params=params, content=chats, headers=bearer(tokens, "ingester"))
     assert r.status_code == 400 and "--" not in r.json()["detail"], r.text
     assert "trace_id names one trace, but this input holds several" in r.json()["detail"]
+
+
+def test_a_yes_no_attribute_selects_as_written_in_yaml(tmp_path: Path) -> None:
+    """A boolean resource attribute (`deployment.canary`: true) was compared as Python prints it,
+    'True', so the selector's `"true": …` never matched (YAML's unquoted true is no pattern)."""
+    from auditor.policy_selection import load_policies
+    from auditor.review import read_traces
+
+    folder = policy_dir(
+        tmp_path / "a", 'by: resource.deployment.canary\nchoose: {"true": retail}\ndefault: airline\n'
+    )
+    [(trace, _, _)] = read_traces(REPO / "examples" / "renewal_drift.jsonl")
+    policies = load_policies(folder)
+    assert policies.for_trace(trace, {"deployment.canary": True}.get).name == "retail"
+    assert policies.for_trace(trace, {"deployment.canary": False}.get).name == "airline"

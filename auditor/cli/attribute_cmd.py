@@ -17,12 +17,11 @@ import typer
 from rich.text import Text
 
 from auditor.cli.common import INPUT_FORMAT, console, open_cli_store, print_json, print_table
+from auditor.errors import InputError
+from schemas import Trace
 
 
 def _traces(target: str, input_format: str) -> list:  # list[schemas.Trace]
-    from auditor.errors import InputError
-    from schemas import Trace
-
     path = Path(target)
     if path.exists():
         from ingest import open_traces
@@ -104,7 +103,6 @@ def attribute(
     --outcome failed' files, policy findings included."""
     from auditor.attribution import attribute as run_attribution
     from auditor.attribution import load_strategy
-    from auditor.errors import InputError
 
     load_strategy(strategy)  # an unknown name fails before any trace is read
     if strategy != "rules" and policy is not None:

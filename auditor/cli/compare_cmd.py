@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.errors import InputError
 
 
 def _pct(k: int, n: int) -> str:
@@ -27,7 +28,6 @@ def compare_auditors(
 ) -> None:
     """Schema validity, citation-resolvable findings, seeded risk verdicts and decision agreement."""
     from auditor.agent.compare import compare_runs, load_run, seeded_from_labels
-    from auditor.errors import InputError
 
     a, b = load_run(run_a), load_run(run_b)
     wanted = set(a) & set(b)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.errors import InputError
 
 corpus_app = typer.Typer(help="Work with whole corpora (MAST/MAD).", no_args_is_help=True)
 
@@ -22,9 +24,6 @@ def sample(
     as_json: bool = typer.Option(False, "--json", help="Print the whole manifest."),
 ) -> None:
     """Exclude duplicates and held-out traces, draw round-robin per stratum, freeze by digest (an event)."""
-    import json
-
-    from auditor.errors import InputError
     from ingest.sampling import freeze, sample_corpus
 
     if not root.is_dir():

@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table, state
+from auditor.errors import InputError
 
 if TYPE_CHECKING:
     from auditor.evidence import Table
@@ -19,10 +21,6 @@ if TYPE_CHECKING:
 
 def _check_out(out: Path) -> None:
     """An --out that cannot become a folder is the user's one-line mistake, found before any work."""
-    import os
-
-    from auditor.errors import InputError
-
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", path=str(out), hint="choose another --out")
     anchor = next(p for p in out.resolve().parents if p.exists())  # the set is staged beside --out
@@ -53,7 +51,6 @@ def report(
     """Every table: attribution audit, world evidence, repair retests, each with its denominators."""
     from rich.progress import Progress
 
-    from auditor.errors import InputError
     from auditor.evidence import BUILDERS, Evidence, build_tables
 
     if not as_json:

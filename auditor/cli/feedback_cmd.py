@@ -4,11 +4,19 @@ from the console or `POST /api/reports/{id}/findings/{finding}/feedback`), read 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import typer
 
-from auditor.cli.common import err_console, open_cli_store, print_json, print_table
+from auditor.cli.common import (
+    err_console,
+    open_cli_store,
+    output_target,
+    print_json,
+    print_table,
+    write_atomic,
+)
 
 feedback_app = typer.Typer(
     help="Reviewers' labels on findings: a dataset, and each detector's precision.", no_args_is_help=True
@@ -21,7 +29,6 @@ def export(
 ) -> None:
     """Write each labelled finding, one JSON object a line: the finding as filed, its evidence
     quotes, the latest label, who gave it, when and why. The file is written whole or not at all."""
-    from auditor.cli.common import output_target, write_atomic
     from auditor.feedback import dataset
 
     if str(out) != "-":
@@ -36,7 +43,6 @@ def export(
 @feedback_app.command("precision")
 def precision(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """Each detector's confirmed and dismissed findings (by their latest label) and its precision."""
-    from collections import Counter
 
     from auditor.feedback import latest_labels, precision_by_detector
 

@@ -7,6 +7,8 @@ it used; rebuilding the same graph appends nothing (the idempotency key holds th
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +17,8 @@ import typer
 from rich.text import Text
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.errors import InputError
+from schemas import NewEvent
 
 if TYPE_CHECKING:
     from graph import InteractionGraph
@@ -27,7 +31,6 @@ def graph_stream(trace_id: str) -> str:
 
 
 def _build(trace_id: str, mode: str) -> InteractionGraph:
-    from auditor.errors import InputError
     from auditor.traces import load_trace
     from graph import build_graph
 
@@ -45,8 +48,6 @@ def _build(trace_id: str, mode: str) -> InteractionGraph:
 
 
 def _steps_window(text: str | None) -> tuple[int, int] | None:
-    from auditor.errors import InputError
-
     if text is None:
         return None
     try:
@@ -64,8 +65,6 @@ EXPORT_FORMATS = {".graphml": "graphml", ".json": "json"}
 def _export_format(target: Path, fmt: str | None) -> str:
     """The format a file is written in: --format, else its extension, else JSON. A --format that
     contradicts the extension is refused: a ``.graphml`` file holding JSON fools every reader."""
-    from auditor.errors import InputError
-
     valid = sorted(set(EXPORT_FORMATS.values()))
     if fmt is not None and fmt not in valid:
         raise InputError(
@@ -97,7 +96,6 @@ def build(
     """Build the graph and record it (GraphBuilt event, with its digest) in the store."""
     from auditor.traces import trace_digest
     from graph import graph_digest, graph_to_node_link
-    from schemas import NewEvent
 
     ig = _build(trace_id, mode)
     data = graph_to_node_link(ig)
@@ -189,9 +187,6 @@ def export(
     mode: str = MODE,
 ) -> None:
     """Write the graph as GraphML or node-link JSON."""
-    import json
-
-    from auditor.errors import InputError
     from graph import graph_to_node_link, write_graphml
 
     target = Path(out)
@@ -217,9 +212,6 @@ def draw(
     mode: str = typer.Option("topology", "--mode", help="annotated or topology (the picture is the same)."),
 ) -> None:
     """A swimlane picture: one lane per participant, x = step index, highlighted edges in red."""
-    import importlib.util
-
-    from auditor.errors import InputError
     from graph import GraphQueryError
     from graph.draw import draw_swimlane
 

@@ -26,6 +26,7 @@ from auditor.cli.common import (
     redaction,
     spool_stdin,
 )
+from auditor.errors import AuditorError, InputError
 
 
 def _ingest_file(
@@ -61,7 +62,6 @@ def _ingest_dir(
 ) -> int:
     from rich.progress import Progress
 
-    from auditor.errors import AuditorError
     from ingest import ingest_path
     from ingest.pipeline import iter_files
 
@@ -141,8 +141,6 @@ def ingest(
 
     fmt = importer_name(input_format, format_alias)
     if fmt != "auto" and fmt not in names():
-        from auditor.errors import InputError
-
         raise InputError(
             f"unknown importer '{fmt}'",
             field="--input-format",
@@ -152,8 +150,6 @@ def ingest(
     target = Path(path)
     if path != "-" and target.is_dir() and recursive:
         if trace_id is not None:
-            from auditor.errors import InputError
-
             raise InputError("--trace-id names one trace; it cannot apply to a directory", field="--trace-id")
         code = _ingest_dir(target, fmt, recursive, redact, patterns, as_json)
         if code:

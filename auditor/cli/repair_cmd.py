@@ -9,12 +9,12 @@ from typing import Any
 import typer
 
 from auditor.cli.common import console, open_cli_store, output_target, print_json, print_table, write_atomic
+from auditor.errors import InputError
+from schemas import AuditReport
 
 
 def _report(store: Any, ref: str):  # -> schemas.AuditReport
-    from auditor.errors import InputError
     from auditor.reports import load_report
-    from schemas import AuditReport
 
     path = Path(ref)
     if not path.is_file():
@@ -33,7 +33,6 @@ def _params(values: list[str], items: list[Any]) -> dict[str, dict[str, Any]]:
     """``control.key=value`` or ``key=value`` (for every chosen control that has the key); YAML values."""
     import yaml
 
-    from auditor.errors import InputError
     from repair.catalogue import catalogue_control
 
     out: dict[str, dict[str, Any]] = {}

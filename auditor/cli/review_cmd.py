@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from auditor.cli.common import (
     INPUT_FORMAT,
@@ -23,6 +24,7 @@ from auditor.cli.common import (
     write_atomic,
 )
 from auditor.cli.review_request import AgentRequest, ReviewRequest
+from auditor.errors import InputError
 
 if TYPE_CHECKING:
     from auditor.review import ReviewOutcome
@@ -151,7 +153,6 @@ def review(
 def _reviewed(request: ReviewRequest) -> list[ReviewOutcome]:
     """Store and audit the input (stdin spooled to a file first, removed afterwards); an input
     that holds no trace is an input error."""
-    from auditor.errors import InputError
     from auditor.review import review_file
 
     file = spool_stdin() if request.from_stdin else Path(request.path)
@@ -214,9 +215,6 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Check a report: JSON Schema, then every evidence unit resolves (step, edge, verbatim quote)."""
-    from rich.markup import escape
-
-    from auditor.errors import InputError
     from auditor.report.validator import validate_report
 
     if not report.is_file():

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 from pathlib import Path
 
 import typer
 
 from auditor.cli.common import REDACT, REDACT_PATTERN, err_console, redaction, state
+from auditor.errors import InputError
 
 
 def serve(
@@ -59,8 +61,6 @@ def serve(
         from auditor.server.app import CONFIG_ENV
         from auditor.server.metrics import shared_across_workers
     except ImportError as exc:
-        from auditor.errors import InputError
-
         raise InputError(
             f"the server needs its extra: {exc.name} is missing",
             hint="pip install 'agent-auditor[server]'",
@@ -97,10 +97,6 @@ def _check_port(host: str, port: int) -> None:
     """Refuse a port that cannot be bound before anything is printed or opened: uvicorn binds only
     after its banner and "startup complete", so a port in use read as a started server. The probe
     binds as uvicorn does (address family from the host, SO_REUSEADDR: TIME_WAIT is no conflict)."""
-    import socket
-
-    from auditor.errors import InputError
-
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from auditor.cli.common import console, open_cli_store, print_json, print_table, state
+from auditor.errors import InputError, VerificationFailed
 
 _KEY_FILE = typer.Option(
     None,
@@ -46,7 +47,6 @@ def _behind_note(store) -> str | None:  # type: ignore[no-untyped-def]
 def _verify(store, checkpoints: Path | None, key_file: Path | None):  # type: ignore[no-untyped-def]
     """The chain walked against the checkpoint file when one is named; an unreadable signature or
     an empty file fails verification like a broken link does."""
-    from auditor.errors import VerificationFailed
     from auditor.store import ChainReport, verify_chain
     from auditor.store.checkpoint import load_key, read_checkpoints
 
@@ -137,7 +137,6 @@ def checkpoint(
 ) -> None:
     """Sign the chain's head (position, hash) and append it to the checkpoint file, after
     checking that the events since the latest checkpoint chain onto it."""
-    from auditor.errors import InputError
     from auditor.store.checkpoint import load_key, take_checkpoint
 
     if file is None:

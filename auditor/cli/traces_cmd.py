@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from auditor.cli.common import cell, console, open_cli_store, print_json, print_table, write_atomic
+from auditor.errors import InputError
 
 _REST = 40  # columns the table needs beside the trace id to stay readable
 
@@ -101,7 +102,6 @@ def export(
     out: str = typer.Option("-", "--out", "-o", help="Output file, or - for stdout."),
 ) -> None:
     """Write a trace back out in the canonical form (sidecar labels are not exported)."""
-    from auditor.errors import InputError
     from auditor.traces import load_trace
     from ingest.canonical import write_canonical
 

@@ -14,16 +14,16 @@ import sys
 from pathlib import Path
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
 from auditor.cli.common import console, err_console, print_json, print_table, state
+from auditor.errors import InputError
 
 COLUMNS = ["run", "outcome", "risk", "top finding", "agent", "step"]
 
 
 def _table(root: Path, rows: list, total: int) -> None:  # rows: list[auditor.triage.RunRow]
-    from rich.table import Table
-    from rich.text import Text
-
     title = f"{root}: {len(rows)} of {total} run(s), riskiest first" if len(rows) < total else f"{root}"
     table = Table(title=title)
     for col in COLUMNS:
@@ -69,7 +69,6 @@ def triage_cmd(
     a run has an actionable finding, else 0."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from auditor.errors import InputError
     from auditor.triage import triage
     from ingest.pipeline import iter_files
 

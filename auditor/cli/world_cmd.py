@@ -7,11 +7,10 @@ from pathlib import Path
 import typer
 
 from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
+from auditor.errors import InputError
 
 
 def _policy(world, name: str, family: str, model: str, max_actions: int, max_tokens: int):  # -> Policy
-    from auditor.errors import InputError
-
     if name == "scripted":
         return world.scripted(family)
     if name == "llm":

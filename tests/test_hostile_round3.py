@@ -476,3 +476,24 @@ def test_a_yes_no_attribute_selects_as_written_in_yaml(tmp_path: Path) -> None:
     policies = load_policies(folder)
     assert policies.for_trace(trace, {"deployment.canary": True}.get).name == "retail"
     assert policies.for_trace(trace, {"deployment.canary": False}.get).name == "airline"
+
+
+def test_serve_refuses_a_bad_port_host_or_log_level_in_one_line(tmp_path: Path) -> None:
+    """`serve --port 70000` (or -1) printed an OverflowError traceback; `--log-level shout` a
+    KeyError once the store was open and the banner printed; a host that is no address of this
+    machine was blamed on the port ("stop the process that holds the port"). Each is one line,
+    exit 2, naming the option at fault, and no store is created."""
+    db = tmp_path / "auditor.db"
+    store = ["--store", f"sqlite:///{db}", "serve"]
+    for args, option in (
+        (["--port", "70000"], "--port"),
+        (["--port", "-1"], "--port"),
+        (["--log-level", "shout"], "--log-level"),
+        (["--host", "10.255.255.1", "--port", "18080"], "--host"),
+        (["--host", "no-such-host.invalid", "--port", "18080"], "--host"),
+    ):
+        out = run([*store, *args], tmp_path)
+        assert out.returncode == 2, (args, out.stderr)
+        assert "Traceback" not in out.stderr and option in out.stderr, (args, out.stderr)
+        assert "holds the port" not in out.stderr or option == "--port"
+    assert not db.exists()

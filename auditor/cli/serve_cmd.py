@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import socket
@@ -13,17 +14,19 @@ import typer
 from auditor.cli.common import REDACT, REDACT_PATTERN, err_console, redaction, state
 from auditor.errors import InputError
 
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
+
 
 def serve(
     store: str = typer.Option(
         None, "--store", help="Store URL (default: the global --store / AUDITOR_STORE)."
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
-    port: int = typer.Option(8080, "--port", help="TCP port."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
     max_body: int = typer.Option(
         16 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes."
     ),
-    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+    log_level: str = typer.Option("info", "--log-level", help=f"uvicorn log level: {', '.join(LOG_LEVELS)}."),
     workers: int = typer.Option(
         1,
         "--workers",
@@ -49,6 +52,12 @@ def serve(
     but /health needs a token from 'auditor tokens create'. With --redact, every trace
     submitted to /api/audit is redacted before it is stored."""
     redact, patterns = redaction(redact, redact_pattern)
+    if log_level.lower() not in LOG_LEVELS:  # uvicorn would fail on it once the store is open
+        raise InputError(
+            f"unknown log level '{log_level}'",
+            field="--log-level",
+            hint=f"use one of {', '.join(LOG_LEVELS)}",
+        )
     if policy is not None:
         from auditor.policy_selection import load_policies
 
@@ -79,7 +88,7 @@ def serve(
         f"auditor console: http://{host}:{port}/console/  (store {application.state.store.safe_url}"
         + (f", {workers} workers)" if workers > 1 else ")")
     )
-    options = {"host": host, "port": port, "log_level": log_level, "server_header": False}
+    options = {"host": host, "port": port, "log_level": log_level.lower(), "server_header": False}
     if workers == 1:
         uvicorn.run(application, **options)
         return
@@ -103,9 +112,14 @@ def _check_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except (OSError, UnicodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, UnicodeError | socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+                raise InputError(  # the host, not the port: no such name, or no address of this machine
+                    f"cannot listen on {host}: {getattr(exc, 'strerror', None) or exc}",
+                    field="--host",
+                    hint="give an address of this machine (127.0.0.1, 0.0.0.0, ::) or a name it resolves",
+                ) from exc
             raise InputError(
-                f"cannot listen on {host} port {port}: {reason}",
+                f"cannot listen on {host} port {port}: {exc.strerror or exc}",
                 field="--port",
                 hint="stop the process that holds the port, or choose another --port",
             ) from exc

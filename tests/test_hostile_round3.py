@@ -497,3 +497,11 @@ def test_serve_refuses_a_bad_port_host_or_log_level_in_one_line(tmp_path: Path) 
         assert "Traceback" not in out.stderr and option in out.stderr, (args, out.stderr)
         assert "holds the port" not in out.stderr or option == "--port"
     assert not db.exists()
+
+
+def test_stream_refuses_a_metrics_port_out_of_range_before_kafka(tmp_path: Path) -> None:
+    """`stream workers --metrics-port 70000` connected to Kafka first and failed when the metrics
+    server bound (an OverflowError); the range is checked as the options are read."""
+    for command in ("workers", "consume"):
+        out = run(["stream", command, "--bootstrap", "127.0.0.1:1", "--metrics-port", "70000"], tmp_path)
+        assert out.returncode == 2 and "'--metrics-port'" in out.stderr and "65535" in out.stderr, out.stderr

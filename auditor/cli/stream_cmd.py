@@ -24,7 +24,9 @@ stream_app = typer.Typer(
 )
 
 _BOOTSTRAP = typer.Option(..., "--bootstrap", envvar="AUDITOR_KAFKA", help="Kafka bootstrap HOST:PORT.")
-_METRICS_PORT = typer.Option(0, "--metrics-port", help="Serve /metrics and /healthz on this port (0: off).")
+_METRICS_PORT = typer.Option(
+    0, "--metrics-port", min=0, max=65535, help="Serve /metrics and /healthz on this port (0: off)."
+)
 _METRICS_HOST = typer.Option(
     "127.0.0.1", "--metrics-host", help="Address to serve metrics on (0.0.0.0 in pods)."
 )

@@ -505,3 +505,24 @@ def test_stream_refuses_a_metrics_port_out_of_range_before_kafka(tmp_path: Path)
     for command in ("workers", "consume"):
         out = run(["stream", command, "--bootstrap", "127.0.0.1:1", "--metrics-port", "70000"], tmp_path)
         assert out.returncode == 2 and "'--metrics-port'" in out.stderr and "65535" in out.stderr, out.stderr
+
+
+def test_a_long_framework_or_actor_does_not_stop_the_index(server: tuple) -> None:
+    """The search index's columns have lengths (framework 200, a participant 512), the trace
+    contract none: on PostgreSQL one upload with a 300-character framework answered 500, and so
+    did every listing after it, for good (the index stopped at that event). Values are cut as the
+    index holds them, and a filter by the whole value still finds the trace."""
+    origin, tokens = server
+    lines = (REPO / "examples" / "renewal_drift.jsonl").read_text().splitlines()
+    header = json.loads(lines[0]) | {"trace_id": "hostile-long-names", "framework": "F" * 300}
+    steps = [json.loads(line) for line in lines[1:]]
+    steps[0]["actor"] = "A" * 600
+    body = "\n".join(json.dumps(r) for r in [header, *steps]) + "\n"
+    r = httpx.post(f"{origin}/api/audit", content=body, headers=bearer(tokens, "ingester"))
+    assert r.status_code == 201, r.text
+    reader = bearer(tokens, "reader")
+    for params in ({}, {"framework": "f" * 300}, {"participant": "a" * 600}, {"order": "riskiest"}):
+        r = httpx.get(f"{origin}/api/traces", params=params, headers=reader)
+        assert r.status_code == 200, (params, r.text)
+        assert "hostile-long-names" in [t["trace_id"] for t in r.json()["traces"]], params
+    assert httpx.get(f"{origin}/api/reports", headers=reader).status_code == 200

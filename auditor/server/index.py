@@ -135,6 +135,18 @@ Index("ix_server_traces_report", trace_rows.c.report_id)
 _ROW_KEYS = [c.name for c in trace_rows.columns]
 
 
+def clip(value: Any, column: Column) -> Any:
+    """A value as ``column`` holds it: text cut at the column's length. PostgreSQL refuses a
+    longer one, and the index would stop at that event for every request after it (a framework
+    of 300 characters, from a file or an OTLP resource, made every listing answer 500)."""
+    length = getattr(column.type, "length", None)
+    return value[:length] if length and isinstance(value, str) else value
+
+
+def _clipped(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    return {k: clip(v, table.c[k]) for k, v in row.items()}
+
+
 def utc_iso(value: str | datetime | None) -> str | None:
     """An ISO time normalised to UTC (naive times are taken as UTC); None when it does not parse."""
     if value is None:
@@ -294,13 +306,16 @@ class _Batch:
         step = ev.payload["step"]
         r["steps"] += 1
         actor = step["actor"]
-        lowered = r.setdefault("_lower", {p.lower() for p in r["participants"]})
+        lowered = r.setdefault(
+            "_lower", {clip(p.lower(), participant_rows.c.name) for p in r["participants"]}
+        )
         for name in [actor, *(step.get("recipients") or [])]:
             if name not in r["participants"]:
                 r["participants"].append(name)
-            if name.lower() not in lowered:
-                lowered.add(name.lower())
-                self.new_participants.append({"trace_id": r["trace_id"], "name": name.lower()})
+            key = clip(name.lower(), participant_rows.c.name)
+            if key not in lowered:
+                lowered.add(key)
+                self.new_participants.append({"trace_id": r["trace_id"], "name": key})
         if r["time_basis"] == "recorded" and (stamp := utc_iso(step.get("timestamp"))):
             r["time"], r["time_basis"] = stamp, "step"
         if len(r["words"]) < MAX_WORDS:
@@ -361,18 +376,20 @@ class _Batch:
             values = {k: r[k] for k in _ROW_KEYS}
             values["participants"] = json.dumps(r["participants"], ensure_ascii=False)
             values["words"] = " " + " ".join(words) + " "
+            values = _clipped(trace_rows, values)
             if r["_new"]:
                 self.conn.execute(trace_rows.insert().values(**values))
             else:
                 self.conn.execute(
                     trace_rows.update().where(trace_rows.c.trace_id == r["trace_id"]).values(**values)
                 )
-        if self.new_participants:
-            self.conn.execute(participant_rows.insert(), _unique(self.new_participants, ("trace_id", "name")))
-        if self.new_reports:
-            self.conn.execute(report_rows.insert(), _unique(self.new_reports, ("report_id",)))
-        if self.new_facets:
-            self.conn.execute(facet_rows.insert(), _unique(self.new_facets, ("report_id", "facet", "value")))
+        for table, rows, key in (
+            (participant_rows, self.new_participants, ("trace_id", "name")),
+            (report_rows, self.new_reports, ("report_id",)),
+            (facet_rows, self.new_facets, ("report_id", "facet", "value")),
+        ):
+            if rows:
+                self.conn.execute(table.insert(), _unique([_clipped(table, r) for r in rows], key))
         self._flush_labels()
 
     def _flush_labels(self) -> None:
@@ -382,7 +399,7 @@ class _Batch:
             self.conn.execute(
                 delete(feedback_rows).where(and_(f.report_id == report_id, f.finding_id == finding_id))
             )
-            self.conn.execute(feedback_rows.insert().values(**row))
+            self.conn.execute(feedback_rows.insert().values(**_clipped(feedback_rows, row)))
 
 
 def _unique(rows: list[dict[str, Any]], key: tuple[str, ...]) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from auditor.server.index import (
     SEVERITY_RANK,
     WORD,
     SearchProjection,
+    clip,
     facet_rows,
     feedback_rows,
     participant_rows,
@@ -66,13 +67,15 @@ class Triage:
         f: dict[str, Any] = {}
         if self.min_risk is not None:
             f["min_risk"] = self.min_risk
-        for name in ("outcome", "decision", "detector", "risk_class"):
+        for name in ("outcome", "decision", "risk_class"):
             if getattr(self, name):
                 f[name] = getattr(self, name)
         if self.agent:
-            f["agent"] = self.agent.lower()
+            f["agent"] = clip(self.agent.lower(), facet_rows.c.value)
         if self.service:
-            f["service"] = self.service.lower()
+            f["service"] = clip(self.service.lower(), trace_rows.c.service)
+        if self.detector:
+            f["detector"] = clip(self.detector, facet_rows.c.value)
         return f
 
 
@@ -169,10 +172,10 @@ class SearchIndex:
         f: dict[str, Any] = q.triage.filters()
         if q.source:
             f["source"] = _anywhere(q.source.lower())
-        if q.framework:
-            f["framework"] = q.framework.lower()
+        if q.framework:  # cut as the index holds it (see index.clip)
+            f["framework"] = clip(q.framework.lower(), trace_rows.c.framework)
         if q.participant:
-            f["participant"] = q.participant.lower()
+            f["participant"] = clip(q.participant.lower(), participant_rows.c.name)
         if q.has_findings is not None:
             f["has_findings" if q.has_findings else "no_findings"] = None
         if q.severity:

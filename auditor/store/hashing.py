@@ -10,7 +10,7 @@ from pydantic_core import to_json as _fast_json
 from pydantic_core import to_jsonable_python
 
 GENESIS_HASH = "0" * 64
-_EMPTY_KEY = "\x00"  # how an empty idempotency key is hashed: apart from no key (see chain_hash)
+_EMPTY_KEY = "\x00"  # how an empty idempotency key is hashed: apart from no key (see event_hash)
 _JOIN_BELOW = 1 << 20  # payload characters hashed in one joined buffer; larger ones are streamed
 
 
@@ -37,7 +37,6 @@ def compact_json(value: Any) -> str:
 
 def event_hash(
     prev_hash: str,
-    *,
     global_position: int,
     stream_id: str,
     stream_version: int,
@@ -48,40 +47,13 @@ def event_hash(
     idempotency_key: str | None,
     recorded_at: str,
 ) -> str:
-    """The SHA-256 of the fields joined by U+001F (``chain_hash`` with the fields named)."""
-    return chain_hash(
-        prev_hash,
-        global_position,
-        stream_id,
-        stream_version,
-        type,
-        schema_version,
-        payload_json,
-        metadata_json,
-        idempotency_key,
-        recorded_at,
-    )
-
-
-def chain_hash(
-    prev_hash: str,
-    global_position: int,
-    stream_id: str,
-    stream_version: int,
-    kind: str,
-    schema_version: int,
-    payload_json: str,
-    metadata_json: str,
-    idempotency_key: str | None,
-    recorded_at: str,
-) -> str:
-    """The SHA-256 of an event's fields joined by U+001F, in stored-column order (the append
-    path's form: positional, one buffer). No key is hashed as an empty text (as ever); an empty
-    key as U+0000, which no key of a PostgreSQL store can hold, so that a key changed between the
-    two breaks the chain. A large payload (a report of a million steps is ~100 MB) is fed on its
+    """The SHA-256 of an event's fields joined by U+001F, in stored-column order: the one hash
+    the append path (positional arguments) and verification (named ones) both compute. No key is
+    hashed as an empty text (as ever); an empty key as U+0000, which no key of a PostgreSQL store
+    can hold, so that a key changed between the two breaks the chain. A large payload (a report of a million steps is ~100 MB) is fed on its
     own, never copied into a joined text first: the digest is the same either way."""
     key = _EMPTY_KEY if idempotency_key == "" else idempotency_key or ""
-    head = f"{prev_hash}\x1f{global_position}\x1f{stream_id}\x1f{stream_version}\x1f{kind}\x1f{schema_version}\x1f"
+    head = f"{prev_hash}\x1f{global_position}\x1f{stream_id}\x1f{stream_version}\x1f{type}\x1f{schema_version}\x1f"
     tail = f"\x1f{metadata_json}\x1f{key}\x1f{recorded_at}"
     if len(payload_json) < _JOIN_BELOW:
         return hashlib.sha256(f"{head}{payload_json}{tail}".encode()).hexdigest()

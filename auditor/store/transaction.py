@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from auditor.errors import ConcurrencyError, StoreError
-from auditor.store.hashing import GENESIS_HASH, chain_hash, compact_json
+from auditor.store.hashing import GENESIS_HASH, compact_json, event_hash
 from auditor.store.recorder import Recorder
 from auditor.store.records import make_event, row_to_event
 from schemas.events import EVENT_SCHEMA_VERSION, NewEvent, RecordedEvent
@@ -140,33 +140,9 @@ class Transaction(Reader):
         rows: list[tuple] = []
         for stream_id, version, kind, payload_json, metadata_json, key, schema_version in encoded:
             position += 1
-            digest = chain_hash(
-                prev,
-                position,
-                stream_id,
-                version,
-                kind,
-                schema_version,
-                payload_json,
-                metadata_json,
-                key,
-                recorded_at,
-            )
-            rows.append(
-                (
-                    position,
-                    stream_id,
-                    version,
-                    kind,
-                    schema_version,
-                    payload_json,
-                    metadata_json,
-                    key,
-                    prev,
-                    digest,
-                    recorded_at,
-                )
-            )
+            fields = (stream_id, version, kind, schema_version, payload_json, metadata_json, key)
+            digest = event_hash(prev, position, *fields, recorded_at)
+            rows.append((position, *fields, prev, digest, recorded_at))
             prev = digest
         stored = self._recorder.insert_rows(self._cur, rows)
         if stored != (len(rows), position, prev):

@@ -526,3 +526,42 @@ def test_a_long_framework_or_actor_does_not_stop_the_index(server: tuple) -> Non
         assert r.status_code == 200, (params, r.text)
         assert "hostile-long-names" in [t["trace_id"] for t in r.json()["traces"]], params
     assert httpx.get(f"{origin}/api/reports", headers=reader).status_code == 200
+
+
+def test_a_claim_in_one_endless_sentence_is_quoted_around_what_it_says(tmp_path: Path) -> None:
+    """failure_contradiction quoted the claiming sentence whole: an agent message of 2.7 MB with no
+    full stop made its evidence quote 2.7 MB and the report 10.8 MB. The quote is the verbatim
+    stretch from the completed word past the object (at most 400 characters), and still resolves."""
+    from auditor.review import review_file
+
+    refund = {"name": "issue_refund", "call_id": "c0"}
+    steps = [
+        {"actor": "user", "actor_kind": "human", "kind": "message", "content": "Refund order 1000 please."},
+        {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "issue_refund(1000)",
+         "tool": refund | {"arguments": {"order_id": "1000"}}},
+        {"actor": "shop", "actor_kind": "tool", "kind": "tool_result", "tool": refund, "refs": {"call_id": "c0"},
+         "content": json.dumps({"error": "403 amount exceeds agent limit"})},
+        {"actor": "agent", "actor_kind": "agent", "recipients": ["user"], "kind": "message",
+         "content": "I have refunded order 1000 " + "and everything else " * 100_000},
+    ]  # fmt: skip
+    header = {
+        "record": "header",
+        "format_version": 1,
+        "trace_id": "hostile-endless-claim",
+        "framework": "handwritten",
+    }
+    records = [header] + [
+        {"record": "step", "step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)
+    ]
+    path = tmp_path / "claim.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
+    try:
+        [outcome] = review_file(store, path)
+    finally:
+        store.close()
+    [finding] = [f for f in outcome.report.findings if f.detector == "failure_contradiction"]
+    claim = finding.evidence[-1]
+    assert claim.step_id == "s3" and claim.quote.startswith("refunded order 1000 and everything else")
+    assert len(claim.quote) <= 400 and claim.quote in steps[3]["content"]
+    assert len(outcome.report.model_dump_json()) < 100_000

@@ -47,6 +47,7 @@ _NAME_WORD = re.compile(r"[_\W]|(?<=[a-z])(?=[A-Z])")
 # closed-class words that make a sentence other than a statement of fact (negation, condition)
 _NOT_A_CLAIM = re.compile(r"(?i)\b(?:not|never|no|if|once|unless|until|whether|when)\b|n't\b|\?")
 MIN_VALUE = 3  # an argument value this long names an object (an id, an amount), not a flag
+MAX_QUOTE = 400  # a claim quoted longer than this is cut around what it says (word and object)
 
 
 def values_of(arguments: Any) -> set[str]:
@@ -67,6 +68,19 @@ def values_of(arguments: Any) -> set[str]:
             if len(text) >= MIN_VALUE and any(c.isdigit() for c in text):
                 out.add(text)
     return out
+
+
+def _claim_quote(sentence: str, word: str, named: set[str]) -> str:
+    """The claim as quoted: the sentence, or, past ``MAX_QUOTE`` characters (a message with no
+    full stop), the verbatim stretch around its completed word and the object it names: a run's
+    one long message made a report of 10 MB, the sentence quoted whole."""
+    if len(sentence) <= MAX_QUOTE:
+        return sentence
+    value = min(named, key=lambda v: (sentence.find(v), v))  # the first object it names
+    at = sentence.find(value)
+    near = sentence.rfind(word, 0, at)  # the completed word, said before the object
+    start = near if near >= 0 and at + len(value) - near <= MAX_QUOTE else max(0, at - MAX_QUOTE // 2)
+    return sentence[start : start + MAX_QUOTE].strip()
 
 
 def action_words(tool: str) -> list[str]:
@@ -235,7 +249,7 @@ class FailureContradictionDetector:
                 "had succeeded in between."
             ),
             violated="an agent may report only actions that took effect; the trace shows this one failed",
-            evidence=[facts.unit(failed, error), facts.unit(pos, sentence)],
+            evidence=[facts.unit(failed, error), facts.unit(pos, _claim_quote(sentence, word, named))],
             effect=self._effect(run, call, pos, named),
             path=[
                 facts.hop(call, "the call"),

@@ -321,28 +321,24 @@ class Policy(_Rule):
 def load_policy(path: str | Path) -> Policy:
     """Read and validate a policy file; any mistake is an InputError with file, line and field."""
     p = Path(path)
+    return parse_policy(read_utf8(p, "policy", "the policy file"), str(p))
+
+
+def read_utf8(path: Path, what: str, unreadable: str) -> str:
+    """The text of a policy-language file (a policy, a selector); one that cannot be read
+    (``unreadable`` names it then) or is not UTF-8 is an input error naming the file."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot read the policy file: {exc.strerror}", path=str(p)) from exc
+        raise InputError(f"cannot read {unreadable}: {exc.strerror}", path=str(path)) from exc
     except UnicodeDecodeError as exc:
         raise InputError(
-            f"the policy is not UTF-8 text (byte {exc.start}: {exc.reason})", path=str(p)
+            f"the {what} is not UTF-8 text (byte {exc.start}: {exc.reason})", path=str(path)
         ) from exc
-    return parse_policy(text, str(p))
 
 
 def parse_policy(text: str, origin: str = "<policy>") -> Policy:
-    import yaml  # only when a policy is given: an audit without one never loads the YAML parser
-
-    try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        raise yaml_error(exc, origin) from exc
-    if not isinstance(data, dict):
-        raise InputError("a policy is a YAML mapping with at least 'name'", path=origin, line=1)
-    refuse_duplicate_keys(root, origin)
+    data, root = yaml_mapping(text, origin, "a policy is a YAML mapping with at least 'name'")
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
@@ -359,6 +355,22 @@ def parse_policy(text: str, origin: str = "<policy>") -> Policy:
             field=field,
             hint="see docs/policy.md for the policy language",
         ) from exc
+
+
+def yaml_mapping(text: str, origin: str, shape: str) -> tuple[dict[str, Any], yaml.Node]:
+    """The YAML mapping a policy-language file holds, and its node tree (for lines): a syntax
+    error, another shape (``shape`` says what it should be) or a key given twice is an input error."""
+    import yaml  # only when a policy is given: an audit without one never loads the YAML parser
+
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc, origin) from exc
+    if not isinstance(data, dict):
+        raise InputError(shape, path=origin, line=1)
+    refuse_duplicate_keys(root, origin)
+    return data, root
 
 
 def yaml_error(exc: yaml.YAMLError, origin: str) -> InputError:

@@ -175,25 +175,10 @@ def load_policies(path: str | Path) -> PolicySet:
 
 
 def _load_selector(path: Path, policies: dict[str, Policy]) -> Selector:
-    import yaml
+    from auditor.policy import line_of, read_utf8, yaml_mapping
 
-    from auditor.policy import line_of, refuse_duplicate_keys, yaml_error
-
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except OSError as exc:
-        raise InputError(f"cannot read the selector: {exc.strerror}", path=str(path)) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"the selector is not UTF-8 text (byte {exc.start}: {exc.reason})", path=str(path)
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise yaml_error(exc, str(path)) from exc
-    if not isinstance(data, dict):
-        raise InputError("a selector is a YAML mapping with 'by' and 'choose'", path=str(path), line=1)
-    refuse_duplicate_keys(root, str(path))
+    text = read_utf8(path, "selector", "the selector")
+    data, root = yaml_mapping(text, str(path), "a selector is a YAML mapping with 'by' and 'choose'")
     try:
         selector = Selector.model_validate(data)
     except ValidationError as exc:

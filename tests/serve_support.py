@@ -32,3 +32,15 @@ def serving(store_url: str, folder: Path, *options: str) -> Iterator[str]:
     with process(args, folder / "serve.log", idle=3600.0):
         wait_until(up, 180, "auditor serve", every=0.2)
         yield origin
+
+
+def flush(origin: str, token: str, otel_trace_id: str) -> list[dict]:
+    """POST /api/otlp/flush for one OTel trace: the traces it assembled (the answer must be 200)."""
+    r = httpx.post(
+        f"{origin}/api/otlp/flush",
+        params={"trace_id": otel_trace_id},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+    return r.json()["assembled"]

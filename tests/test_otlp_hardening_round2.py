@@ -41,7 +41,7 @@ from auditor.store import EventStore, open_store
 from auditor.traces import load_trace
 from ingest.span_assembly import ASSEMBLED, RECEIVED, REJECTED, spans_stream
 from tests.otel_toy_agent import encoded_spans, json_body, provider, run_agent
-from tests.serve_support import serving
+from tests.serve_support import flush, serving
 from tests.test_otlp_isolation import _verify
 from tests.test_otlp_kill import REPO
 
@@ -61,14 +61,7 @@ class Server:
         return httpx.post(f"{self.origin}/v1/traces", content=body, headers=auth, timeout=60)
 
     def flush(self, tid: str) -> list[dict]:
-        r = httpx.post(
-            f"{self.origin}/api/otlp/flush",
-            params={"trace_id": tid},
-            headers={"Authorization": f"Bearer {self.token}"},
-            timeout=120,
-        )
-        assert r.status_code == 200, r.text
-        return r.json()["assembled"]
+        return flush(self.origin, self.token, tid)
 
     def spans(self, tid: str) -> list[dict]:
         return [e.payload["span"] for e in self.store.read_stream(spans_stream(tid)) if e.type == RECEIVED]

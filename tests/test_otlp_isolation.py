@@ -13,7 +13,6 @@ non-finite double is kept as proto3's JSON string (``"NaN"``); the rest get thei
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -32,8 +31,8 @@ from auditor.store import EventStore, open_store
 from auditor.traces import load_trace
 from ingest.span_assembly import RECEIVED, spans_stream
 from tests.otel_toy_agent import provider
-from tests.stream_support import wait_until
-from tests.test_otlp_kill import REPO, process
+from tests.serve_support import flush, serving
+from tests.test_otlp_kill import REPO
 
 pytestmark = pytest.mark.slow
 CLEAN_CLIENTS, BAD_CLIENTS, ROUNDS, SPANS = 6, 4, 12, 5
@@ -104,20 +103,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, EventStore]]:
     url = f"sqlite:///{tmp_path / 'auditor.db'}"
     store = open_store(url)
     token = create_token(store, "agent", ["ingest"])[0]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    origin = f"http://127.0.0.1:{port}"
-    args = ["--store", url, "serve", "--port", str(port), "--log-level", "warning"]
-
-    def up() -> bool:
-        try:
-            return httpx.get(f"{origin}/health", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    with process(args, tmp_path / "serve.log", idle=3600.0):
-        wait_until(up, 180, "auditor serve", every=0.2)
+    with serving(url, tmp_path) as origin:
         yield origin, token, store
     store.close()
 
@@ -200,14 +186,7 @@ def test_the_sdk_exporter_sending_a_nan_attribute_gets_its_trace_stored(
     assert values["s"] == {"doubleValue": "NaN"}
     doubles = [v["doubleValue"] for v in values["scores"]["arrayValue"]["values"]]
     assert doubles == [1.5, "Infinity", "-Infinity"]
-    r = httpx.post(
-        f"{origin}/api/otlp/flush",
-        params={"trace_id": tid},
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=120,
-    )
-    assert r.status_code == 200, r.text
-    [done] = r.json()["assembled"]
+    [done] = flush(origin, token, tid)
     assert load_trace(store, done["trace_id"]).steps[0].content == "The score is not a number."
     _verify(store)
 

@@ -35,6 +35,7 @@ def open_cli_store():  # -> auditor.store.EventStore
     return open_store(state.store_url)
 
 
+JSON_OUTPUT = typer.Option(False, "--json", help="Machine-readable output.")
 REDACT = typer.Option(
     False, "--redact", help="Replace secrets, e-mails and phone numbers before anything is stored."
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.cli.common import JSON_OUTPUT, console, open_cli_store, print_json, print_table
 from auditor.errors import InputError
 
 
@@ -24,7 +24,7 @@ def compare_auditors(
     labels: Path = typer.Option(
         None, "--labels", help="Sidecar labels (JSONL) with target_fired: seeded-trajectory verdicts."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Schema validity, citation-resolvable findings, seeded risk verdicts and decision agreement."""
     from auditor.agent.compare import compare_runs, load_run, seeded_from_labels

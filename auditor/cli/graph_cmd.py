@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.text import Text
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.cli.common import JSON_OUTPUT, console, open_cli_store, print_json, print_table
 from auditor.errors import InputError
 from schemas import NewEvent
 
@@ -91,7 +91,7 @@ MODE = typer.Option("annotated", "--mode", help="annotated (with the annotation 
 def build(
     trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
     mode: str = MODE,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Build the graph and record it (GraphBuilt event, with its digest) in the store."""
     from auditor.traces import trace_digest
@@ -126,7 +126,7 @@ def build(
 def show(
     trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
     mode: str = MODE,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """A summary table: each node's kind, steps, fan-in and fan-out, and its busiest links."""
     ig = _build(trace_id, mode)

@@ -15,6 +15,7 @@ import typer
 from auditor.cli.common import (
     FORMAT_ALIAS,
     INPUT_FORMAT,
+    JSON_OUTPUT,
     REDACT,
     REDACT_PATTERN,
     console,
@@ -127,7 +128,7 @@ def ingest(
     recursive: bool = typer.Option(False, "--recursive", "-r", help="Ingest every file under a directory."),
     redact: bool = REDACT,
     redact_pattern: list[str] = REDACT_PATTERN,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
     trace_id: str = typer.Option(
         None,
         "--trace-id",

@@ -8,7 +8,15 @@ from typing import Any
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, output_target, print_json, print_table, write_atomic
+from auditor.cli.common import (
+    JSON_OUTPUT,
+    console,
+    open_cli_store,
+    output_target,
+    print_json,
+    print_table,
+    write_atomic,
+)
 from auditor.errors import InputError
 from schemas import AuditReport
 
@@ -113,6 +121,8 @@ def _show_retest(r: Any) -> None:
     )
 
 
+REPAIR_ID = typer.Argument(..., metavar="REPAIR_ID")
+
 repair_app = typer.Typer(
     help="Repair: plan → patch → review → fresh retest → decision → PR.", no_args_is_help=True
 )
@@ -131,7 +141,7 @@ def propose(
         help="Use the LLM Repair Agent with this litellm model (default: rules catalogue).",
     ),
     out: Path = typer.Option(None, "--out", help="Also write the patched workflow YAML here."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Turn a report's repair plan into a scope-checked patch (rules Repair Agent)."""
     from repair.propose import select_items
@@ -154,12 +164,12 @@ def propose(
 
 @repair_app.command("review")
 def review(
-    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
+    repair_id: str = REPAIR_ID,
     max_rounds: int = typer.Option(3, min=1, help="Rounds of rejection → re-proposal."),
     reviewer_model: str = typer.Option(
         None, "--reviewer-model", help="An LLM Reviewer through litellm (default: the rules Reviewer)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """The independent Reviewer on four dimensions; rejections go back to the Repair Agent."""
     from repair.service import review_step
@@ -169,11 +179,11 @@ def review(
 
 @repair_app.command("retest")
 def retest(
-    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
+    repair_id: str = REPAIR_ID,
     episodes: int = typer.Option(20, min=1, help="Fresh-identity episodes."),
     seed: int = typer.Option(10_000, help="First retest seed."),
     condition: list[str] = typer.Option(None, "--condition", "-c", help="Conditions (default: canonical)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Run the approved artifact on fresh identities, audit each episode, judge by ground truth."""
     from repair.retest import RetestPlan
@@ -188,13 +198,13 @@ def retest(
 
 @repair_app.command("decide")
 def decide(
-    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
+    repair_id: str = REPAIR_ID,
     repo: Path = typer.Option(None, "--repo", help="Workflow-config git repository for the PR proposal."),
     file: str = typer.Option(
         None, "--file", help="The workflow file in the repository (default: by digest)."
     ),
     pr_out: Path = typer.Option(None, "--pr-out", help="Also write the PR description (Markdown) here."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Accept exactly when all four conditions hold; an accepted repair becomes a PR proposal."""
     from repair.service import decide_step, pr_step
@@ -215,8 +225,8 @@ def decide(
 
 @repair_app.command("show")
 def show(
-    repair_id: str = typer.Argument(..., metavar="REPAIR_ID"),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    repair_id: str = REPAIR_ID,
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """A repair's recorded steps, rebuilt from its stream."""
     from repair.stream import load_repair
@@ -236,7 +246,7 @@ def run(
         "--policy",
         help="Declared invariants for the audits (default: examples/policies/<world>.yaml).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """End to end, offline: scripted cohort → audit → plan → patch → review → retest → decision → PR."""
     from repair.pipeline import run_world

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from auditor.cli.common import (
     INPUT_FORMAT,
+    JSON_OUTPUT,
     REDACT,
     REDACT_PATTERN,
     console,
@@ -212,7 +213,7 @@ def validate(
     report: Path = typer.Argument(..., help="A V3 report (JSON) from any engine."),
     trace: str = typer.Option(..., "--trace", help="The audited trace: a file, or a trace id in the store."),
     input_format: str = INPUT_FORMAT,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Check a report: JSON Schema, then every evidence unit resolves (step, edge, verbatim quote)."""
     from auditor.report.validator import validate_report

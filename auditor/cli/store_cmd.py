@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table, state
+from auditor.cli.common import JSON_OUTPUT, console, open_cli_store, print_json, print_table, state
 from auditor.errors import InputError, VerificationFailed
 
 _KEY_FILE = typer.Option(
@@ -108,7 +108,7 @@ def verify(
         help="Hold the chain against the signed checkpoints in this file (needs the key).",
     ),
     key_file: Path = _KEY_FILE,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Walk the hash chain, check it against the checkpoints and the append-only guards; name
     the first problem and exit 1 if there is one."""
@@ -133,7 +133,7 @@ def checkpoint(
         help="The checkpoint file to append to (kept outside the database).",
     ),
     key_file: Path = _KEY_FILE,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Sign the chain's head (position, hash) and append it to the checkpoint file, after
     checking that the events since the latest checkpoint chain onto it."""
@@ -253,7 +253,7 @@ def upgrade(
 @store_app.command("status")
 def status(
     url: str = _STORE_URL,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Each schema's revision in the store's database against this auditor's; exit 1 when one
     is behind (run 'auditor store upgrade')."""
@@ -288,7 +288,7 @@ def status(
 
 
 @store_app.command("stats")
-def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+def stats(as_json: bool = JSON_OUTPUT) -> None:
     """Events, streams and counts by event type."""
     data = open_cli_store().stats()
     if as_json:

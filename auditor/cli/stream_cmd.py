@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from auditor.cli.common import (
+    JSON_OUTPUT,
     REDACT,
     REDACT_PATTERN,
     console,
@@ -111,7 +112,7 @@ def produce(
     as_document: bool = typer.Option(
         False, "--as-document", help="Send each file as one record in its own format; the consumer parses it."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Replay trace files into the steps topic (tests, demos, backfills); each file is checked first."""
     from ingest.pipeline import choose
@@ -198,7 +199,7 @@ def status(
     group: str = typer.Option("auditor", "--group", help="Ingestion consumer group."),
     closed_topic: str = typer.Option("agent-traces-closed", "--closed-topic"),
     workers_group: str = typer.Option("auditor-workers", "--workers-group"),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Lag per partition of the consumer and the workers; traces open; audits done and failed."""
     from ingest.stream_lag import partition_lag

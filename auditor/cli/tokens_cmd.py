@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from auditor.cli.common import console, open_cli_store, print_json, print_table
+from auditor.cli.common import JSON_OUTPUT, console, open_cli_store, print_json, print_table
 
 tokens_app = typer.Typer(
     help="API tokens for 'auditor serve' (stored hashed, shown once).", no_args_is_help=True
@@ -17,7 +17,7 @@ def create(
     scope: list[str] = typer.Option(
         ["read"], "--scope", help="read, ingest, repair, metrics, review (repeat or comma-separate)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Mint a token; its plain text is printed once and never stored."""
     from auditor.server.tokens import create_token
@@ -32,7 +32,7 @@ def create(
 
 
 @tokens_app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+def list_(as_json: bool = JSON_OUTPUT) -> None:
     """Every token: id, name, scopes, created, revoked (never the token itself)."""
     from auditor.server.tokens import load_tokens
 

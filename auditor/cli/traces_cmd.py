@@ -11,7 +11,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from auditor.cli.common import cell, console, open_cli_store, print_json, print_table, write_atomic
+from auditor.cli.common import (
+    JSON_OUTPUT,
+    cell,
+    console,
+    open_cli_store,
+    print_json,
+    print_table,
+    write_atomic,
+)
 from auditor.errors import InputError
 
 _REST = 40  # columns the table needs beside the trace id to stay readable
@@ -27,7 +35,7 @@ traces_app = typer.Typer(help="Traces in the store.", no_args_is_help=True)
 
 @traces_app.command("list")
 def list_(
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
     wide: bool = typer.Option(
         False, "--wide", help="Lay the table out on one line per trace, whatever the terminal's width."
     ),
@@ -67,7 +75,7 @@ def list_(
 @traces_app.command("show")
 def show(
     trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
     width: int = typer.Option(100, min=1, help="Characters of content shown per step."),
 ) -> None:
     """The steps of one trace: who did what, to whom."""

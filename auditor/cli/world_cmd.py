@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import console, err_console, open_cli_store, print_json, print_table
+from auditor.cli.common import JSON_OUTPUT, console, err_console, open_cli_store, print_json, print_table
 from auditor.errors import InputError
 
 
@@ -26,7 +26,7 @@ world_app = typer.Typer(
 
 
 @world_app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+def list_(as_json: bool = JSON_OUTPUT) -> None:
     """The worlds, their conditions and primary endpoints."""
     from worlds import get_world, list_worlds
 
@@ -79,7 +79,7 @@ def run(
     workflow: Path = typer.Option(None, help="A patched workflow YAML (default: the world's own)."),
     export: Path = typer.Option(None, "--export", help="Also write traces, labels and a manifest here."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not append the episodes to the store."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON_OUTPUT,
 ) -> None:
     """Run a cohort, record it in the store, print endpoint rates with Wilson 95% intervals."""
     from rich.progress import Progress

@@ -565,3 +565,29 @@ def test_a_claim_in_one_endless_sentence_is_quoted_around_what_it_says(tmp_path:
     assert claim.step_id == "s3" and claim.quote.startswith("refunded order 1000 and everything else")
     assert len(claim.quote) <= 400 and claim.quote in steps[3]["content"]
     assert len(outcome.report.model_dump_json()) < 100_000
+
+
+def test_an_export_line_holds_one_record_whatever_its_text(tmp_path: Path) -> None:
+    """JSON leaves U+2028, U+2029 and U+0085 raw in a string, and Python's splitlines() (and
+    other readers) break a line there: a reason pasted from a document cut its record in two.
+    They are written escaped; the text reads back the same."""
+    url = f"sqlite:///{tmp_path / 'auditor.db'}"
+    _labelled_store(url)
+    store = open_store(url)
+    try:
+        report = list_reports(store)[-1]
+        reason = "seen\u2028in the log\u2029and\x85confirmed"
+        record_feedback(
+            store,
+            report.report_id,
+            report.findings[0].finding_id,
+            "dismissed",
+            reason,
+            {"name": "r", "token_id": "t"},
+        )
+    finally:
+        store.close()
+    out = run(["--store", url, "feedback", "export", "-o", "labels.jsonl"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = (tmp_path / "labels.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["reason"] == reason

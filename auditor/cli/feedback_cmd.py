@@ -23,6 +23,17 @@ feedback_app = typer.Typer(
 )
 
 
+# Line breaks to Unicode that JSON leaves raw in a string: a reader splitting on them (Python's
+# str.splitlines) would cut one record in two
+_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
+
+
+def _jsonl_line(record: dict) -> str:
+    """One record as one line of JSONL, whatever its strings hold (a quote from a trace, a reason
+    pasted from a document)."""
+    return json.dumps(record, ensure_ascii=False).translate(_BREAKS) + "\n"
+
+
 @feedback_app.command("export")
 def export(
     out: Path = typer.Option(Path("-"), "--out", "-o", help="JSONL file to write ('-': standard output)."),
@@ -34,7 +45,7 @@ def export(
     if str(out) != "-":
         output_target(out)  # refused before the store is read
     rows = list(dataset(open_cli_store()))
-    write_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    write_atomic(out, "".join(_jsonl_line(r) for r in rows))
     err_console.print(
         f"{len(rows)} labelled findings written to {'standard output' if str(out) == '-' else out}"
     )

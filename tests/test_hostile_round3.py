@@ -591,3 +591,37 @@ def test_an_export_line_holds_one_record_whatever_its_text(tmp_path: Path) -> No
     assert out.returncode == 0, out.stderr
     lines = (tmp_path / "labels.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["reason"] == reason
+
+
+def test_a_bulk_call_of_many_ids_is_read_sentence_by_sentence() -> None:
+    """One failed call naming 20,000 order ids, then a message of 3,000 claims: each id looked up
+    in the whole text took 1.4 s (20 MB of search); a call naming many objects is read sentence by
+    sentence instead, and stops at its first claim."""
+    import time
+
+    from auditor.detectors.base import AuditContext
+    from auditor.detectors.failure_contradiction import FailureContradictionDetector
+    from graph.build import build_graph
+    from schemas import GraphMode, Trace
+
+    ids = [str(100_000 + k) for k in range(20_000)]
+    call = {"name": "bulk_refund", "call_id": "c0"}
+    steps = [
+        {"actor": "user", "actor_kind": "human", "kind": "message", "content": "Refund them all."},
+        {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "", "tool": call | {"arguments": {"ids": ids}}},
+        {"actor": "shop", "actor_kind": "tool", "kind": "tool_result", "content": json.dumps({"error": "403"}),
+         "tool": call, "refs": {"call_id": "c0"}},
+        {"actor": "agent", "actor_kind": "agent", "recipients": ["user"], "kind": "message",
+         "content": " ".join(f"I have refunded order {k}." for k in ids[:3000])},
+    ]  # fmt: skip
+    trace = Trace.model_validate(
+        {
+            "header": {"trace_id": "hostile-bulk", "source": "generated", "framework": "handwritten"},
+            "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)],
+        }
+    )
+    ctx = AuditContext(trace=trace, graph=build_graph(trace, GraphMode.topology), mode=GraphMode.topology)
+    started = time.perf_counter()
+    [draft] = FailureContradictionDetector().detect(ctx)
+    assert time.perf_counter() - started < 0.5
+    assert draft.evidence[-1].quote.startswith("I have refunded order 100000.")

@@ -47,6 +47,7 @@ _NAME_WORD = re.compile(r"[_\W]|(?<=[a-z])(?=[A-Z])")
 # closed-class words that make a sentence other than a statement of fact (negation, condition)
 _NOT_A_CLAIM = re.compile(r"(?i)\b(?:not|never|no|if|once|unless|until|whether|when)\b|n't\b|\?")
 MIN_VALUE = 3  # an argument value this long names an object (an id, an amount), not a flag
+FEW_VALUES = 32  # a call naming more objects than this is looked for sentence by sentence
 MAX_QUOTE = 400  # a claim quoted longer than this is cut around what it says (word and object)
 
 
@@ -116,6 +117,15 @@ class _Said:
     starts: list[int] = field(default_factory=list)
     text: str = ""
 
+    def holding(self, values: set[str], after: int) -> Iterable[int]:
+        """The sentences after position ``after`` that hold one of ``values``, in order. A few
+        values are each found in the joined text; many (a bulk call's ids) are looked for sentence
+        by sentence, as one is usually named early and the caller stops at the first claim."""
+        if len(values) <= FEW_VALUES:
+            return sorted({i for v in values for i in self.naming(v, after)})
+        first = bisect_right(self.positions, after)
+        return (i for i in range(first, len(self.sentences)) if any(v in self.sentences[i] for v in values))
+
     def naming(self, value: str, after: int) -> Iterator[int]:
         """The sentences after position ``after`` that hold ``value``, by index."""
         first = bisect_right(self.positions, after)
@@ -171,7 +181,7 @@ class _Run:
         said = self.said.get(step.actor)
         if not words or not objects or said is None:
             return
-        for i in sorted({i for v in objects for i in said.naming(v, failed)}):
+        for i in said.holding(objects, failed):
             pos, sentence = said.positions[i], said.sentences[i]
             named = {v for v in objects if v in sentence}
             done = next((w for w in said.words[i] for a in words if past_form(a, w)), None)

@@ -322,7 +322,7 @@ def test_the_console_write_rule_holds_for_feedback(server: tuple) -> None:
 def test_a_label_must_say_one_thing_and_give_a_visible_reason(server: tuple) -> None:
     """A body giving `label` twice was stored under the last one, silently; a reason of zero-width
     spaces passed as said. Both are 400s naming the field, and nothing is stored; a body nested
-    past the parser stays a 400."""
+    past the parser stays a 400, and one of megabytes is a 413 unread."""
     origin, tokens = server
     report = next(
         r
@@ -342,8 +342,11 @@ def test_a_label_must_say_one_thing_and_give_a_visible_reason(server: tuple) -> 
     )
     r = httpx.post(path, json={"label": "dismissed", "reason": "\u200b\u200b\ufeff"}, headers=headers)
     assert r.status_code == 400 and "field 'reason': a label needs a reason" in r.json()["detail"], r.text
-    deep = b'{"label": "confirmed", "reason": "x", "z": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    deep = b'{"label": "confirmed", "reason": "x", "z": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
     assert httpx.post(path, content=deep, headers=headers).status_code == 400
+    huge = b'{"label": "confirmed", "reason": "x", "z": [' + b",".join([b'{"a": 1}'] * 1_000_000) + b"]}"
+    r = httpx.post(path, content=huge, headers=headers)  # parsed, it held the event loop for a second
+    assert r.status_code == 413 and "at most 65,536 bytes" in r.json()["detail"], r.text
     assert httpx.post(path, content=twice, headers={"Content-Type": "application/json"}).status_code == 401
     after = httpx.get(
         f"{origin}/api/reports/{report['report_id']}/feedback", headers=bearer(tokens, "reader")

@@ -15,6 +15,7 @@ from auditor.errors import InputError
 from auditor.feedback import feedback_of, precision_by_detector, record_feedback
 from auditor.server.auth import Principal, require
 from auditor.server.models import Feedback, FeedbackIn, FeedbackList, PrecisionList
+from auditor.server.problems import Problem
 from auditor.server.routes_api import no_nul
 
 router = APIRouter(prefix="/api", dependencies=[Depends(no_nul)], tags=["feedback"])
@@ -22,9 +23,17 @@ Reader = Annotated[Principal, Depends(require("read"))]
 Reviewer = Annotated[Principal, Depends(require("review"))]
 
 
+MAX_LABEL_BODY = 64 * 1024  # a label and a reason of MAX_REASON characters, escaped, with room
+
+
 async def one_value_per_key(request: Request) -> None:
     """Refuse a body that gives a key twice (``{"label": "confirmed", …, "label": "dismissed"}``):
-    JSON parsers keep one of them without a word, and which label was meant cannot be told."""
+    JSON parsers keep one of them without a word, and which label was meant cannot be told. A
+    body past ``MAX_LABEL_BODY`` is refused unread: parsing 16 MB held the server's event loop
+    for a second, and a label never needs it."""
+    body = await request.body()
+    if len(body) > MAX_LABEL_BODY:
+        raise Problem(413, "too-large", f"a label's body is at most {MAX_LABEL_BODY:,} bytes")
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = [k for k, _ in items]
@@ -33,7 +42,7 @@ async def one_value_per_key(request: Request) -> None:
         return dict(items)
 
     try:
-        json.loads(await request.body(), object_pairs_hook=pairs)
+        json.loads(body, object_pairs_hook=pairs)
     except (ValueError, RecursionError):
         return  # not JSON (or nested past the parser): the body's own validation says so
 

@@ -26,7 +26,7 @@ from auditor.errors import InputError, VerificationFailed
 from auditor.policy_selection import PolicySet, load_policies
 from auditor.store import EventStore
 from auditor.store.checkpoint import CheckpointSettings, take_checkpoint
-from ingest.stream_loop import BatchLoop, Polled, batch_producer, group_consumer, wait_sent
+from ingest.stream_loop import BatchLoop, GroupMember, Polled, batch_producer, group_consumer, wait_sent
 from ingest.stream_metrics import LATENCY_BUCKETS, Metrics, loop_metrics
 from schemas.report import AuditReport, Severity
 from schemas.trace import Trace
@@ -70,8 +70,10 @@ def resolve_engine(name: str, policies: PolicySet | None = None) -> AuditFn:
 
 
 @dataclass(frozen=True)
-class WorkerConfig:
-    bootstrap: str
+class WorkerConfig(GroupMember):
+    """What the audit workers read and publish, and how they audit (the group member's Kafka
+    settings are GroupMember's)."""
+
     closed_topic: str = "agent-traces-closed"
     group: str = "auditor-workers"
     reports_topic: str = "agent-audit-reports"
@@ -79,11 +81,7 @@ class WorkerConfig:
     alert_severity: Severity = Severity.high
     engine: str = "rules"
     policy: str | None = None  # a policy file, or a directory with its selector (auditor.policy_selection)
-    instance_id: str | None = None
     max_batch: int = 20
-    poll_ms: int = 200
-    retry_backoff_s: float = 1.0
-    session_timeout_ms: int = 10000
     # periodic signed checkpoints of the store's head (docs/store.md): on when AUDITOR_CHECKPOINT_FILE is set
     checkpoints: CheckpointSettings | None = field(default_factory=CheckpointSettings.from_env)
 
@@ -141,7 +139,7 @@ class AuditWorker:
             audit or resolve_engine(config.engine, load_policies(config.policy) if config.policy else None),
         )
         self.metrics = metrics or worker_metrics()
-        self.consumer = group_consumer(config.closed_topic, config)
+        self.consumer = group_consumer(config.closed_topic, config, config.group, config.max_batch)
         self.producer = batch_producer(config.bootstrap, max_request_size=8 << 20)
         self._warm = WARM_UPS.get(config.engine) if audit is None else None
         every = (config.checkpoints.every_s, self.checkpoint) if config.checkpoints else None

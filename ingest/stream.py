@@ -25,7 +25,7 @@ from auditor.store import EventStore
 from ingest.otlp_request import ReceivedSpan
 from ingest.span_assembly import AssembledTrace, AssemblySettings, Received, SpanAssembly
 from ingest.span_redact import SpanRedaction
-from ingest.stream_loop import BatchLoop, batch_producer, group_consumer, wait_sent
+from ingest.stream_loop import BatchLoop, GroupMember, batch_producer, group_consumer, wait_sent
 from ingest.stream_metrics import Metrics, loop_metrics
 from ingest.stream_publish import StepPublisher, replay_file
 from ingest.stream_records import (
@@ -55,21 +55,17 @@ __all__ = ["ConsumerConfig", "StepPublisher", "StreamConsumer", "consumer_metric
 
 
 @dataclass(frozen=True)
-class ConsumerConfig:
-    """Where to read, where to send what cannot be read, and when a silent trace counts as finished."""
+class ConsumerConfig(GroupMember):
+    """Where to read, where to send what cannot be read, and when a silent trace counts as finished
+    (the group member's Kafka settings are GroupMember's)."""
 
-    bootstrap: str
     topic: str = "agent-steps"
     group: str = "auditor"
     dead_letter_topic: str = "agent-steps-dlq"
     closed_topic: str = "agent-traces-closed"
-    instance_id: str | None = None  # static membership: a restarted pod takes its partitions back at once
     max_batch: int = 2000
-    poll_ms: int = 200
     idle_close_s: float = 300.0
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    retry_backoff_s: float = 1.0
-    session_timeout_ms: int = 10000
     redact: bool = False  # redact every record before storing (ingest.stream_redact, spans: span_redact)
     redact_patterns: dict[str, str] = field(default_factory=dict)
     # OTLP span records: when a trace counts as complete (AUDITOR_SPAN_IDLE_S, ingest.span_assembly)
@@ -107,7 +103,11 @@ class StreamConsumer:
         self.store, self.config = store, config
         self.metrics = metrics or consumer_metrics()
         self.consumer = group_consumer(
-            config.topic, config, max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20)
+            config.topic,
+            config,
+            config.group,
+            config.max_batch,
+            max_partition_fetch_bytes=max(config.max_record_bytes * 2, 1 << 20),
         )
         self.producer = batch_producer(config.bootstrap, max_request_size=4 << 20)
         now = time.monotonic()

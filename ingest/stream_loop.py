@@ -12,7 +12,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
 
 from auditor.errors import InputError
 from ingest.stream_metrics import Metrics
@@ -39,19 +40,25 @@ def kafka_client(factory: Callable[..., Any], *args: Any, bootstrap: str, **conf
         ) from exc
 
 
-class GroupMember(Protocol):
-    """What a consumer-group member's configuration says (ConsumerConfig, WorkerConfig)."""
+@dataclass(frozen=True)
+class GroupMember:
+    """A consumer-group member's Kafka settings, the same for the ingestion consumer
+    (ConsumerConfig) and the audit workers (WorkerConfig), which add their topics, group and batch
+    size. Keyword-only after ``bootstrap``, so that each subclass's own fields keep their places
+    as positional arguments."""
 
     bootstrap: str
-    group: str
-    instance_id: str | None
-    session_timeout_ms: int
-    max_batch: int
+    _: KW_ONLY
+    instance_id: str | None = None  # static membership: a restarted pod takes its partitions back at once
+    poll_ms: int = 200
+    retry_backoff_s: float = 1.0
+    session_timeout_ms: int = 10000
 
 
-def group_consumer(topic: str, member: GroupMember, **config: Any) -> Any:
-    """A consumer-group member of ``topic`` that commits by hand, starts from the earliest record,
-    and knows the topic's partitions before it joins.
+def group_consumer(topic: str, member: GroupMember, group: str, max_batch: int, **config: Any) -> Any:
+    """A member of ``group`` consuming ``topic`` (at most ``max_batch`` records a poll) that
+    commits by hand, starts from the earliest record, and knows the topic's partitions before it
+    joins.
 
     Subscribing at construction joins the group before any metadata arrives: the first assignment
     is empty and an immediate second rebalance follows, which kafka-python has been seen to stall
@@ -62,11 +69,11 @@ def group_consumer(topic: str, member: GroupMember, **config: Any) -> Any:
     consumer = kafka_client(
         KafkaConsumer,
         bootstrap=member.bootstrap,
-        group_id=member.group,
+        group_id=group,
         group_instance_id=member.instance_id,
         enable_auto_commit=False,  # offsets follow durable effects (BatchLoop.commit)
         auto_offset_reset="earliest",
-        max_poll_records=member.max_batch,
+        max_poll_records=max_batch,
         session_timeout_ms=member.session_timeout_ms,
         heartbeat_interval_ms=max(member.session_timeout_ms // 5, 500),
         **config,

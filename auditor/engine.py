@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import version
+from typing import Any
 
 from auditor.detectors import AuditContext, available_detectors, file_finding, load_detector
 from auditor.detectors.base import CitationError, control_for
@@ -92,14 +93,14 @@ def rules_audit(
     key = "|".join(
         [digest, engine_version(), mode.value, policy.digest if policy else "-", *names, f"outcome={outcome}"]
     )
-    report = AuditReport(
-        report_id="rpt-" + hashlib.sha256(key.encode()).hexdigest()[:16],
-        trace_id=trace.header.trace_id,
-        trace_digest=digest,
+    report = new_report(
+        trace,
+        "rpt-" + hashlib.sha256(key.encode()).hexdigest()[:16],
+        digest=digest,
         engine=engine_version(),
         graph_mode=mode,
         graph_digest=graph_digest(graph) if mode is not GraphMode.none else None,
-        decision=_decision(findings),
+        decision=decision_for(findings),
         summary=_summary(findings),
         findings=findings,
         repair_plan=repair_plan_for(findings),
@@ -108,12 +109,25 @@ def rules_audit(
         risk_score=score,
         policy=PolicyRef(name=policy.name, digest=policy.digest) if policy else None,
         notes=ctx.notes + ([f"policy {policy.name} ({policy.digest})"] if policy else []),
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     return report, cited
 
 
-def _decision(findings: list[Finding]) -> Decision:
+def new_report(trace: Trace, report_id: str, *, digest: str | None = None, **fields: Any) -> AuditReport:
+    """A report on ``trace`` filed now, by any engine (rules, agent, naive): the fields they all set
+    alike (the trace's id and digest, the time) and the engine's own (``fields``). ``digest``: the
+    trace's, where the caller computed it already (a long trace takes a while to hash)."""
+    return AuditReport(
+        report_id=report_id,
+        trace_id=trace.header.trace_id,
+        trace_digest=digest if digest is not None else trace_digest(trace),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        **fields,
+    )
+
+
+def decision_for(findings: list[Finding]) -> Decision:
+    """A risk is identified when a finding is actionable (a lead or an operational failure is not)."""
     if any(f.disposition in ACTIONABLE for f in findings):
         return Decision.risk_identified
     return Decision.no_material_risk

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from datetime import UTC, datetime
 
 from auditor.agent.loop import AgentRun, Budget, load_libraries
 from auditor.detectors import AuditContext
-from auditor.engine import repair_plan_for, run_rules_audit
-from auditor.report.disposition import ACTIONABLE
+from auditor.engine import decision_for, new_report, repair_plan_for, run_rules_audit
 from auditor.store import EventStore
 from auditor.traces import trace_digest
 from schemas import AuditReport, Decision, Finding, GraphMode, Trace
@@ -92,10 +90,8 @@ def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed, bud
     if sub is None:
         decision = Decision.inconclusive
         notes.append("no report was submitted and accepted; the audit is inconclusive")
-    elif any(f.disposition in ACTIONABLE for f in findings):
-        decision = Decision.risk_identified
     else:
-        decision = Decision.no_material_risk
+        decision = decision_for(findings)
     tool_calls = state.get("tool_calls", 0)
     if decision is Decision.inconclusive and not tool_calls:
         summary = _uninvestigated(model)
@@ -107,10 +103,9 @@ def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed, bud
         f"agent audit {audit_id}: {tool_calls} tool calls, {state.get('tokens', 0)} tokens, "
         f"{state.get('elapsed', 0.0):.1f} s of the {budget.max_seconds:g} s budget"
     )
-    return AuditReport(
-        report_id="rpt-" + audit_id[4:],
-        trace_id=trace.header.trace_id,
-        trace_digest=trace_digest(trace),
+    return new_report(
+        trace,
+        "rpt-" + audit_id[4:],
         engine="agent/v3",
         model=model,
         graph_mode=mode,
@@ -120,7 +115,6 @@ def _assemble(trace, model, mode, gdigest, audit_id, state, seeded, resumed, bud
         findings=findings,
         repair_plan=repair_plan_for(findings),
         notes=notes,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
 
 

@@ -8,12 +8,11 @@ citations are NOT checked here: measuring how many resolve is the point of the c
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 from auditor.agent.prompts import NAIVE, data_block
+from auditor.engine import new_report
 from auditor.llm import complete
 from auditor.store import EventStore
-from auditor.traces import trace_digest
 from schemas import (
     AuditReport,
     Criteria,
@@ -51,10 +50,9 @@ def run_naive(trace: Trace, model: str, *, store: EventStore | None, audit_id: s
     messages = [{"role": "user", "content": NAIVE + "\n" + data_block("trace", render_trace(trace))}]
     result = complete(model, messages, max_tokens=600, recorder=record)
     findings = parse_free_text(result.content or "", trace)
-    return AuditReport(
-        report_id="rpt-" + audit_id[4:],
-        trace_id=trace.header.trace_id,
-        trace_digest=trace_digest(trace),
+    return new_report(
+        trace,
+        "rpt-" + audit_id[4:],
         engine="agent/naive",
         model=model,
         graph_mode=GraphMode.none,
@@ -64,7 +62,6 @@ def run_naive(trace: Trace, model: str, *, store: EventStore | None, audit_id: s
         notes=[
             "naive contract: free text, no schema, no tools, no validation; citations are parsed, not checked"
         ],
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
 
 

@@ -28,6 +28,7 @@ _MEDIA = {
     ".css": "text/css",
     ".svg": "image/svg+xml",
 }
+MAX_SIGN_IN_BODY = 8 * 1024  # a token and the page to return to; anyone may post it, unsigned
 LOGIN_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 
 _LOGIN = """<!doctype html>
@@ -114,7 +115,10 @@ def _from_this_site(request: Request) -> bool:
 @router.post("/session")
 async def sign_in(request: Request) -> Response:
     """Check a token posted by the sign-in form and keep it in an HttpOnly cookie."""
-    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    body = await request.body()
+    if len(body) > MAX_SIGN_IN_BODY:  # parsed, 16 MB of fields held the event loop for seconds
+        return login_page(413, "That sign-in form is too large.")
+    form = parse_qs(body.decode("utf-8", "replace"))
     token = (form.get("token") or [""])[0].strip()
     next_path = (form.get("next") or ["/console/"])[0]
     if not next_path.startswith("/console/") or "//" in next_path:

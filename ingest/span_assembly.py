@@ -564,11 +564,8 @@ class _Book:
 def _books(store: EventStore) -> dict[str, _Book]:
     """The bookkeeping of every span trace, from the few events that are not spans."""
     books: dict[str, _Book] = {}
-    for stream, version, kind, payload in _rows(
-        store,
-        store.recorder.sql(
-            "SELECT stream_id, stream_version, type, payload FROM events WHERE type IN (?, ?, ?, ?)"
-        ),
+    for stream, version, kind, payload in store.scan(
+        "SELECT stream_id, stream_version, type, payload FROM events WHERE type IN (?, ?, ?, ?)",
         (OPENED, COMPLETED, ASSEMBLED, REJECTED),
     ):
         data = json.loads(payload) if isinstance(payload, str) else payload
@@ -602,16 +599,3 @@ def _unbooked_traces(reader: Reader) -> list[str]:
     else:
         rows = reader.execute(spans + " AND global_position < ?", (RECEIVED, opened[0]))
     return [row[0].removeprefix(PREFIX) for row in rows]
-
-
-def _rows(store: EventStore, query: str, params: tuple) -> Iterator[tuple]:
-    """A query's rows, fetched a page at a time (PostgreSQL: through a server-side cursor)."""
-    raw = store.engine.raw_connection()
-    try:
-        cur = raw.cursor(name="spans_recover") if store.dialect == "postgresql" else raw.cursor()
-        cur.execute(query, params)
-        while rows := cur.fetchmany(5000):
-            yield from rows
-        raw.rollback()
-    finally:
-        raw.close()

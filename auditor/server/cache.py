@@ -13,7 +13,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from starlette.requests import Request
 
@@ -52,28 +51,16 @@ class VersionedCache(Generic[V]):
 
 
 def read_engine(store: EventStore, threads: int) -> Engine:
-    """An engine for the server's one-statement reads. On PostgreSQL: its own pool, one
-    connection per request thread (the store's keeps 5 and opens, then closes, a connection for
-    each request beyond them), in autocommit, so that a read is one round trip (no BEGIN before it,
-    no ROLLBACK when its connection goes back to the pool).
+    """An engine for the server's one-statement reads, one connection per request thread
+    (``EventStore.read_engine``: on PostgreSQL an autocommit pool of its own; SQLite's is the store's).
 
-    Its sessions plan without sequential scans: every filter of the search index has an index, and
+    On PostgreSQL its sessions plan without sequential scans: every filter of the search index has an index, and
     the planner does not price un-TOASTing a trace's word vector, so it would otherwise scan and
     decompress every vector for a common word (300 ms against 3 ms from the GIN index at 10,000
     traces), or walk the table in order testing each one. And they plan every execution for its
     values: the driver prepares a statement after five runs, and PostgreSQL's generic plan of a
     prepared search cost 9-13 ms where a plan for the values costs 3."""
-    if store.dialect != "postgresql":
-        return store.engine
-    url = store.engine.url
-    planner = "-c enable_seqscan=off -c plan_cache_mode=force_custom_plan"
-    options = f"{url.query['options']} {planner}" if url.query.get("options") else planner
-    return create_engine(
-        url.update_query_dict({"options": options}),
-        pool_size=threads,
-        max_overflow=0,
-        isolation_level="AUTOCOMMIT",
-    )
+    return store.read_engine(threads, {"enable_seqscan": "off", "plan_cache_mode": "force_custom_plan"})
 
 
 class StoreHead:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from auditor.errors import ConcurrencyError, StoreError
@@ -30,6 +30,7 @@ from schemas.events import NewEvent, RecordedEvent
 
 DEFAULT_STORE_URL = "sqlite:///auditor.db"
 _READ_BATCH = 2000
+_SCAN_PAGE = 5000  # rows a scan fetches at a time
 _KEEP_WRITER_S = 300.0  # as the pool recycles its connections
 
 
@@ -159,6 +160,26 @@ class EventStore:
             raw.rollback()
         finally:
             raw.close()
+
+    def scan(self, query: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
+        """The rows of a query written with ``?`` placeholders, fetched a page at a time in one
+        read transaction (on PostgreSQL through a server-side cursor): for a result too large to
+        hold at once."""
+        raw = self.engine.raw_connection()
+        try:
+            cur = self.recorder.paging_cursor(raw)
+            cur.execute(self.recorder.sql(query), params)
+            while rows := cur.fetchmany(_SCAN_PAGE):
+                yield from rows
+            raw.rollback()
+        finally:
+            raw.close()
+
+    def read_engine(self, threads: int, settings: dict[str, str]) -> Engine:
+        """An engine for one-statement reads from ``threads`` threads at once: on PostgreSQL its
+        own autocommit pool of that many connections, their sessions set as ``settings`` says;
+        on SQLite the store's engine."""
+        return self.recorder.read_engine(self.engine, threads, settings)
 
     # -- appending -------------------------------------------------------------------------
     def append(

@@ -83,6 +83,16 @@ class Recorder:
         """An expression reading the text at ``path`` inside the JSON held in ``column``."""
         raise NotImplementedError
 
+    def read_engine(self, engine: Engine, threads: int, settings: dict[str, str]) -> Engine:
+        """An engine for one-statement reads from ``threads`` threads at once, its sessions set
+        as ``settings`` say where the database has them (here: the store's own engine)."""
+        return engine
+
+    def paging_cursor(self, raw: Any) -> Any:
+        """A cursor of the driver connection ``raw`` whose ``fetchmany`` pages through a result
+        too large to hold."""
+        return raw.cursor()
+
     def versions(self, cur: Any, streams: Sequence[str]) -> dict[str, int]:
         """Current versions of the streams that exist (one index probe per stream)."""
         out: dict[str, int] = {}
@@ -198,6 +208,23 @@ class PostgresRecorder(Recorder):
 
     def json_text(self, column: str, *path: str) -> str:
         return f"CAST({column} AS json) #>> '{{{','.join(path)}}}'"
+
+    def read_engine(self, engine: Engine, threads: int, settings: dict[str, str]) -> Engine:
+        # its own pool, a connection per thread (the store's keeps 5, and opens then closes one
+        # for each thread beyond them), in autocommit: a read is one round trip (no BEGIN before
+        # it, no ROLLBACK when its connection goes back to the pool)
+        url = engine.url
+        given = " ".join(f"-c {name}={value}" for name, value in settings.items())
+        options = f"{url.query['options']} {given}" if url.query.get("options") else given
+        return create_engine(
+            url.update_query_dict({"options": options}),
+            pool_size=threads,
+            max_overflow=0,
+            isolation_level="AUTOCOMMIT",
+        )
+
+    def paging_cursor(self, raw: Any) -> Any:
+        return raw.cursor(name="paged")  # a server-side cursor: the server holds the result
 
     def versions(self, cur: Any, streams: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -22,7 +22,7 @@ def serve(
         None, "--store", help="Store URL (default: the global --store / AUDITOR_STORE)."
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
-    port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
+    port: int = typer.Option(8080, "--port", min=0, max=65535, help="TCP port (0: any free one)."),
     max_body: int = typer.Option(
         16 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes."
     ),

@@ -36,6 +36,7 @@ def open_cli_store():  # -> auditor.store.EventStore
 
 
 JSON_OUTPUT = typer.Option(False, "--json", help="Machine-readable output.")
+TRACE_ID = typer.Argument(..., help="Trace id (see 'auditor traces list').")
 REDACT = typer.Option(
     False, "--redact", help="Replace secrets, e-mails and phone numbers before anything is stored."
 )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.text import Text
 
-from auditor.cli.common import JSON_OUTPUT, console, open_cli_store, print_json, print_table
+from auditor.cli.common import JSON_OUTPUT, TRACE_ID, console, open_cli_store, print_json, print_table
 from auditor.errors import InputError
 from schemas import NewEvent
 
@@ -89,7 +89,7 @@ MODE = typer.Option("annotated", "--mode", help="annotated (with the annotation 
 
 @graph_app.command("build")
 def build(
-    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    trace_id: str = TRACE_ID,
     mode: str = MODE,
     as_json: bool = JSON_OUTPUT,
 ) -> None:
@@ -124,7 +124,7 @@ def build(
 
 @graph_app.command("show")
 def show(
-    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    trace_id: str = TRACE_ID,
     mode: str = MODE,
     as_json: bool = JSON_OUTPUT,
 ) -> None:
@@ -179,7 +179,7 @@ def show(
 
 @graph_app.command("export")
 def export(
-    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    trace_id: str = TRACE_ID,
     fmt: str = typer.Option(
         None, "--format", help="graphml or json (node-link); default: from the extension, else json."
     ),
@@ -205,7 +205,7 @@ def export(
 
 @graph_app.command("draw")
 def draw(
-    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    trace_id: str = TRACE_ID,
     out: str = typer.Option(..., "--out", "-o", help="Image file: .svg or .png."),
     highlight: list[str] = typer.Option([], "--highlight", help="Step id or edge ref to highlight (repeat)."),
     steps: str = typer.Option(None, "--steps", help="Step window START:STOP (default: the first 500)."),

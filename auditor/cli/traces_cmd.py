@@ -13,6 +13,7 @@ from rich.text import Text
 
 from auditor.cli.common import (
     JSON_OUTPUT,
+    TRACE_ID,
     cell,
     console,
     open_cli_store,
@@ -74,7 +75,7 @@ def list_(
 
 @traces_app.command("show")
 def show(
-    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    trace_id: str = TRACE_ID,
     as_json: bool = JSON_OUTPUT,
     width: int = typer.Option(100, min=1, help="Characters of content shown per step."),
 ) -> None:
@@ -105,7 +106,7 @@ def show(
 
 @traces_app.command("export")
 def export(
-    trace_id: str = typer.Argument(..., help="Trace id (see 'auditor traces list')."),
+    trace_id: str = TRACE_ID,
     fmt: str = typer.Option("jsonl", "--format", help="Output format: jsonl (canonical)."),
     out: str = typer.Option("-", "--out", "-o", help="Output file, or - for stdout."),
 ) -> None:

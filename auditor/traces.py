@@ -29,6 +29,7 @@ from auditor.errors import InputError, NotFoundError, StoreError, TraceConflictE
 from auditor.lean import LeanSteps
 from auditor.store import EventStore, Transaction, catch_up
 from auditor.store.hashing import canonical_json
+from auditor.store.tables import clip
 from schemas.events import (
     LabelsRecorded,
     NewEvent,
@@ -402,7 +403,7 @@ class TracesProjection:
                     rows[tid] = {
                         "trace_id": tid,
                         "source": h.get("source"),
-                        "framework": h.get("framework"),
+                        "framework": clip(h.get("framework"), traces_view.c.framework),
                         "task": (h.get("task") or "")[:500] or None,
                         "steps": 0,
                         "participants": [],

@@ -640,3 +640,22 @@ def test_a_sign_in_form_of_megabytes_is_refused_unread(server: tuple) -> None:
     assert r.status_code == 413 and "too large" in r.text and "set-cookie" not in r.headers
     ok = httpx.post(f"{origin}/session", data={"token": tokens["reader"], "next": "/console/"})
     assert ok.status_code == 303
+
+
+def test_traces_list_on_postgres_holds_a_framework_longer_than_its_column(tmp_path: Path) -> None:
+    """The traces list projection's framework column holds 200 characters, the trace contract
+    any number: one stored trace with a 300-character framework made every `traces list` on
+    PostgreSQL a traceback from then on. The projection keeps the column's length."""
+    from tests.conftest import fresh_pg_schema
+
+    lines = (REPO / "examples" / "renewal_drift.jsonl").read_text().splitlines()
+    header = json.loads(lines[0]) | {"trace_id": "hostile-long-framework", "framework": "F" * 300}
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    with fresh_pg_schema() as url:
+        store = ["--store", url]
+        assert run([*store, "ingest", str(path)], tmp_path).returncode == 0
+        listed = run([*store, "traces", "list", "--wide", "--json"], tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        (row,) = json.loads(listed.stdout)
+        assert row["trace_id"] == "hostile-long-framework" and row["framework"] == "F" * 200

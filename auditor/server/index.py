@@ -38,6 +38,7 @@ from sqlalchemy.engine import Connection
 
 from auditor.feedback import FEEDBACK_EVENT
 from auditor.store.migrate import INDEX
+from auditor.store.tables import clip
 from schemas.events import RecordedEvent
 
 SEVERITY_RANK = {"info": 1, "low": 2, "medium": 3, "high": 4, "critical": 5}
@@ -133,14 +134,6 @@ Index("ix_server_traces_decision", trace_rows.c.decision, trace_rows.c.position)
 Index("ix_server_traces_service_lower", func.lower(trace_rows.c.service), trace_rows.c.position)
 Index("ix_server_traces_report", trace_rows.c.report_id)
 _ROW_KEYS = [c.name for c in trace_rows.columns]
-
-
-def clip(value: Any, column: Column) -> Any:
-    """A value as ``column`` holds it: text cut at the column's length. PostgreSQL refuses a
-    longer one, and the index would stop at that event for every request after it (a framework
-    of 300 characters, from a file or an OTLP resource, made every listing answer 500)."""
-    length = getattr(column.type, "length", None)
-    return value[:length] if length and isinstance(value, str) else value
 
 
 def _clipped(table: Table, row: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,8 @@ table append-only are in guards.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
@@ -35,3 +37,11 @@ projection_positions = Table(
     Column("name", String(200), primary_key=True),
     Column("position", BigInteger, nullable=False),
 )
+
+
+def clip(value: Any, column: Column) -> Any:
+    """A value as ``column`` holds it: text cut at the column's length. PostgreSQL refuses a
+    longer one, and a projection would stop at that event for every reader after it (a framework
+    of 300 characters, from a file or an OTLP resource, made every listing fail)."""
+    length = getattr(column.type, "length", None)
+    return value[:length] if length and isinstance(value, str) else value

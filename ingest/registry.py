@@ -75,7 +75,9 @@ def get(name: str) -> Importer:
         return registry[name]
     except KeyError:
         raise InputError(
-            f"unknown format '{name}'", hint=f"valid formats: auto, {', '.join(registry)}"
+            f"unknown format '{name}'",
+            field="--input-format",
+            hint=f"valid formats: auto, {', '.join(registry)}",
         ) from None
 
 

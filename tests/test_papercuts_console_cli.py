@@ -44,6 +44,13 @@ def test_ingest_names_its_importer_with_input_format_as_review_does(tmp_path: Pa
     assert "--input-format" in help_text and not re.search(r"--format\b", help_text)
 
 
+def test_an_unknown_importer_names_the_flag_on_every_command(tmp_path: Path) -> None:
+    for command in (["review"], ["attribute"], ["triage"]):
+        target = EXAMPLE.parent if command == ["triage"] else EXAMPLE
+        proc = run([*command, str(target), "--input-format", "nosuch"], tmp_path)
+        assert proc.returncode == 2 and "'--input-format'" in proc.stderr, (command, proc.stderr)
+
+
 def test_the_old_ingest_format_flag_still_works_unlisted(tmp_path: Path) -> None:
     old = run(["ingest", str(EXAMPLE), "--format", "canonical", "--json"], tmp_path)
     assert old.returncode == 0, old.stderr

@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.progress import Progress
 
-from auditor.agent.ablation import run_ablation
-from auditor.agent.loop import Budget
-from auditor.llm import complete
-from auditor.store import open_store
+from auditor.audit.agent.ablation import run_ablation
+from auditor.audit.agent.loop import Budget
+from auditor.core.llm import complete
+from auditor.core.store import open_store
 from schemas import GraphMode, LabelsRecord, Trace
 from worlds import list_worlds, quick_cohort
 
@@ -62,8 +62,8 @@ MAST_METAGPT = (
 
 def timed_audit(trace: Trace, seconds: float, store: Any) -> tuple[float, int, str]:
     """One local audit under ``seconds``: its wall time, the prompt tokens cut, how it ended."""
-    from auditor.agent import run_agent_audit
-    from auditor.agent.loop import audit_stream
+    from auditor.audit.agent import run_agent_audit
+    from auditor.audit.agent.loop import audit_stream
 
     started = time.perf_counter()
     report = run_agent_audit(trace, "local/smollm2", store=store, budget=Budget(max_seconds=seconds))
@@ -79,9 +79,9 @@ def timed_audit(trace: Trace, seconds: float, store: Any) -> tuple[float, int, s
 
 def wall_budget_figure(path: Path, budgets: list[float], plot: Path | None) -> None:
     """Seconds asked vs measured, cold and warm (issue 31 item 9)."""
-    from auditor.agent.loop import load_libraries
-    from auditor.local_worker import GRACE_S, worker
-    from auditor.review import read_traces
+    from auditor.audit.agent.loop import load_libraries
+    from auditor.audit.review import read_traces
+    from auditor.core.local_worker import GRACE_S, worker
 
     [(trace, _, importer)] = list(read_traces(path, "auto"))
     load_libraries()

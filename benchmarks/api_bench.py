@@ -46,10 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
-from auditor.review import audit_trace, read_traces
-from auditor.server.tokens import create_token
-from auditor.store import EventStore, open_store
-from auditor.traces import append_trace
+from auditor.audit.review import audit_trace, read_traces
+from auditor.core.store import EventStore, open_store
+from auditor.core.store.traces import append_trace
+from auditor.surfaces.server.tokens import create_token
 from schemas import Trace, TraceHeader, TraceStep
 
 DEFAULT_URL = "postgresql://auditor:auditor@127.0.0.1:5432/auditor_bench"
@@ -170,7 +170,7 @@ def free_port() -> int:
 def start_server(url: str, port: int, workers: int, threads: int | None) -> subprocess.Popen:
     """`auditor serve` in its own process; returns once /health answers (the index has caught up)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "auditor.cli.main", "serve", "--store", url, "--port", str(port), "--log-level", "warning",
+        [sys.executable, "-m", "auditor.surfaces.cli.main", "serve", "--store", url, "--port", str(port), "--log-level", "warning",
          "--workers", str(workers), *(["--threads", str(threads)] if threads else [])]
     )  # fmt: skip
     deadline = time.monotonic() + 3600

@@ -34,9 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.engine import run_rules_audit
-from auditor.policy import load_policy
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import load_policy
+from auditor.audit.report.validator import validate_report
 from schemas import AuditReport, Disposition, RiskClass
 from scoring.stats import wilson_rate
 from worlds import EpisodeResult, Outcome, get_world

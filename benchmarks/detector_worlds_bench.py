@@ -22,8 +22,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from auditor.engine import run_rules_audit
-from auditor.policy import load_policy
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import load_policy
 from schemas import AuditReport, Finding
 from worlds import get_world, run_cohort
 

@@ -94,7 +94,7 @@ def write_canonical(path: Path, steps: int) -> None:
 def cli_ingest(path: Path, workdir: Path) -> tuple[float, float, float, str]:
     """Wall seconds, CPU seconds and peak RSS (MiB) of one `auditor ingest` process."""
     code = (
-        "import resource, sys; from auditor.cli.main import run; sys.argv=['auditor','ingest',sys.argv[1],'--json'];\n"
+        "import resource, sys; from auditor.surfaces.cli.main import run; sys.argv=['auditor','ingest',sys.argv[1],'--json'];\n"
         "try:\n    run()\nexcept SystemExit:\n    pass\n"
         "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
     )

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.attribution.facts import agent_name
-from auditor.engine import run_rules_audit
-from auditor.errors import InputError
-from auditor.report.disposition import ACTIONABLE
+from auditor.audit.attribution.facts import agent_name
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.disposition import ACTIONABLE
+from auditor.core.errors import InputError
 from ingest import open_traces
 from schemas import AuditReport, Finding, Trace
 from schemas.failure import MAST_MODES

@@ -110,7 +110,7 @@ def _free_port() -> int:
 def service(args: list[str], idle: float, log: Path) -> Iterator[subprocess.Popen]:
     """An ``auditor`` process, stopped with SIGTERM (then killed) at the end."""
     env = {**os.environ, "AUDITOR_SPAN_IDLE_S": str(idle)}
-    cmd = [sys.executable, "-m", "auditor.cli.main", *args]
+    cmd = [sys.executable, "-m", "auditor.surfaces.cli.main", *args]
     with log.open("a") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=out)
     try:
@@ -136,7 +136,7 @@ def _wait(check: Any, timeout: float, what: str, log: Path, every: float = 0.1) 
 
 def audit_delays(store_url: str, sent: dict[str, float], log: Path) -> list[float]:
     """Seconds from each send to its trace's AuditCompleted (store clock), sorted."""
-    from auditor.store import open_store
+    from auditor.core.store import open_store
 
     store = open_store(store_url)
     delays: dict[str, float] = {}
@@ -161,8 +161,8 @@ def server(store_url: str, idle: float, log: Path, threads: int | None) -> Itera
     """``auditor serve`` on a free port; (origin, ingest token)."""
     import httpx
 
-    from auditor.server.tokens import create_token
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.surfaces.server.tokens import create_token
 
     store = open_store(store_url)
     token = create_token(store, f"bench-{uuid.uuid4().hex[:8]}", ["ingest"])[0]
@@ -251,7 +251,7 @@ class Progress:
     probe: polling must not take the CPU it measures) and, when asked, the spans exactly."""
 
     def __init__(self, store_url: str) -> None:
-        from auditor.store import open_store
+        from auditor.core.store import open_store
 
         self.store = open_store(store_url)
         self.raw = self.store.engine.raw_connection()

@@ -125,7 +125,7 @@ def _port() -> int:
 
 
 def _cli(root: Path, db: Path, *args: str) -> str:
-    cmd = [sys.executable, "-m", "auditor.cli.main", "--store", f"sqlite:///{db}", *args]
+    cmd = [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", f"sqlite:///{db}", *args]
     return subprocess.run(cmd, cwd=root, check=True, capture_output=True, text=True).stdout
 
 
@@ -142,7 +142,7 @@ def run(root: Path, requests: list[tuple[str, bytes] | None], folder: Path) -> l
     args = ["--store", f"sqlite:///{db}", "serve", "--port", str(port), "--log-level", "warning"]
     with (folder / "serve.log").open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "auditor.cli.main", *args], cwd=root, env=env, stderr=log
+            [sys.executable, "-m", "auditor.surfaces.cli.main", *args], cwd=root, env=env, stderr=log
         )
     origin, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     try:

@@ -32,10 +32,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
-from auditor.engine import run_rules_audit
-from auditor.policy import load_policy
-from auditor.report.disposition import ACTIONABLE
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import load_policy
+from auditor.audit.report.disposition import ACTIONABLE
+from auditor.audit.report.validator import validate_report
 from benchmarks.task_split import corrected_tasks, ece, half, task_of
 from schemas import AuditReport, Trace
 from scoring.stats.wilson import wilson_interval
@@ -164,8 +164,8 @@ def write_tools(policy) -> set[str]:  # type: ignore[no-untyped-def]
 
 
 def whowhen(root: Path, split: bool = False) -> dict:
-    from auditor.attribution.evaluation import load_cases
-    from auditor.attribution.facts import agent_name
+    from auditor.audit.attribution.evaluation import load_cases
+    from auditor.audit.attribution.facts import agent_name
 
     rows = []
     for case in load_cases(root):

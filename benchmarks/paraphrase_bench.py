@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.detectors import available_detectors
-from auditor.engine import run_rules_audit
-from auditor.policy import load_policy
+from auditor.audit.detectors import available_detectors
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import load_policy
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import Trace
 

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.engine import run_rules_audit
-from auditor.policy import Policy, load_policy
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import Policy, load_policy
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import Trace
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from auditor.engine import run_rules_audit
-from auditor.report.render import FORMATS, render
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.render import FORMATS, render
 from graph import build_graph
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import Trace, TraceStep

@@ -16,8 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from auditor.errors import AuditorError
-from auditor.store import open_store
+from auditor.core.errors import AuditorError
+from auditor.core.store import open_store
 from repair.pipeline import run_world
 from repair.retest import RetestPlan
 from scoring.stats import wilson_rate

@@ -49,7 +49,7 @@ WARM_STEPS = 1000
 def command() -> list[str]:
     """The installed console script beside this interpreter, else the module entry point."""
     script = shutil.which("auditor", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "auditor.cli.main"]
+    return [script] if script else [sys.executable, "-m", "auditor.surfaces.cli.main"]
 
 
 def write_trace(workload: str, n: int, path: Path) -> None:

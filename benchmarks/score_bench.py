@@ -37,7 +37,7 @@ def main() -> None:
 
     import torch
 
-    from auditor.local_model import load_model
+    from auditor.core.local_model import load_model
     from scoring.datasets import build_dataset
     from scoring.prompts import prompt_parts
     from scoring.scorer import ScoreStats, TrieScorer, naive_scores, tokenize_parts

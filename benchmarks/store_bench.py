@@ -21,7 +21,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from auditor.store import open_store, resolve_url
+from auditor.core.store import open_store, resolve_url
 from schemas import NewEvent
 
 SINGLE, BATCHES, BATCH = 300, 100, 100

@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from auditor.store import open_store, resolve_url  # noqa: E402
+from auditor.core.store import open_store, resolve_url  # noqa: E402
 from ingest.stream import StepPublisher  # noqa: E402
 from schemas.trace import TraceHeader, TraceStep  # noqa: E402
 
@@ -125,7 +125,7 @@ def trace(tid: str, n: int) -> tuple[TraceHeader, list[TraceStep]]:
 
 
 def cli(store_url: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "auditor.cli.main", "--store", store_url, "stream", *args]
+    return [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", store_url, "stream", *args]
 
 
 def stop(procs: list[subprocess.Popen]) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from auditor.detectors.policy_facts import result_failed
+from auditor.audit.detectors.policy_facts import result_failed
 from schemas import StepKind, Trace
 
 _TRIAL = re.compile(r"[-_]trial\d+$", re.IGNORECASE)

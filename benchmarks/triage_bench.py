@@ -57,7 +57,7 @@ def main() -> None:
         folder = Path(tmp) / "runs"
         folder.mkdir()
         size = build_folder(args.source, args.runs, folder)
-        command = [sys.executable, "-m", "auditor.cli.main", "--store", f"sqlite:///{tmp}/store.db"]
+        command = [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", f"sqlite:///{tmp}/store.db"]
         command += ["triage", str(folder), "--policy", str(args.policy), "--json"]
         command += ["--jobs", str(args.jobs)] if args.jobs else []
         started = time.perf_counter()

@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sqlalchemy as sa
 
-from auditor.server.cache import read_engine
-from auditor.server.index import SearchProjection
-from auditor.server.search import ReportQuery, SearchIndex, TraceQuery, Triage
-from auditor.store import open_store, resolve_url
+from auditor.core.store import open_store, resolve_url
+from auditor.surfaces.server.cache import read_engine
+from auditor.surfaces.server.index import SearchProjection
+from auditor.surfaces.server.search import ReportQuery, SearchIndex, TraceQuery, Triage
 from schemas.events import RecordedEvent
 
 DEFAULT_URL = os.environ.get(

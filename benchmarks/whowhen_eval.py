@@ -27,8 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.attribution import load_strategy
-from auditor.attribution.evaluation import (
+from auditor.audit.attribution import load_strategy
+from auditor.audit.attribution.evaluation import (
     PUBLISHED,
     TOLERANCES,
     Outcome,

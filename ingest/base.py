@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.strictjson import head_problem
 from schemas.trace import LabelsRecord, TraceHeader, TraceStep, WithheldItem
 

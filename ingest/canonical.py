@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import strictjson
 from ingest.base import ImportedTrace, head_text
 from ingest.textlines import bounded_lines

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import ImportedTrace, file_digest, head_text
 from ingest.chat_langchain import kind_of
 from ingest.chat_runs import runs_of, trace_of

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 ROLE_KEYS = ("role", "content", "name", "tool_calls", "function_call", "tool_call_id")
 THINKING = {"thinking": "thinking", "reasoning": "reasoning"}  # block type -> field with the text

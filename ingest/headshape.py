@@ -10,7 +10,7 @@ import io
 import json
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import head_text
 from ingest.jsonstream import JsonReader
 

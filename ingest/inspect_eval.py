@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.limits import max_document_bytes, size_text, too_large
 
 HEADERS = ("header.json", "_journal/start.json")

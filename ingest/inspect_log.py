@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import pack_raw
 from ingest.inspect_eval import EvalArchive, is_archive

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.limits import max_document_bytes, size_text, too_large
 
 CHUNK = 1 << 20

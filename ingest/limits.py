@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 ENV = "AUDITOR_MAX_DOCUMENT_MB"
 DEFAULT_MB = 64

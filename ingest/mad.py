@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text, text_digest
 from ingest.frameworks import Source, for_corpus_record
 from ingest.jsonstream import JsonReader, top_level_kind

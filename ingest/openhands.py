@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
 from ingest.frameworks.common import pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind

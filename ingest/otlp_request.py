@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.strictjson import MAX_DEPTH, TOO_DEEP, Repeated, dotted, keyed_object
 
 PROTOBUF = "application/x-protobuf"

@@ -7,7 +7,7 @@
   meanwhile (grown, cut, or rewritten in place at the same size) is refused with nothing stored.
 - Nothing half-written. The check pass validates every trace (ids, indexes, fields) before the
   transaction; the write pass proves every value storable as it hashes it, and the whole input is
-  one transaction (auditor.traces.write_traces), so any error stores nothing.
+  one transaction (auditor.core.store.traces.write_traces), so any error stores nothing.
 - One trace id, one history: the same content again appends nothing, other content under a stored
   id is refused; ``trace_id`` stores a one-trace input under a new id on purpose.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from auditor.errors import AuditorError, InputError
+from auditor.core.errors import AuditorError, InputError
 from ingest.base import ImportedTrace, file_digest
 from ingest.redact import Redactor
 from ingest.registry import detect, get, open_traces
@@ -134,7 +134,7 @@ def ingest_path(
     source: str | None = None,
     trace_id: str | None = None,
 ) -> list[IngestSummary]:
-    """Import every trace of one input into ``store`` (an auditor.store.EventStore), all in one
+    """Import every trace of one input into ``store`` (an auditor.core.store.EventStore), all in one
     transaction.
 
     ``patterns`` adds redaction patterns (name → regex with an optional ``value`` group);
@@ -160,7 +160,7 @@ def _ingest(
     source: str | None,
     trace_id: str | None,
 ) -> list[IngestSummary]:
-    from auditor.traces import TraceDocument, write_traces
+    from auditor.core.store.traces import TraceDocument, write_traces
 
     name, reason = choose(local, fmt)  # first: a missing file or a directory is an input error
     before = file_digest(local)

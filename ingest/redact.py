@@ -4,7 +4,7 @@ Placeholders are numbered per trace by first appearance (``[REDACTED_EMAIL_1]``)
 gets the same placeholder everywhere in a trace and a re-import produces identical steps (and so
 appends nothing new). The value-to-placeholder mapping lives only in memory for one trace and is
 never stored or returned. Every path into the store applies it when asked: ``auditor ingest``,
-``auditor review`` and the HTTP API (``auditor.review.review_file``), and the Kafka consumer
+``auditor review`` and the HTTP API (``auditor.audit.review.review_file``), and the Kafka consumer
 (``ingest.stream_redact``).
 
 Every string that will be stored is redacted, object keys included, at any depth; only the few
@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from schemas.trace import LabelsRecord, Trace, TraceHeader, TraceStep
 
 # Names of settings whose value is a secret, as a key (``"password": …``) or in text (``pwd=…``).

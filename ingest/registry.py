@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import canonical, mad, whowhen
 from ingest.base import HEAD_BYTES, ImportedTrace, Importer, read_head
 from ingest.headshape import describe

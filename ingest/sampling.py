@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import file_digest, read_head
 from ingest.frameworks import for_corpus_record
 from ingest.mad import IMPORTER as MAD

@@ -52,9 +52,9 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from auditor.errors import AuditorError, InputError, StoreError, TraceConflictError
-from auditor.store import EncodedEvent, EventStore, Reader, Transaction
-from auditor.store.hashing import compact_json
+from auditor.core.errors import AuditorError, InputError, StoreError, TraceConflictError
+from auditor.core.store import EncodedEvent, EventStore, Reader, Transaction
+from auditor.core.store.hashing import compact_json
 from ingest.group_commit import GroupCommit
 from ingest.otlp_request import ReceivedSpan, essence, otlp_document
 from ingest.redact import _PLACED
@@ -451,7 +451,7 @@ class SpanAssembly:
         self, otel_trace_id: str, revision: int, spans: list[ReceivedSpan], reason: str
     ) -> AssembledTrace:
         """Import the revision's spans with the span importers, store it as a closed trace."""
-        from auditor.traces import TraceDocument, as_stored, write_traces
+        from auditor.core.store.traces import TraceDocument, as_stored, write_traces
 
         imported, steps, labels = self._import(otel_trace_id, spans)
         base = imported.trace_id
@@ -515,7 +515,7 @@ class SpanAssembly:
             ],
         }
         self._import(tid, [ReceivedSpan(tid, sid, None, 2, span, {"attributes": []}, {})])
-        importlib.import_module("auditor.traces")  # what an assembled trace is stored with
+        importlib.import_module("auditor.core.store.traces")  # what an assembled trace is stored with
 
     # -- restart ---------------------------------------------------------------------------------
     def recover(self) -> list[AssembledTrace]:

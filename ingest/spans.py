@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import text_digest
 from ingest.jsonstream import JsonReader
 from ingest.textlines import file_lines

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.store import EventStore
+from auditor.core.store import EventStore
 from ingest.otlp_request import ReceivedSpan
 from ingest.span_assembly import AssembledTrace, AssemblySettings, Received, SpanAssembly
 from ingest.span_redact import SpanRedaction

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.stream_loop import kafka_client
 
 

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.stream_metrics import Metrics
 
 log = logging.getLogger("auditor.stream")

@@ -43,7 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import from_json
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.otlp_request import DecodedRequest, ReceivedSpan, decode_json_document, decode_protobuf
 from ingest.strictjson import TOO_DEEP, keyed_object
 from schemas.trace import TraceHeader, TraceStep

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from auditor.store import EventStore
+from auditor.core.store import EventStore
 from ingest.redact import Redactor
 from ingest.stream_records import Document, EndRecord, Parsed
 from schemas.events import trace_stream

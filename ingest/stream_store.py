@@ -31,7 +31,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
 
-from auditor.store import EncodedEvent, EventStore, Transaction
+from auditor.core.store import EncodedEvent, EventStore, Transaction
 from ingest.stream_records import DeadKind, Document, EndRecord, Rejected
 from schemas.events import NewEvent, TraceClosed, TraceStarted, trace_stream
 from schemas.trace import TraceHeader, TraceStep

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.limits import max_document_bytes, size_text, too_large
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, head_text
 from ingest.frameworks.common import withhold
 from ingest.frameworks.magentic import kind_of, split_role

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
 from repair.propose import Proposal, build_proposal
 from schemas.controls import CONTROLS
 from schemas.repair import RepairPatch, ReviewIssue
@@ -117,7 +117,7 @@ def agent_propose(
     round_: int = 1,
 ) -> tuple[Proposal, str]:
     """One round of the LLM Repair Agent; returns the proposal and the answer it parsed from."""
-    from auditor.llm import complete
+    from auditor.core.llm import complete
 
     messages = conversation(wf, items, history or [])
     by_id = {i.item_id: i for i in items}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from repair.facts import declared_cap
 from schemas.controls import CONTROLS
 from schemas.report import RiskClass

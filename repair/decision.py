@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
 from repair.stream import RepairState
 from schemas.repair import RETAIN_THRESHOLD, RepairDecision
 

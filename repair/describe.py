@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from auditor.markdown import markdown_table
+from auditor.core.markdown import markdown_table
 from repair.stream import RepairState
 from schemas.repair import RateWithInterval
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
 from schemas.controls import CONTROLS
 from schemas.repair import RepairPatch, ReviewVerdict
 from schemas.report import RepairPlanItem
@@ -95,7 +95,7 @@ def llm_review_patch(
     round_: int = 1,
 ) -> ReviewVerdict:
     """One review by the model; problems with its answer go back to it verbatim."""
-    from auditor.llm import complete
+    from auditor.core.llm import complete
 
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from auditor.errors import ContractError, InputError
-from auditor.policy import load_policy
-from auditor.review import audit_trace
-from auditor.store import EventStore
+from auditor.audit.policy import load_policy
+from auditor.audit.review import audit_trace
+from auditor.core.errors import ContractError, InputError
+from auditor.core.store import EventStore
 from repair.pr import ensure_config_repo
 from repair.propose import select_items
 from repair.retest import RetestPlan

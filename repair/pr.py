@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from auditor.errors import ContractError, InputError
+from auditor.core.errors import ContractError, InputError
 from repair.describe import describe, pr_title
 from repair.stream import RepairState
 from repair.yamlpatch import patch_yaml_text

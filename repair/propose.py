@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from repair.catalogue import catalogue_control
 from repair.scope import apply_changes, check_scope
 from schemas.repair import AppliedControl, PatchChange, RepairPatch, ReviewIssue, ScopeCheck

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import fmean
 
-from auditor.errors import ContractError, InputError, VerificationFailed
-from auditor.policy import Policy as Invariants
-from auditor.policy import load_policy
-from auditor.review import audit_trace
-from auditor.store import EventStore
+from auditor.audit.policy import Policy as Invariants
+from auditor.audit.policy import load_policy
+from auditor.audit.review import audit_trace
+from auditor.core.errors import ContractError, InputError, VerificationFailed
+from auditor.core.store import EventStore
 from repair.stream import RepairState
 from schemas.repair import BeyondLabelFinding, CohortStatement, Measure, RateWithInterval, RetestResult
 from scoring.stats import wilson_rate

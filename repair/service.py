@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import ContractError, InputError
-from auditor.policy import load_policy
-from auditor.store import EventStore
-from auditor.traces import load_labels, load_trace
+from auditor.audit.policy import load_policy
+from auditor.core.errors import ContractError, InputError
+from auditor.core.store import EventStore
+from auditor.core.store.traces import load_labels, load_trace
 from repair.decision import decide
 from repair.pr import propose_pr
 from repair.propose import Proposal, propose_patch, revise_parameters

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.errors import NotFoundError
-from auditor.store import EventStore
+from auditor.core.errors import NotFoundError
+from auditor.core.store import EventStore
 from schemas.events import NewEvent
 from schemas.repair import PRProposal, RepairDecision, RepairPatch, RetestResult, ReviewVerdict, ScopeCheck
 from schemas.report import RepairPlanItem

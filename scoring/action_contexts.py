@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
 from schemas.attribution import AttributionLabel, AttributionTask, Target
 from scoring.prompts import AUTHORITY_POLICY, factor_line
 

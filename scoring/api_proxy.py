@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import AuditorError, InputError
-from auditor.llm import ModelCallError, configure
+from auditor.core.errors import AuditorError, InputError
+from auditor.core.llm import ModelCallError, configure
 from schemas.attribution import AttributionLabel, AttributionTask, Target, TargetKind
 from schemas.events import NewEvent
 from scoring.prompts import CONTEXT_HEADER, factor_line, interface_text

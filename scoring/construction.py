@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import ContractError, InputError
+from auditor.core.errors import ContractError, InputError
 from schemas.attribution import AttributionLabel, AttributionTask, Relation, Target
 from scoring.prompts import PromptParts, factor_line, prompt_parts
 from scoring.scorer import TargetScores, TokenizedParts, TrieScorer

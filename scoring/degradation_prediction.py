@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from schemas.attribution import AttributionTask
 from scoring.action_stats import rate
 from scoring.degradation_stats import DegradationRow

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
 from schemas.attribution import AttributionLabel, AttributionTask, Target
 from scoring.action_contexts import (
     BASE,

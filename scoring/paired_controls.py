@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from scoring.coalition import label_masks, select_top_k, shares_for_labelings
 from scoring.comparison import ComparisonRow, PairedShare, compare_cells
 from scoring.report import SHARE_GROUPS

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from auditor.errors import InputError, NotFoundError
-from auditor.markdown import markdown_table
+from auditor.core.errors import InputError, NotFoundError
+from auditor.core.markdown import markdown_table
 from schemas.attribution import AttributionLabel, AttributionTask, Target, TargetKind
 from schemas.events import NewEvent
 from scoring.report import COLUMNS as COALITION_COLUMNS

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from scoring.action_contexts import DROP, DROP_U
 from scoring.action_stats import by_target, rate
 from scoring.coalition import baseline_shares, target_shares

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from auditor.errors import InputError, NotFoundError
+from auditor.core.errors import InputError, NotFoundError
 from schemas.attribution import AttributionTask, Target
 from schemas.events import NewEvent
 from scoring.action_contexts import (

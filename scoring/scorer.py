@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
 from scoring.prompts import PromptParts
 from scoring.trie import SCAFFOLD_ONLY, Plan, plan_batches
 

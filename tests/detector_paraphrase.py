@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from auditor.engine import run_rules_audit
-from auditor.policy import Policy, load_policy
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import Policy, load_policy
+from auditor.audit.report.validator import validate_report
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import AuditReport, Trace
 

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 
-from auditor.detectors.base import AuditContext, FindingDraft, criterion, file_finding
-from auditor.engine import run_rules_audit
-from auditor.traces import trace_digest
+from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion, file_finding
+from auditor.audit.engine import run_rules_audit
+from auditor.core.store.traces import trace_digest
 from graph import build_graph
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.review import audit_trace
+from auditor.audit.review import audit_trace
 from repair.propose import select_items
 from repair.service import audit_context, open_repair
 from worlds import get_world, record_cohort, run_cohort

@@ -88,9 +88,9 @@ def _generated(kind: str, folder: Path) -> Path:
 def review_text(case: Case, folder: Path) -> str:
     """The reports and validations of one case as `auditor review` files them into a fresh SQLite
     store, as JSON text; ``created_at`` (the wall clock) is blanked, nothing else is touched."""
-    from auditor.policy import load_policy
-    from auditor.review import review_file
-    from auditor.store import EventStore
+    from auditor.audit.policy import load_policy
+    from auditor.audit.review import review_file
+    from auditor.core.store import EventStore
 
     inputs = folder / "input"
     inputs.mkdir()

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.review import review_file
-from auditor.server.tokens import create_token
-from auditor.store import EventStore, open_store
+from auditor.audit.review import review_file
+from auditor.core.store import EventStore, open_store
+from auditor.surfaces.server.tokens import create_token
 from tests.conftest import DATA
 
 REAL_TRACES = [

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.agent import run_agent_audit
-from auditor.agent.ablation import PAIRS, blind_findings, run_ablation
-from auditor.agent.compare import compare_runs, load_run
-from auditor.errors import InputError
+from auditor.audit.agent import run_agent_audit
+from auditor.audit.agent.ablation import PAIRS, blind_findings, run_ablation
+from auditor.audit.agent.compare import compare_runs, load_run
+from auditor.core.errors import InputError
 from schemas import GraphMode, LabelsRecord, Trace
 from tests.cli_helpers import run
 from tests.conftest import REPO
@@ -88,7 +88,7 @@ def test_a_run_auditing_one_trace_twice_is_refused(tmp_path, runs):
 
 
 def test_graph_ablation_pairs_arms_under_a_blind_reviewer(trace, sqlite_store):
-    from auditor.llm_providers import REPLAY
+    from auditor.core.llm_providers import REPLAY
 
     labels = LabelsRecord(
         trace_id=trace.header.trace_id,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.agent import run_agent_audit
-from auditor.agent.loop import Budget, audit_stream
-from auditor.report.validator import validate_report
+from auditor.audit.agent import run_agent_audit
+from auditor.audit.agent.loop import Budget, audit_stream
+from auditor.audit.report.validator import validate_report
 from tests.conftest import REPO
 from tests.test_detector_state_drift import load
 
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.timeout(900)]
 
 
 def test_local_model_completes_within_budget_with_a_valid_report(sqlite_store):
-    from auditor.llm import complete
+    from auditor.core.llm import complete
 
     trace = load(REPO / "examples" / "renewal_drift.jsonl")
     # the model's process loads first, outside the budget: on a busy 2-core machine loading alone

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.local_worker import GRACE_S
-from auditor.prompt_fit import common_cap
+from auditor.core.local_worker import GRACE_S
+from auditor.core.prompt_fit import common_cap
 from tests.conftest import REPO
 
 MAST_METAGPT = REPO / "tests" / "fixtures" / "real" / "mast" / "09_Round2_MetaGPT_ProgramDev.json"
@@ -45,8 +45,8 @@ def test_a_cut_prompt_fits_its_allowance_and_keeps_each_message_s_ends() -> None
     _smollm2_installed()
     from transformers import AutoTokenizer
 
-    from auditor.local_generate import fit
-    from auditor.local_model import SMOLLM2_GGUF, LoadedModel, smollm2_dir
+    from auditor.core.local_generate import fit
+    from auditor.core.local_model import SMOLLM2_GGUF, LoadedModel, smollm2_dir
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir(), gguf_file=SMOLLM2_GGUF)
     loaded = LoadedModel("smollm2", None, tokenizer, "cpu", "float32")
@@ -67,7 +67,7 @@ def test_a_cut_prompt_fits_its_allowance_and_keeps_each_message_s_ends() -> None
 
 
 def _mast_trace():  # -> schemas.Trace
-    from auditor.review import read_traces
+    from auditor.audit.review import read_traces
 
     [(trace, _, importer)] = list(read_traces(MAST_METAGPT, "auto"))
     assert importer == "metagpt"
@@ -75,8 +75,8 @@ def _mast_trace():  # -> schemas.Trace
 
 
 def _audit(store, seconds: float):  # -> tuple[AuditReport, float]
-    from auditor.agent import run_agent_audit
-    from auditor.agent.loop import Budget, load_libraries
+    from auditor.audit.agent import run_agent_audit
+    from auditor.audit.agent.loop import Budget, load_libraries
 
     load_libraries()  # start-up, outside the audit's clock (as in run_agent_audit)
     started = time.perf_counter()
@@ -97,7 +97,7 @@ def _smollm2_installed() -> None:
 def test_a_cold_model_is_stopped_while_loading_at_the_budget(sqlite_store) -> None:
     """Loading takes 15-30 s here: a 3 s audit ends at 3 s, inconclusive, saying why."""
     _smollm2_installed()
-    from auditor.local_worker import worker
+    from auditor.core.local_worker import worker
 
     worker("smollm2").stop()  # cold: the child must load the model inside the budget
     report, wall = _audit(sqlite_store, 3.0)
@@ -117,8 +117,8 @@ def test_a_warm_model_reads_a_prompt_cut_to_the_budget_and_stops_there(sqlite_st
     where the time left cannot prefill it, as on this 2-core machine) and the reply is stopped at
     the deadline."""
     _smollm2_installed()
-    from auditor.agent.loop import audit_stream, load_libraries
-    from auditor.llm import complete
+    from auditor.audit.agent.loop import audit_stream, load_libraries
+    from auditor.core.llm import complete
 
     load_libraries()
     complete("local/smollm2", [{"role": "user", "content": "Hello"}], max_tokens=1)  # load, no budget
@@ -139,8 +139,8 @@ def test_a_prompt_longer_than_the_time_left_can_read_is_cut_to_fit() -> None:
     """The MAST record four times over (6,456 tokens) in a 3 s call: half the time is kept for the
     reply, and a CPU would need over 5,000 tokens/s of prefill to read the rest whole."""
     _smollm2_installed()
-    from auditor.agent.loop import load_libraries
-    from auditor.llm import complete
+    from auditor.audit.agent.loop import load_libraries
+    from auditor.core.llm import complete
 
     load_libraries()
     complete("local/smollm2", [{"role": "user", "content": "Hello"}], max_tokens=1)  # load, no budget
@@ -163,7 +163,7 @@ def test_review_command_holds_max_seconds_and_says_why_it_is_inconclusive(tmp_pa
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor.cli.main", "--store", f"sqlite:///{tmp_path / 'a.db'}", "review",
+        [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", f"sqlite:///{tmp_path / 'a.db'}", "review",
          str(MAST_METAGPT), "--engine", "agent", "--max-seconds", "2", "--json"],
         capture_output=True, text=True, timeout=240, cwd=REPO, env=env,
     )  # fmt: skip

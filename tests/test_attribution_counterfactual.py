@@ -71,7 +71,7 @@ def test_leave_one_out_and_interactions_match_the_naive_reference(smollm2) -> No
 @pytest.mark.model
 @pytest.mark.timeout(900)
 def test_counterfactual_names_the_step_the_delivered_answer_came_from(smollm2) -> None:  # type: ignore[no-untyped-def]
-    from auditor.attribution import attribute
+    from auditor.audit.attribution import attribute
 
     trace = make(
         [

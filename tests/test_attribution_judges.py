@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.attribution import attribute
-from auditor.attribution.ensemble import EnsembleStrategy
-from auditor.errors import InputError
-from auditor.llm_providers import REPLAY
+from auditor.audit.attribution import attribute
+from auditor.audit.attribution.ensemble import EnsembleStrategy
+from auditor.core.errors import InputError
+from auditor.core.llm_providers import REPLAY
 from tests.test_attribution_rules import GROUP_FAILED_RUN, assert_resolves, make
 
 TRACE = make(GROUP_FAILED_RUN[1])  # 5 steps: s0 Lead, s1 Reviewer, s2 Coder, s3 terminal, s4 Reviewer

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.attribution import load_strategy
-from auditor.attribution.evaluation import Case, load_cases, score
+from auditor.audit.attribution import load_strategy
+from auditor.audit.attribution.evaluation import Case, load_cases, score
 from tests.conftest import DATA
 
 FILES = [
@@ -78,7 +78,7 @@ def test_no_label_text_reaches_a_judges_prompt(pairs) -> None:
     """The LLM judges through the gateway (replayed model): their prompts carry the trace (and, in
     the "with" setting, the correct answer), never the mistake agent, step or reason."""
     pytest.importorskip("litellm")
-    from auditor.llm_providers import REPLAY
+    from auditor.core.llm_providers import REPLAY
 
     for clean, dirty in pairs:
         replies = {"content": "Agent Name: x\nStep Number: 1\nReason for Mistake: y."}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.attribution import attribute, load_strategy
-from auditor.attribution.facts import TraceFacts
-from auditor.attribution.result import Attribution
-from auditor.errors import InputError
+from auditor.audit.attribution import attribute, load_strategy
+from auditor.audit.attribution.facts import TraceFacts
+from auditor.audit.attribution.result import Attribution
+from auditor.core.errors import InputError
 from graph import build_graph
 from schemas import ActorKind, StepKind, Trace, TraceHeader, TraceStep
 from tests.conftest import DATA

@@ -1,10 +1,10 @@
-"""The R1–R4 → disposition table, row by row (auditor/report/disposition.py documents it)."""
+"""The R1–R4 → disposition table, row by row (auditor/audit/report/disposition.py documents it)."""
 
 from __future__ import annotations
 
 import pytest
 
-from auditor.report.disposition import derive_disposition
+from auditor.audit.report.disposition import derive_disposition
 from schemas import Criteria, Criterion, Disposition
 
 
@@ -47,7 +47,7 @@ def test_the_docs_carry_the_same_table() -> None:
     """docs/report.md states the criteria-to-disposition table exactly as the code does."""
     from pathlib import Path
 
-    from auditor.report import disposition
+    from auditor.audit.report import disposition
 
     code = [line for line in (disposition.__doc__ or "").splitlines() if line.startswith("|")]
     docs = (

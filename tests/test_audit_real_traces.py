@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.validator import validate_report
 from graph import build_graph
 from ingest import open_traces
 from schemas import AuditReport, GraphMode, Trace

@@ -1,4 +1,4 @@
-"""One audit-run recorder for the Kafka workers and the OTLP receiver (auditor.audit_runs), and the
+"""One audit-run recorder for the Kafka workers and the OTLP receiver (auditor.audit.audit_runs), and the
 trace span assembly hands it: a real SDK-instrumented agent's spans assembled in a real store
 (SQLite and PostgreSQL, the ``store`` fixture), imported from their OTLP document in memory.
 
@@ -19,12 +19,12 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
-import auditor.audit_runs as audit_runs
-from auditor.audit_runs import AuditRecorder, Outcome, audit_stream
-from auditor.errors import StoreError
-from auditor.store import EventStore
-from auditor.traces import load_trace, trace_digest
-from auditor.workers import rules_audit
+import auditor.audit.audit_runs as audit_runs
+from auditor.audit.audit_runs import AuditRecorder, Outcome, audit_stream
+from auditor.audit.workers import rules_audit
+from auditor.core.errors import StoreError
+from auditor.core.store import EventStore
+from auditor.core.store.traces import load_trace, trace_digest
 from ingest.span_assembly import AssembledTrace, AssemblySettings, SpanAssembly
 from schemas.report import AuditReport
 from schemas.trace import Trace

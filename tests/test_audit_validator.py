@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.validator import validate_report
 from tests.conftest import REPO
 from tests.test_detector_state_drift import load
 
@@ -69,7 +69,7 @@ def test_the_inlined_schema_finds_what_the_committed_one_finds(audited):
 
     import jsonschema
 
-    from auditor.report.validator import _validator
+    from auditor.audit.report.validator import _validator
 
     committed = json.loads((files("schemas") / "json" / "audit_report_v3.schema.json").read_text())
     plain = jsonschema.Draft202012Validator(committed)

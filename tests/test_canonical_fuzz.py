@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.canonical import iter_canonical, scan_canonical
 
 json_values = st.recursive(

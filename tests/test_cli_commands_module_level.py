@@ -8,7 +8,7 @@ import inspect
 
 import typer
 
-from auditor.cli.main import COMMAND_MODULES, app
+from auditor.surfaces.cli.main import COMMAND_MODULES, app
 
 
 def callbacks(typer_app: typer.Typer, path: str = "auditor") -> dict[str, object]:

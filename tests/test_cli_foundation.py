@@ -105,7 +105,7 @@ def test_binary_and_directory_and_missing(tmp_path):
 
 
 def test_huge_line_fails_without_reading_it_whole(tmp_path, monkeypatch):
-    from auditor.errors import InputError
+    from auditor.core.errors import InputError
     from ingest import canonical
 
     monkeypatch.setenv("AUDITOR_MAX_DOCUMENT_MB", "0.001")  # 1,048 bytes: a line is a document
@@ -119,9 +119,7 @@ def test_version_and_help_import_no_heavy_dependency(tmp_path):
     assert run(["--version"], tmp_path).stdout.startswith("auditor ")
     assert "ingest" in run(["--help"], tmp_path).stdout
     heavy = "{'torch', 'transformers', 'litellm', 'langgraph', 'kafka', 'matplotlib'}"
-    code = (
-        f"import sys, auditor.cli.main; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
-    )
+    code = f"import sys, auditor.surfaces.cli.main; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
     )

@@ -71,9 +71,9 @@ def test_triage_ranks_runs_stores_each_report_and_lists_bad_files(folder, tmp_pa
     assert "broken.jsonl, line 3, field 'step_id'" in broken["reason"]
     assert note == {"file": "README.txt", "reason": note["reason"], "skipped": True}
 
-    from auditor.reports import load_report
-    from auditor.store import open_store
-    from auditor.triage import top_finding
+    from auditor.audit.triage import top_finding
+    from auditor.core.store import open_store
+    from auditor.core.store.reports import load_report
 
     store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
     try:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.detectors.test_runs import TestRunFacts, parse_output, writes_files
-from auditor.engine import run_rules_audit
-from auditor.errors import InputError
-from auditor.report.validator import validate_report
+from auditor.audit.detectors.test_runs import TestRunFacts, parse_output, writes_files
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.validator import validate_report
+from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
 from schemas import StepKind, Trace
 from tests.cli_helpers import run

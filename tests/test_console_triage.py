@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("uvicorn")
 websockets_sync = pytest.importorskip("websockets.sync.client")
 
-from auditor.reports import list_reports  # noqa: E402
-from auditor.store import EventStore, open_store  # noqa: E402
+from auditor.core.store import EventStore, open_store  # noqa: E402
+from auditor.core.store.reports import list_reports  # noqa: E402
 from tests.cli_helpers import run  # noqa: E402
 from tests.test_server_browser import Page, browser, serve, shots_folder  # noqa: E402
 from tests.test_server_triage import seed_runs  # noqa: E402

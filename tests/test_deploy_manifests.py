@@ -12,7 +12,7 @@ import pytest
 import typer.main
 import yaml
 
-from auditor.cli.main import app
+from auditor.surfaces.cli.main import app
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.engine import run_rules_audit
+from auditor.audit.engine import run_rules_audit
 from schemas import Trace
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 
@@ -108,7 +108,7 @@ def test_field_claim_does_not_hang_on_the_value_or_tool_names() -> None:
 def test_b1_world_ground_truth() -> None:
     """Scripted B1 episodes: a finding only where the official record blames the vendor, and the
     vendor attributions made on a VP's or a powerful reporter's word are found."""
-    from auditor.policy import load_policy
+    from auditor.audit.policy import load_policy
     from worlds import get_world, run_cohort
 
     world = get_world("B1")
@@ -188,8 +188,8 @@ def _credit_trace(amounts: list[float], *, approvals: dict[int, str] | None = No
 
 
 def _approval_findings(trace):  # type: ignore[no-untyped-def]
-    from auditor.policy import parse_policy
-    from auditor.report.validator import validate_report
+    from auditor.audit.policy import parse_policy
+    from auditor.audit.report.validator import validate_report
 
     report = run_rules_audit(trace, policy=parse_policy(APPROVALS), detectors=[DETECTOR])
     assert validate_report(report.model_dump(mode="json"), trace).ok

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.report.disposition import ACTIONABLE
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.disposition import ACTIONABLE
+from auditor.audit.report.validator import validate_report
 from benchmarks.mast_eval import FAILURE_DETECTORS, ModeScore, load_mast_labels
 from benchmarks.mast_eval import main as mast_main
 from ingest import open_traces
@@ -79,8 +79,8 @@ def _step(
 
 
 def _failures(trace: Trace) -> dict[int, str]:
-    from auditor.detectors.base import AuditContext
-    from auditor.detectors.failure_facts import RunFacts
+    from auditor.audit.detectors.base import AuditContext
+    from auditor.audit.detectors.failure_facts import RunFacts
     from graph import build_graph
     from schemas import GraphMode
 

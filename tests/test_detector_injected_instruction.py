@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.detectors.tool_effects import normal, normal_text, side_effecting
-from auditor.engine import run_rules_audit
-from auditor.policy import parse_policy
-from auditor.report.validator import validate_report
+from auditor.audit.detectors.tool_effects import normal, normal_text, side_effecting
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import parse_policy
+from auditor.audit.report.validator import validate_report
 from graph.channels import Channel, ChannelDeclarations, channel_of
 from graph.instructions import instruction_spans
 from ingest import open_traces

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.detectors.unverified_relay import success_claim
-from auditor.engine import run_rules_audit
+from auditor.audit.detectors.unverified_relay import success_claim
+from auditor.audit.engine import run_rules_audit
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 
 DETECTOR = "unverified_relay"

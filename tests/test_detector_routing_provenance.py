@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.engine import run_rules_audit
+from auditor.audit.engine import run_rules_audit
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 
 DETECTOR = "routing_provenance"
@@ -38,7 +38,7 @@ def test_injected_instruction_changes_nothing() -> None:
 
 def _f1_policy():
     """The F1 example invariants: the declared checks that name query_policy_kb as the needed tool."""
-    from auditor.policy import load_policy
+    from auditor.audit.policy import load_policy
 
     return load_policy(SETS.parents[2] / "examples" / "policies" / "f1.yaml")
 

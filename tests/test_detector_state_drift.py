@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import run_rules_audit
+from auditor.audit.engine import run_rules_audit
 from ingest.canonical import iter_canonical, scan_canonical
 from schemas import GraphMode, Trace, TraceHeader, TraceStep
 
@@ -116,8 +116,8 @@ def test_status_read_from_fields_with_negation_across_auxiliaries():
     """An enum value (``pending_approval``) reads as its words; a negator reaches over auxiliaries
     ("has not been submitted", "nothing is signed off"); a tool result returning what a call wrote
     is a read-back, a tool's own verdict is not."""
-    from auditor.detectors.base import AuditContext
-    from auditor.detectors.statuses import StatusLedger
+    from auditor.audit.detectors.base import AuditContext
+    from auditor.audit.detectors.statuses import StatusLedger
     from graph import build_graph
 
     texts = [
@@ -186,7 +186,7 @@ def test_submission_restated_downstream_is_an_interception():
 def test_c1_world_ground_truth():
     """Scripted C1 episodes (main templates): a realized drift finding only where the sent e-mail
     misstates the status, and most such e-mails are found."""
-    from auditor.policy import load_policy
+    from auditor.audit.policy import load_policy
     from worlds import get_world, run_cohort
 
     world = get_world("C1")

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
-from auditor.evidence import Evidence, build_tables
-from auditor.evidence.relabel import STUDY_COMMAND, study
-from auditor.evidence.table import NO_RUNS
+from auditor.surfaces.cli.main import app
+from auditor.surfaces.evidence_report import Evidence, build_tables
+from auditor.surfaces.evidence_report.relabel import STUDY_COMMAND, study
+from auditor.surfaces.evidence_report.table import NO_RUNS
 from scoring.relabel import LABELS, load_study, substituted
 from scoring.report import summarise_run, table_rows
 from scoring.runs import read_run, start_run
@@ -132,7 +132,7 @@ def test_evidence_report_lists_the_tables_after_the_repair_retests(
 ) -> None:
     """`auditor evidence report --json` carries the builder's tables, registered after the retests."""
     _imported(cli, filled["dir"])
-    monkeypatch.setattr("auditor.cli.evidence_cmd.open_cli_store", lambda: cli.store)
+    monkeypatch.setattr("auditor.surfaces.cli.evidence_cmd.open_cli_store", lambda: cli.store)
     result = CliRunner().invoke(app, ["evidence", "report", "--json", "--resamples", str(RESAMPLES)])
     assert result.exit_code == 0, result.output
     tables = {t["key"]: t for t in json.loads(result.stdout)["tables"]}

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
-from auditor.evidence import NO_RUNS, Evidence, build_tables
-from auditor.store import open_store
+from auditor.core.store import open_store
+from auditor.surfaces.cli.main import app
+from auditor.surfaces.evidence_report import NO_RUNS, Evidence, build_tables
 from repair.retest import RetestPlan
 from repair.service import propose_step, retest_step, review_step
 from scoring.datasets import build_dataset

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.policy import load_policy
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import load_policy
+from auditor.audit.report.validator import validate_report
 from schemas import Disposition, StepKind, Trace
 from tests.conftest import DATA, REPO
 
@@ -42,7 +42,7 @@ def refund_run(
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import Status, StatusCode
 
-    from auditor.review import read_traces
+    from auditor.audit.review import read_traces
     from tests.otel_toy_agent import json_body, provider
 
     memory = InMemorySpanExporter()

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.errors import InputError
-from auditor.store import EventStore, open_store, verify_chain
+from auditor.core.errors import InputError
+from auditor.core.store import EventStore, open_store, verify_chain
 from ingest.canonical import iter_canonical, scan_canonical, write_canonical
 from ingest.registry import open_traces
 from schemas.events import trace_stream
@@ -395,7 +395,7 @@ def test_cli_keeps_what_it_accepts_as_written(seeded: EventStore, store_url: str
     """What docs/input.md says is kept: timestamps that run backwards (the index is the order), a
     NUL, 'NaN' and an escaped colon in content, one key name in different objects, the deepest
     nesting allowed. Each is read back from the store exactly."""
-    from auditor.traces import load_trace
+    from auditor.core.store.traces import load_trace
 
     records = _records("kept-as-written")
     records[2]["timestamp"], records[3]["timestamp"] = records[3]["timestamp"], records[2]["timestamp"]
@@ -436,9 +436,9 @@ def served(seeded: EventStore) -> Iterator[Served]:
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from auditor.review import review_file
-    from auditor.server import ServerConfig, create_app
-    from auditor.server.tokens import create_token
+    from auditor.audit.review import review_file
+    from auditor.surfaces.server import ServerConfig, create_app
+    from auditor.surfaces.server.tokens import create_token
 
     (outcome,) = review_file(seeded, EXAMPLE)
     token = create_token(seeded, "hostile", ["read", "ingest"])[0]

@@ -17,9 +17,9 @@ import pytest
 pytest.importorskip("uvicorn")
 import httpx
 
-from auditor.feedback import record_feedback
-from auditor.reports import list_reports
-from auditor.store import open_store
+from auditor.audit.feedback import record_feedback
+from auditor.core.store import open_store
+from auditor.core.store.reports import list_reports
 from tests.cli_helpers import run
 from tests.serve_support import serving
 from tests.test_server_triage import seed_runs
@@ -30,7 +30,7 @@ POLICIES = REPO / "examples" / "policies"
 
 def seeded(url: str) -> dict[str, str]:
     """Review the triage runs into the store at ``url``; token name -> token."""
-    from auditor.server.tokens import create_token
+    from auditor.surfaces.server.tokens import create_token
 
     store = open_store(url)
     try:
@@ -127,8 +127,8 @@ def test_export_that_fails_half_way_leaves_the_old_file(
 
 def _labelled_store(url: str) -> None:
     """A store with one reviewed run whose first finding carries a label."""
-    from auditor.policy import load_policy
-    from auditor.review import review_file
+    from auditor.audit.policy import load_policy
+    from auditor.audit.review import review_file
 
     store = open_store(url)
     try:
@@ -204,8 +204,8 @@ def test_a_selector_by_a_header_field_no_trace_has_is_refused(tmp_path: Path) ->
 def test_a_metadata_key_with_dots_is_read_whole(tmp_path: Path) -> None:
     """`header.metadata.service.name` read metadata['service']['name'], so the OpenTelemetry-style
     key `service.name` (the one the search index reads a service from) never matched."""
-    from auditor.policy_selection import load_policies
-    from auditor.review import read_traces
+    from auditor.audit.policy_selection import load_policies
+    from auditor.audit.review import read_traces
 
     folder = policy_dir(tmp_path / "a", "by: header.metadata.service.name\nchoose: {billing-*: retail}\n")
     [(trace, _, _)] = read_traces(REPO / "examples" / "renewal_drift.jsonl")
@@ -216,7 +216,7 @@ def test_a_metadata_key_with_dots_is_read_whole(tmp_path: Path) -> None:
 def test_selector_yml_is_the_selector(tmp_path: Path) -> None:
     """A directory's policies may be *.yml; selector.yml was read as a policy and refused with
     "field 'name': Field required". It is the selector; two selectors are refused."""
-    from auditor.policy_selection import load_policies
+    from auditor.audit.policy_selection import load_policies
 
     folder = policy_dir(
         tmp_path / "a", "by: header.framework\nchoose: {handwritten: retail}\n", "selector.yml"
@@ -361,8 +361,8 @@ def test_failure_contradiction_is_not_quadratic_in_failed_calls() -> None:
     the same (one per claim, at the first claim after each failure)."""
     import time
 
-    from auditor.detectors.base import AuditContext
-    from auditor.detectors.failure_contradiction import FailureContradictionDetector
+    from auditor.audit.detectors.base import AuditContext
+    from auditor.audit.detectors.failure_contradiction import FailureContradictionDetector
     from graph.build import build_graph
     from schemas import GraphMode, Trace
 
@@ -469,8 +469,8 @@ def test_an_upload_refused_names_the_api_parameter(server: tuple) -> None:
 def test_a_yes_no_attribute_selects_as_written_in_yaml(tmp_path: Path) -> None:
     """A boolean resource attribute (`deployment.canary`: true) was compared as Python prints it,
     'True', so the selector's `"true": …` never matched (YAML's unquoted true is no pattern)."""
-    from auditor.policy_selection import load_policies
-    from auditor.review import read_traces
+    from auditor.audit.policy_selection import load_policies
+    from auditor.audit.review import read_traces
 
     folder = policy_dir(
         tmp_path / "a", 'by: resource.deployment.canary\nchoose: {"true": retail}\ndefault: airline\n'
@@ -535,7 +535,7 @@ def test_a_claim_in_one_endless_sentence_is_quoted_around_what_it_says(tmp_path:
     """failure_contradiction quoted the claiming sentence whole: an agent message of 2.7 MB with no
     full stop made its evidence quote 2.7 MB and the report 10.8 MB. The quote is the verbatim
     stretch from the completed word past the object (at most 400 characters), and still resolves."""
-    from auditor.review import review_file
+    from auditor.audit.review import review_file
 
     refund = {"name": "issue_refund", "call_id": "c0"}
     steps = [
@@ -602,8 +602,8 @@ def test_a_bulk_call_of_many_ids_is_read_sentence_by_sentence() -> None:
     sentence instead, and stops at its first claim."""
     import time
 
-    from auditor.detectors.base import AuditContext
-    from auditor.detectors.failure_contradiction import FailureContradictionDetector
+    from auditor.audit.detectors.base import AuditContext
+    from auditor.audit.detectors.failure_contradiction import FailureContradictionDetector
     from graph.build import build_graph
     from schemas import GraphMode, Trace
 

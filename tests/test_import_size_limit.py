@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import open_traces
 from ingest.limits import DEFAULT_MB, ENV, max_document_bytes
 from tests.cli_helpers import events_in, run

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.incident import FINAL_STATE, RISK_WEIGHT, risk_score
-from auditor.policy import load_policy
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.incident import FINAL_STATE, RISK_WEIGHT, risk_score
+from auditor.audit.policy import load_policy
+from auditor.audit.report.validator import validate_report
 from schemas import ActorKind, Disposition, StepKind, Trace, TraceHeader, TraceStep
 from schemas.trace import StepRefs, ToolInfo
 from tests.cli_helpers import run
@@ -192,8 +192,8 @@ def test_tau_bench_runs_review_with_valid_reports_and_human_customers() -> None:
 
 @pytest.mark.skipif(not (DATA / "whowhen").is_dir(), reason="Who&When not present (../shared/data)")
 def test_who_and_when_reports_carry_the_attribute_shape() -> None:
-    from auditor.attribution import attribute
-    from auditor.attribution.evaluation import load_cases
+    from auditor.audit.attribution import attribute
+    from auditor.audit.attribution.evaluation import load_cases
 
     cases = list(load_cases(DATA / "whowhen" / "hand-crafted"))[:5]
     assert cases

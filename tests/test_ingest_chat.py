@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import detect, ingest_path, open_traces
 from schemas.trace import ActorKind, StepKind, TraceStep
 from tests.cli_helpers import run

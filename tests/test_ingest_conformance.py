@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import ingest_path, open_traces, registry
 from ingest.registry import detect
 from tests.conftest import DATA, REPO

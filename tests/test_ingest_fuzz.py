@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import open_traces, registry
 
 # Fragments that reach deep into each parser: headers, markers and the keys each format reads.

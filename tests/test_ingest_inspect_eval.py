@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import detect, open_traces
 from schemas.trace import ActorKind, StepKind
 from tests.cli_helpers import run

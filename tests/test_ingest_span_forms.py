@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest import ingest_path, open_traces
 from ingest.registry import detect
 from schemas.trace import ActorKind, StepKind, TraceStep

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import ingest.spans as spans_module
-from auditor.detectors.limits import _failed
-from auditor.engine import run_rules_audit
-from auditor.errors import InputError
+from auditor.audit.detectors.limits import _failed
+from auditor.audit.engine import run_rules_audit
+from auditor.core.errors import InputError
 from ingest import open_traces
 from ingest.jsonstream import JsonReader
 from ingest.spans import read_spans

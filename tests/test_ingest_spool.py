@@ -39,7 +39,14 @@ def _env(tmp_path: Path, limit_mb: int) -> dict[str, str]:
 
 
 def _auditor(tmp_path: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "auditor.cli.main", "--store", f"sqlite:///{tmp_path / 'a.db'}", *args]
+    return [
+        sys.executable,
+        "-m",
+        "auditor.surfaces.cli.main",
+        "--store",
+        f"sqlite:///{tmp_path / 'a.db'}",
+        *args,
+    ]
 
 
 def _left(tmp_path: Path) -> list[Path]:

@@ -1,10 +1,10 @@
-"""Lean models (auditor/lean.py): the memory a step costs goes down; nothing a model shows changes."""
+"""Lean models (auditor/core/lean.py): the memory a step costs goes down; nothing a model shows changes."""
 
 from __future__ import annotations
 
 import sys
 
-from auditor.lean import LeanSteps, share_keys
+from auditor.core.lean import LeanSteps, share_keys
 from schemas import TraceStep
 
 STEP = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.markdown import markdown_table
+from auditor.core.markdown import markdown_table
 
 
 def test_header_separator_and_rows_with_cells_as_given() -> None:

@@ -24,8 +24,8 @@ pytest.importorskip("prometheus_client")
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from auditor.store import EventStore, open_store
-from auditor.workers import worker_metrics
+from auditor.audit.workers import worker_metrics
+from auditor.core.store import EventStore, open_store
 from ingest.stream import consumer_metrics
 from ingest.stream_metrics import MetricsServer
 
@@ -132,7 +132,7 @@ def api_store(tmp_path: Path) -> Iterator[EventStore]:
 
 
 def _token(store: EventStore, *scopes: str) -> dict[str, str]:
-    from auditor.server.tokens import create_token
+    from auditor.surfaces.server.tokens import create_token
 
     return {"Authorization": f"Bearer {create_token(store, '-'.join(scopes), scopes)[0]}"}
 
@@ -153,7 +153,7 @@ def _api_requests(client: Any, store: EventStore) -> dict[str, str]:
 def test_api_metrics_need_their_scope_and_label_routes_by_template(api_store: EventStore) -> None:
     from fastapi.testclient import TestClient
 
-    from auditor.server import ServerConfig, create_app
+    from auditor.surfaces.server import ServerConfig, create_app
 
     with TestClient(create_app(ServerConfig(max_body=2048), store=api_store)) as client:
         scraper = _api_requests(client, api_store)
@@ -197,7 +197,7 @@ def test_served_workers_report_every_workers_requests_whichever_answers(tmp_path
         store.close()
     port = _free_port()
     log = tmp_path / "serve.log"
-    cmd = [sys.executable, "-m", "auditor.cli.main", "serve", "--store", url, "--port", str(port),
+    cmd = [sys.executable, "-m", "auditor.surfaces.cli.main", "serve", "--store", url, "--port", str(port),
            "--workers", "2", "--threads", "4", "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("w"))
     base = f"http://127.0.0.1:{port}"
@@ -284,8 +284,8 @@ def test_every_dashboard_query_names_only_series_we_export(pg_store: EventStore)
     from fastapi.testclient import TestClient
     from kafka import KafkaProducer
 
-    from auditor.server import ServerConfig, create_app
-    from auditor.workers import AuditWorker, WorkerConfig
+    from auditor.audit.workers import AuditWorker, WorkerConfig
+    from auditor.surfaces.server import ServerConfig, create_app
     from ingest.stream import ConsumerConfig, StreamConsumer
     from schemas.report import Severity
     from tests.stream_support import (

@@ -130,8 +130,8 @@ def test_sdk_spans_become_the_same_steps_over_otlp_and_from_files(tmp_path: Path
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from auditor.server.tokens import create_token
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.surfaces.server.tokens import create_token
 
     served = tmp_path / "served"
     served.mkdir()

@@ -36,9 +36,9 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
 import httpx
 
-from auditor.server.tokens import create_token
-from auditor.store import EventStore, open_store
-from auditor.traces import load_trace
+from auditor.core.store import EventStore, open_store
+from auditor.core.store.traces import load_trace
+from auditor.surfaces.server.tokens import create_token
 from ingest.span_assembly import ASSEMBLED, RECEIVED, REJECTED, spans_stream
 from tests.otel_toy_agent import encoded_spans, json_body, provider, run_agent
 from tests.serve_support import flush, serving
@@ -199,7 +199,7 @@ def test_a_trace_id_stored_from_a_file_is_sent_again_as_a_new_revision(
     file = tmp_path / "export.json"
     file.write_text(body(span(tid, 1, "From the file.")))
     ingest = subprocess.run(
-        [sys.executable, "-m", "auditor.cli.main", "--store", server.store.url, "ingest", str(file)],
+        [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", server.store.url, "ingest", str(file)],
         cwd=REPO,
         capture_output=True,
         text=True,

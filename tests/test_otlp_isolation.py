@@ -26,9 +26,9 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
 import httpx
 
-from auditor.server.tokens import create_token
-from auditor.store import EventStore, open_store
-from auditor.traces import load_trace
+from auditor.core.store import EventStore, open_store
+from auditor.core.store.traces import load_trace
+from auditor.surfaces.server.tokens import create_token
 from ingest.span_assembly import RECEIVED, spans_stream
 from tests.otel_toy_agent import provider
 from tests.serve_support import flush, serving
@@ -193,7 +193,7 @@ def test_the_sdk_exporter_sending_a_nan_attribute_gets_its_trace_stored(
 
 def _verify(store: EventStore) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor.cli.main", "--store", store.url, "store", "verify"],
+        [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", store.url, "store", "verify"],
         cwd=REPO,
         capture_output=True,
         text=True,

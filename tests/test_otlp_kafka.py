@@ -16,10 +16,10 @@ import pytest
 pytest.importorskip("kafka")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
-from auditor.report.validator import validate_report
-from auditor.reports import list_reports
-from auditor.store import EventStore, open_store
-from auditor.traces import load_trace
+from auditor.audit.report.validator import validate_report
+from auditor.core.store import EventStore, open_store
+from auditor.core.store.reports import list_reports
+from auditor.core.store.traces import load_trace
 from ingest.span_assembly import RECEIVED, AssemblySettings, spans_stream
 from schemas.report import Severity
 from tests.otel_toy_agent import encoded_spans, json_body, provider, run_agent
@@ -45,7 +45,7 @@ def agent_spans(order: str) -> tuple[str, list]:
 
 
 def members(store: EventStore, bootstrap: str, t: dict[str, str], redact: bool = False) -> tuple:
-    from auditor.workers import AuditWorker, WorkerConfig
+    from auditor.audit.workers import AuditWorker, WorkerConfig
     from ingest.stream import ConsumerConfig, StreamConsumer
 
     spans = AssemblySettings(idle_s=0.5, rootless_s=60.0, tick_s=0.05)

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("kafka")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
-from auditor.store import EventStore
+from auditor.core.store import EventStore
 from ingest.span_assembly import RECEIVED, AssemblySettings, spans_stream
 from tests.otel_toy_agent import encoded_spans, json_body, provider, run_agent
 from tests.stream_support import count_type, kafka_bootstrap, new_topics, read_topic, running, wait_until

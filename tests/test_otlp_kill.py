@@ -22,9 +22,9 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
 import httpx
 
-from auditor.span_audits import audited
-from auditor.store import EventStore, open_store
-from auditor.traces import load_trace
+from auditor.audit.span_audits import audited
+from auditor.core.store import EventStore, open_store
+from auditor.core.store.traces import load_trace
 from ingest.span_assembly import ASSEMBLED, RECEIVED, spans_stream
 from tests.otel_toy_agent import encoded_spans, provider, run_agent
 from tests.stream_support import count_type, wait_until
@@ -54,7 +54,7 @@ def process(args: list[str], log: Path, idle: float) -> Iterator[subprocess.Pope
     env = {**os.environ, "AUDITOR_SPAN_IDLE_S": str(idle)}
     with log.open("a") as out:  # a file, not a pipe nobody reads: a full pipe blocks the process
         proc = subprocess.Popen(
-            [sys.executable, "-m", "auditor.cli.main", *args],
+            [sys.executable, "-m", "auditor.surfaces.cli.main", *args],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -93,7 +93,7 @@ def store_url(tmp_path: Path) -> str:
 
 
 def test_kill_9_of_the_server_mid_trace_loses_no_span(store_url: str, tmp_path: Path) -> None:
-    from auditor.server.tokens import create_token
+    from auditor.surfaces.server.tokens import create_token
 
     store = open_store(store_url)
     headers = {

@@ -24,14 +24,14 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
 import httpx
 
-from auditor.report.validator import validate_report
-from auditor.reports import list_reports
-from auditor.server import ServerConfig, create_app
-from auditor.server.routes_otlp import MAX_OTLP_BYTES
-from auditor.server.tokens import create_token
-from auditor.span_audits import audited
-from auditor.store import EventStore, open_store
-from auditor.traces import load_trace
+from auditor.audit.report.validator import validate_report
+from auditor.audit.span_audits import audited
+from auditor.core.store import EventStore, open_store
+from auditor.core.store.reports import list_reports
+from auditor.core.store.traces import load_trace
+from auditor.surfaces.server import ServerConfig, create_app
+from auditor.surfaces.server.routes_otlp import MAX_OTLP_BYTES
+from auditor.surfaces.server.tokens import create_token
 from ingest.span_assembly import AssemblySettings
 from tests.otel_toy_agent import encoded_spans, json_body, provider, run_agent
 from tests.stream_support import wait_until

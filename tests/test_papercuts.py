@@ -55,7 +55,7 @@ def test_every_world_exports_a_condition_blind_bundle(world: str, tmp_path: Path
 
 
 def test_a_header_naming_its_condition_is_still_refused(tmp_path: Path) -> None:
-    from auditor.errors import InputError
+    from auditor.core.errors import InputError
     from worlds import export_bundle, get_world
 
     world = get_world("B1")
@@ -89,8 +89,8 @@ def _slow_cassette(tmp_path: Path, slow_at: int, latency_s: float) -> str:
 def warm_gateway() -> None:
     """One short replayed audit first: litellm's and langgraph's first use costs seconds that are
     no model call's time."""
-    from auditor.agent import run_agent_audit
-    from auditor.agent.loop import Budget
+    from auditor.audit.agent import run_agent_audit
+    from auditor.audit.agent.loop import Budget
     from tests.test_detector_state_drift import load
 
     run_agent_audit(
@@ -101,8 +101,8 @@ def warm_gateway() -> None:
 def test_a_model_call_is_bounded_by_what_is_left_of_the_budget(
     warm_gateway: None, tmp_path: Path, sqlite_store
 ) -> None:
-    from auditor.agent import run_agent_audit
-    from auditor.agent.loop import Budget, audit_stream
+    from auditor.audit.agent import run_agent_audit
+    from auditor.audit.agent.loop import Budget, audit_stream
     from tests.test_detector_state_drift import load
 
     trace = load(EXAMPLE)
@@ -121,7 +121,7 @@ def test_a_model_call_is_bounded_by_what_is_left_of_the_budget(
 
 
 def test_retries_do_not_outlive_the_call_budget(warm_gateway: None, tmp_path: Path) -> None:
-    from auditor.llm import ModelCallTimeout, complete
+    from auditor.core.llm import ModelCallTimeout, complete
 
     started = time.perf_counter()
     with pytest.raises(ModelCallTimeout, match=r"timed out after 1\.0 s"):
@@ -137,7 +137,7 @@ def test_retries_do_not_outlive_the_call_budget(warm_gateway: None, tmp_path: Pa
 @pytest.mark.model
 @pytest.mark.timeout(600)
 def test_local_generation_stops_at_the_budget(smollm2) -> None:
-    from auditor.llm import complete
+    from auditor.core.llm import complete
 
     ask = [{"role": "user", "content": "Write a long story about a lighthouse keeper, in many chapters."}]
     complete("local/smollm2", ask, max_tokens=1)  # the gateway's own load of the model is not generation
@@ -197,10 +197,10 @@ def test_a_point_estimate_above_the_bar_is_not_marked_unless_the_lower_bound_is(
 def test_review_summary_reads_at_80_columns() -> None:
     from rich.console import Console
 
-    from auditor.engine import run_rules_audit
-    from auditor.report.render_summary import print_summary
-    from auditor.report.validator import validate_report
-    from auditor.review import read_traces
+    from auditor.audit.engine import run_rules_audit
+    from auditor.audit.report.render_summary import print_summary
+    from auditor.audit.report.validator import validate_report
+    from auditor.audit.review import read_traces
     from schemas import GraphMode
 
     [(trace, _, importer)] = read_traces(EXAMPLE)
@@ -223,10 +223,10 @@ def test_review_summary_reads_at_80_columns() -> None:
 def test_summary_prints_trace_text_as_written(tmp_path: Path) -> None:
     from rich.console import Console
 
-    from auditor.engine import run_rules_audit
-    from auditor.report.render_summary import print_summary
-    from auditor.report.validator import validate_report
-    from auditor.review import read_traces
+    from auditor.audit.engine import run_rules_audit
+    from auditor.audit.report.render_summary import print_summary
+    from auditor.audit.report.validator import validate_report
+    from auditor.audit.review import read_traces
     from schemas import GraphMode
 
     marked = tmp_path / "marked.jsonl"
@@ -297,9 +297,9 @@ def test_a_summary_of_many_findings_prints_the_most_severe_and_counts_the_rest()
 
     from rich.console import Console
 
-    from auditor.engine import run_rules_audit
-    from auditor.report.render_summary import SHOWN, print_summary
-    from auditor.report.validator import validate_report
+    from auditor.audit.engine import run_rules_audit
+    from auditor.audit.report.render_summary import SHOWN, print_summary
+    from auditor.audit.report.validator import validate_report
     from benchmarks.render_bench import embedded_trace
 
     trace = embedded_trace(3000)

@@ -126,7 +126,7 @@ def test_help_paragraphs_wrap_at_the_terminal_not_at_the_docstring(tmp_path: Pat
 
 
 def test_reflowing_keeps_lists_and_indented_examples() -> None:
-    from auditor.cli.main import reflowed
+    from auditor.surfaces.cli.main import reflowed
 
     text = (
         "One line\nbroken here.\n\nItems:\n- first\n  continued\n- second\n\n    $ auditor x\n    $ auditor y"
@@ -142,9 +142,9 @@ def test_root_redirects_a_browser_to_sign_in_and_refuses_an_api_client(tmp_path:
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from auditor.server import ServerConfig, create_app
-    from auditor.server.tokens import create_token
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.surfaces.server import ServerConfig, create_app
+    from auditor.surfaces.server.tokens import create_token
 
     store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
     token = create_token(store, "reader", ["read"])[0]
@@ -168,8 +168,8 @@ def test_a_browser_opening_the_root_lands_on_the_sign_in_page_and_then_the_conso
     the console."""
     pytest.importorskip("uvicorn")
     pytest.importorskip("websockets.sync.client")
-    from auditor.server.tokens import create_token
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.surfaces.server.tokens import create_token
     from tests.test_server_browser import browser, serve
 
     store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")

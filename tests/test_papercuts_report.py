@@ -116,8 +116,8 @@ def test_a_call_too_long_to_quote_whole_is_quoted_around_the_value_the_finding_i
     CALL_QUOTE_CHARS, and it keeps the charged amount the allowance finding is about."""
     import json as _json
 
-    from auditor.detectors.policy_facts import CALL_QUOTE_CHARS
-    from auditor.engine import run_rules_audit
+    from auditor.audit.detectors.policy_facts import CALL_QUOTE_CHARS
+    from auditor.audit.engine import run_rules_audit
     from tests.detector_paraphrase import SETS, cases, load, policy_of
 
     name, expect = next(c for c in cases("policy_allowances") if c[1]["disposition"] is not None)
@@ -152,7 +152,7 @@ def test_a_call_too_long_to_quote_whole_is_quoted_around_the_value_the_finding_i
 
 
 def test_compound_alternatives_are_bracketed() -> None:
-    from auditor.policy_actions import Condition
+    from auditor.audit.policy_rules import Condition
 
     compound = Condition.model_validate(
         {"field": "insurance", "equals": "yes", "and": [{"claim": "reason", "in": ["health", "weather"]}]}
@@ -209,7 +209,7 @@ NUMBERS = ["0.51", "-3", "+2", "1.5 h", "42", "2024-05-02"]
 def test_md_text_renders_as_the_text_it_was(text: str) -> None:
     """CommonMark reads the escaped text back as the same paragraph (no list, heading or rule);
     a number needs no escape at all."""
-    from auditor.report.render_markdown import md_text
+    from auditor.audit.report.render_markdown import md_text
 
     html = MarkdownIt("commonmark").render(md_text(text))
     assert html == f"<p>{text}</p>\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import InputError
-from auditor.policy import Policy, load_policy, parse_policy
+from auditor.audit.policy import Policy, load_policy, parse_policy
+from auditor.core.errors import InputError
 from schemas import ActorKind
 
 ROOT = Path(__file__).resolve().parents[1]

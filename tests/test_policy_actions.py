@@ -1,4 +1,4 @@
-"""The domain-policy sections of the policy language (auditor/policy_actions.py): every condition
+"""The domain-policy sections of the policy language (auditor/audit/policy_rules.py): every condition
 test decided on a real trace's records, arguments and claims; the clock; claimants; and the input
 errors, each naming the file, the line and the field."""
 
@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from auditor.detectors.base import AuditContext
-from auditor.detectors.policy_facts import Call, PolicyFacts
-from auditor.engine import run_rules_audit
-from auditor.errors import InputError
-from auditor.policy import Policy, parse_policy
-from auditor.policy_actions import Condition
+from auditor.audit.detectors.base import AuditContext
+from auditor.audit.detectors.policy_facts import Call, PolicyFacts
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import Policy, parse_policy
+from auditor.audit.policy_rules import Condition
+from auditor.core.errors import InputError
 from graph import build_graph
 from schemas import GraphMode, Trace, TraceHeader, TraceStep
 

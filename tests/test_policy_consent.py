@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.policy import load_policy
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import load_policy
+from auditor.audit.report.validator import validate_report
 from schemas import AuditReport, Trace
 from tests.test_policy_actions import Steps
 

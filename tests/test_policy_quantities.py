@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from auditor.policy import Policy, load_policy
+from auditor.audit.policy import Policy, load_policy
 from schemas import Finding, Trace, TraceHeader, TraceStep
 from tests.test_policy_requests import AIRLINE, TAU_RUNS, _real, _review
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.policy import Policy, load_policy
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import Policy, load_policy
+from auditor.audit.report.validator import validate_report
 from schemas import AuditReport, Finding, Trace, TraceHeader, TraceStep
 from tests.conftest import DATA, REPO
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import run_rules_audit
-from auditor.policy import Policy, load_policy
-from auditor.report.validator import validate_report
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import Policy, load_policy
+from auditor.audit.report.validator import validate_report
 from schemas import AuditReport, Trace, TraceHeader, TraceStep
 
 RETAIL = Path(__file__).resolve().parents[1] / "examples" / "policies" / "retail.yaml"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import InputError
-from auditor.review import review_file
-from auditor.store import open_store
+from auditor.audit.review import review_file
+from auditor.core.errors import InputError
+from auditor.core.store import open_store
 from ingest.redact import Redactor
 from ingest.stream_records import EndRecord, encode, parse_record
 from ingest.stream_redact import StreamRedaction
@@ -95,8 +95,8 @@ def test_submit_for_audit_redacts_when_asked_or_when_the_server_does(tmp_path, s
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from auditor.server import ServerConfig, create_app
-    from auditor.server.tokens import create_token
+    from auditor.surfaces.server import ServerConfig, create_app
+    from auditor.surfaces.server.tokens import create_token
 
     token = create_token(sqlite_store, "ops", ["ingest", "read"])[0]
     h = {"Authorization": f"Bearer {token}"}

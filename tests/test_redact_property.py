@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.errors import InputError
-from auditor.store import open_store
+from auditor.core.errors import InputError
+from auditor.core.store import open_store
 from ingest import detect, ingest_path, names
 from ingest.otlp_request import decode_json
 from ingest.span_assembly import AssemblySettings, SpanAssembly

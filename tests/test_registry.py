@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from auditor.errors import InputError
-from auditor.registry import Registry
+from auditor.core.errors import InputError
+from auditor.core.registry import Registry
 from tests.conftest import REPO
 
 
@@ -26,15 +26,15 @@ def imported_after(code: str) -> list[str]:
 
 
 def test_naming_entries_imports_none_of_them_and_loading_imports_only_one() -> None:
-    from auditor.attribution import REGISTRY as STRATEGIES
-    from auditor.detectors import REGISTRY as DETECTORS
+    from auditor.audit.attribution import REGISTRY as STRATEGIES
+    from auditor.audit.detectors import REGISTRY as DETECTORS
     from worlds import _WORLDS
 
     registered = {entry.split(":")[0] for r in (DETECTORS, STRATEGIES, _WORLDS) for entry in r.values()}
     started = imported_after(
-        "import auditor.cli.main\n"
-        "from auditor.detectors import available_detectors\n"
-        "from auditor.attribution import REGISTRY\n"
+        "import auditor.surfaces.cli.main\n"
+        "from auditor.audit.detectors import available_detectors\n"
+        "from auditor.audit.attribution import REGISTRY\n"
         "from worlds import list_worlds\n"
         "assert available_detectors() and list(REGISTRY) and list_worlds()"
     )
@@ -51,7 +51,7 @@ def test_order_is_the_tables_and_load_returns_the_named_attribute() -> None:
 
 def test_the_detectors_run_in_the_order_they_are_listed() -> None:
     """Finding ids follow this order: it must be the table's, not an alphabetical one."""
-    from auditor.detectors import REGISTRY, available_detectors, load_detector
+    from auditor.audit.detectors import REGISTRY, available_detectors, load_detector
 
     names = available_detectors()
     assert names == list(REGISTRY) and names != sorted(names)
@@ -59,7 +59,7 @@ def test_the_detectors_run_in_the_order_they_are_listed() -> None:
 
 
 def test_an_unknown_name_lists_the_valid_ones_and_names_the_field() -> None:
-    from auditor.attribution import load_strategy
+    from auditor.audit.attribution import load_strategy
     from worlds import get_world
 
     with pytest.raises(InputError) as err:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from auditor.report.render import render
+from auditor.audit.report.render import render
 from tests.render_fixtures import PAGE_SCRIPT, PageIndex, example_report, hostile_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from auditor.detectors.base import AuditContext, FindingDraft, criterion, file_finding
-from auditor.report.render import render
-from auditor.report.render_html import FULL_TRANSCRIPT_STEPS, quote_span, step_anchor
+from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion, file_finding
+from auditor.audit.report.render import render
+from auditor.audit.report.render_html import FULL_TRANSCRIPT_STEPS, quote_span, step_anchor
 from graph import build_graph
 from graph.draw import HIGHLIGHT
 from schemas import Criteria, GraphMode, RiskClass, Trace, TraceHeader, TraceStep

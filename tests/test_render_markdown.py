@@ -7,9 +7,9 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from auditor.errors import InputError
-from auditor.report.render import FORMATS, render
-from auditor.report.render_markdown import md_text
+from auditor.audit.report.render import FORMATS, render
+from auditor.audit.report.render_markdown import md_text
+from auditor.core.errors import InputError
 from tests.render_fixtures import IMG_ATTACK, PAGE_SCRIPT, dispositions_report, example_report, hostile_report
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from auditor.report.render import render
+from auditor.audit.report.render import render
 from schemas import RiskClass
 from tests.render_fixtures import (
     EXAMPLE,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import InputError
-from auditor.llm_providers import REPLAY
+from auditor.core.errors import InputError
+from auditor.core.llm_providers import REPLAY
 from repair.agent import parse_answer
 from repair.service import propose_step, review_step
 from repair.stream import load_repair
@@ -110,7 +110,7 @@ def test_llm_reviewer_judges_under_the_same_schema_and_must_agree_with_itself(
 
 
 def test_llm_reviewer_that_never_answers_validly_is_refused(sqlite_store, tmp_path: Path) -> None:
-    from auditor.errors import ContractError
+    from auditor.core.errors import ContractError
 
     repair_id = open_audited_repair(sqlite_store, "A1")
     propose_step(sqlite_store, repair_id)

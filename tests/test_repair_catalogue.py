@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from repair.catalogue import CATALOGUE, catalogue_control
 from repair.propose import propose_patch
 from repair.reviewer import review_patch

@@ -25,8 +25,8 @@ class Ran:
 
 def run(args: list[str], cwd: Path) -> Ran:
     """The CLI in-process (start-up paid once), with the entry point's one-line error handling."""
-    from auditor.cli.main import app
-    from auditor.errors import AuditorError
+    from auditor.core.errors import AuditorError
+    from auditor.surfaces.cli.main import app
 
     result = CliRunner().invoke(app, ["--store", f"sqlite:///{cwd / 'auditor.db'}", *args])
     if isinstance(result.exception, AuditorError):
@@ -37,7 +37,7 @@ def run(args: list[str], cwd: Path) -> Ran:
 
 
 def _head(cwd: Path) -> int:
-    from auditor.store import open_store
+    from auditor.core.store import open_store
 
     store = open_store(f"sqlite:///{cwd / 'auditor.db'}")
     try:

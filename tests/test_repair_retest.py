@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import ContractError, VerificationFailed
+from auditor.core.errors import ContractError, VerificationFailed
 from repair.retest import RetestPlan, run_retest
 from repair.service import decide_step, open_repair, pr_step, propose_step, retest_step, review_step
 from repair.stream import load_repair

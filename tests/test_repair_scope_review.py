@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from repair.propose import propose_patch
 from repair.reviewer import review_patch
 from repair.scope import apply_changes, check_scope

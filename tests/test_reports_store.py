@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditor.reports import load_report, store_report
-from auditor.review import review_file
-from auditor.store import open_store
-from auditor.store.verify import verify_chain
+from auditor.audit.review import review_file
+from auditor.core.store import open_store
+from auditor.core.store.reports import load_report, store_report
+from auditor.core.store.verify import verify_chain
 from tests.conftest import REPO
 
 

@@ -1,4 +1,4 @@
-"""The request ledger (auditor/detectors/request_ledger.py) on real τ-bench runs: requests read
+"""The request ledger (auditor/audit/detectors/request_ledger.py) on real τ-bench runs: requests read
 from the customer's sentences against the tools' own words, and each request's state at the end
 (decided, handed off, refused with a reason on the record, open); the `policy_requests` finding
 for the requests left open."""
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.detectors import AuditContext
-from auditor.detectors.policy_facts import PolicyFacts
-from auditor.detectors.request_ledger import RequestLedger
-from auditor.engine import run_rules_audit
-from auditor.errors import InputError
-from auditor.policy import Policy, load_policy, parse_policy
-from auditor.report.validator import validate_report
+from auditor.audit.detectors import AuditContext
+from auditor.audit.detectors.policy_facts import PolicyFacts
+from auditor.audit.detectors.request_ledger import RequestLedger
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.policy import Policy, load_policy, parse_policy
+from auditor.audit.report.validator import validate_report
+from auditor.core.errors import InputError
 from graph import build_graph
 from schemas import GraphMode, Trace, TraceHeader, TraceStep
 from tests.conftest import REPO

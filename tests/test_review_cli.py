@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 
-from auditor.report.render_html import step_anchor
+from auditor.audit.report.render_html import step_anchor
 from tests.cli_helpers import events_in, run
 from tests.conftest import REPO
 

@@ -49,9 +49,9 @@ def test_validate_names_a_report_whose_trace_is_not_in_the_file(tmp_path: Path) 
 def test_a_review_names_each_phase_as_it_starts(tmp_path: Path) -> None:
     """What the terminal's progress line shows: storing, loading, the graph, each detector in
     turn, the outcome, validation and filing, per trace (prefixed when the file holds several)."""
-    from auditor.detectors import available_detectors
-    from auditor.review import review_file
-    from auditor.store import open_store
+    from auditor.audit.detectors import available_detectors
+    from auditor.audit.review import review_file
+    from auditor.core.store import open_store
 
     runs = sorted((DATA / "taubench" / "airline" / "runs").glob("airline-task041-*.json"))[:2]
     lines = tmp_path / "runs.jsonl"

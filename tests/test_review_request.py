@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from auditor.cli.review_request import AgentRequest, ReviewRequest
-from auditor.errors import InputError
-from auditor.report.render import render, render_reports
+from auditor.audit.report.render import render, render_reports
+from auditor.core.errors import InputError
+from auditor.surfaces.cli.review_request import AgentRequest, ReviewRequest
 from schemas import GraphMode
 from tests.conftest import DATA, REPO
 
@@ -105,8 +105,8 @@ def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None
 
 
 def test_several_reports_are_one_json_array_and_one_report_its_object(tmp_path: Path) -> None:
-    from auditor.review import review_file
-    from auditor.store import open_store
+    from auditor.audit.review import review_file
+    from auditor.core.store import open_store
 
     runs = sorted((DATA / "taubench" / "airline" / "runs").glob("airline-task041-*.json"))[:2]
     lines = tmp_path / "runs.jsonl"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.surfaces.cli.main import app
 from schemas.attribution import AttributionTask
 from scoring.api_proxy import (
     NOT_TEACHER_FORCED,
@@ -143,7 +143,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def cli(sqlite_store: Any, monkeypatch: pytest.MonkeyPatch, offline: None) -> Any:
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
 
     def invoke(args: list[str]) -> Any:
         return CliRunner().invoke(app, ["score", *args])
@@ -157,7 +157,7 @@ RUN = ["run", "--dataset", "agentaudit", "--limit", "1", "--experiment", "api-pr
 
 @pytest.mark.slow  # litellm's import takes seconds
 def test_run_resume_and_report_through_replayed_gateway(cli: Any, tmp_path: Path) -> None:
-    from auditor.llm_providers import REPLAY
+    from auditor.core.llm_providers import REPLAY
 
     task = build_dataset("agentaudit")[0]
     records, gaps = _cassette(task)
@@ -224,7 +224,7 @@ def test_run_resume_and_report_through_replayed_gateway(cli: Any, tmp_path: Path
 
 @pytest.mark.slow
 def test_an_endpoint_without_logprobs_is_a_clear_error(cli: Any) -> None:
-    from auditor.llm_providers import REPLAY
+    from auditor.core.llm_providers import REPLAY
 
     REPLAY.load("nolp", [{"match": [], "content": "Yes"}])
     result = cli([*RUN, "--model", "litellm/replay/nolp", "--run-id", "nolp"])

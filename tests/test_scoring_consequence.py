@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
+from auditor.surfaces.cli.main import app
 from scoring.action_contexts import FULL, NO_INVALID, perturbation_contexts
 from scoring.consequence import (
     ConsequenceRow,
@@ -145,7 +145,7 @@ def test_run_report_with_a_coalition_run(
     for task in tasks:
         events = [target_event("c1", task, i, np.arange(256), game, 2) for i in range(3)]
         sqlite_store.append(run_stream("c1"), events)
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     args = ["score", "report", "p1", "--out", str(tmp_path), "--json"]
     alone = CliRunner().invoke(app, args)
     assert alone.exit_code == 0, alone.output

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
-from auditor.errors import AuditorError
+from auditor.core.errors import AuditorError
+from auditor.surfaces.cli.main import app
 from schemas.attribution import AttributionLabel
 from scoring.coalition import label_masks
 from scoring.coarsening import GROUPINGS, coarsen_game, factor_groups, merged_labels
@@ -230,11 +230,11 @@ from tests.test_scoring_runs import ByteTokenizer, tiny_model  # noqa: E402, F40
 
 @pytest.fixture
 def cli(sqlite_store, tiny_model, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]  # noqa: F811
-    from auditor.local_model import LoadedModel
+    from auditor.core.local_model import LoadedModel
 
     lm = LoadedModel("tiny", tiny_model, ByteTokenizer(), "cpu", "float32")
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
-    monkeypatch.setattr("auditor.local_model.load_model", lambda *a, **k: lm)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.core.local_model.load_model", lambda *a, **k: lm)
 
     def invoke(*args: str) -> Any:
         return CliRunner().invoke(app, list(args))

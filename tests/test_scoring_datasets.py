@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from schemas.attribution import AttributionLabel, Authority, FactorJudgment, Relation, SourceType
 from scoring.datasets import build_dataset, invariant_violations, label_report, read_jsonl, write_jsonl
 from scoring.datasets.tau2audit import DEFAULT_ROOT

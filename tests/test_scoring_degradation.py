@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
+from auditor.surfaces.cli.main import app
 from schemas.attribution import AttributionLabel, AttributionTask
 from scoring.action_contexts import degradation_contexts
 from scoring.datasets import build_dataset
@@ -103,7 +103,7 @@ def test_run_resumes_and_reports(
 ) -> None:  # type: ignore[no-untyped-def]
     generate_resumably(sqlite_store, "d1", "degradation", tasks, fake_decode)
 
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     result = CliRunner().invoke(app, ["score", "report", "d1", "--out", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
+from auditor.surfaces.cli.main import app
 from scoring.datasets import build_dataset
 from scoring.degradation_prediction import (
     PredictionRow,
@@ -124,7 +124,7 @@ def test_join_with_a_coalition_run_and_report(
         assert row.abs_effect == pytest.approx(abs(sum(weights[i] for i in invalid)))  # additive: Σ w_I
         assert row.signed_harm == pytest.approx(-sum(weights[i] for i in invalid))
         assert row.aligned_share == 0.0  # an additive game has no interaction terms
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     args = ["score", "report", "d7", "--out", str(tmp_path), "--resamples", "200", "--json"]
     result = CliRunner().invoke(app, [*args, "--coalition-run", "c7"])
     assert result.exit_code == 0, result.output

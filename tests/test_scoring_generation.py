@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
+from auditor.surfaces.cli.main import app
 from schemas.attribution import AttributionLabel, AttributionTask
 from scoring.action_contexts import CONDITIONS, TRUSTED_FRAME, UNTRUSTED_FRAME, action_contexts
 from scoring.datasets import build_dataset
@@ -96,7 +96,7 @@ def test_kind_filter_and_cli_report(
     start_run(sqlite_store, "g2", {"dataset": "agentaudit", "model": "fake", "experiment": "generation"})
     done, _ = run_generation(sqlite_store, "g2", tasks, fake_decode, kinds={"tool"})
     assert done == n_generations(tasks, {"tool"}) == sum(len(action_contexts(t, t.targets[0])) for t in tasks)
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     result = CliRunner().invoke(
         app, ["score", "report", "g2", "--out", str(tmp_path), "--resamples", "200", "--json"]
     )
@@ -156,7 +156,7 @@ def test_report_with_a_coalition_run_adds_the_prediction_table(
         ]
         sqlite_store.append(run_stream("c3"), events)
     start_run(sqlite_store, "c4", {"dataset": "tau2audit", "model": "fake", "experiment": "coalition"})
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     args = [
         "score",
         "report",

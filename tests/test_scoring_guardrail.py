@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
+from auditor.surfaces.cli.main import app
 from schemas.attribution import AttributionTask
 from scoring.action_contexts import factorial_contexts, guardrail_contexts
 from scoring.datasets import build_dataset
@@ -116,7 +116,7 @@ def test_run_resumes_and_reports(
     assert len(rows) == 6 * len(tasks)
     assert all(r.correct == r.condition.startswith("policy:") for r in rows)
 
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     args = ["score", "report", "gr1", "--out", str(tmp_path), "--resamples", "200", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
-from auditor.errors import ContractError
+from auditor.core.errors import ContractError
+from auditor.surfaces.cli.main import app
 from scoring.action_contexts import action_contexts
 from scoring.datasets import build_dataset
 from scoring.interventions import (
@@ -127,7 +127,7 @@ def test_run_resumes_and_reports(sqlite_store, tmp_path: Path, monkeypatch: pyte
     _, rows = read_matched(sqlite_store, "m")
     assert [r.kind for r in rows] == ["tool"] * 3 and rows[0].field()["T_S"] == 3.1
 
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     out = CliRunner().invoke(
         app, ["score", "report", "m", "--out", str(tmp_path), "--resamples", "200", "--json"]
     )

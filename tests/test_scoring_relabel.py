@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.surfaces.cli.main import app
 from scoring.datasets import build_dataset
 from scoring.relabel import (
     LABELS,
@@ -128,7 +128,7 @@ def test_draw_is_stratified_and_seeded() -> None:
 
 @pytest.fixture
 def cli(sqlite_store: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr("auditor.cli.relabel_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.relabel_cmd.open_cli_store", lambda: sqlite_store)
 
     def invoke(args: list[str]) -> Any:
         return CliRunner().invoke(app, ["score", "relabel", *args])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from auditor.cli.main import app
+from auditor.surfaces.cli.main import app
 from scoring.coalition import SHARE_FIELDS, baseline_shares, target_shares
 from scoring.datasets import build_dataset
 from scoring.report import BASELINE_K, summarise_run
@@ -97,7 +97,7 @@ def test_report_cli_options(sqlite_store, tmp_path: Path, monkeypatch: pytest.Mo
         for i in range(3)
     ]
     sqlite_store.append("score-run-r1", events)
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     runner = CliRunner()
     args = ["score", "report", "r1", "--out", str(tmp_path), "--resamples", "200"]
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from auditor.cli.main import app  # noqa: E402
+from auditor.surfaces.cli.main import app  # noqa: E402
 from scoring.datasets import build_dataset  # noqa: E402
 from scoring.prompts import prompt_parts  # noqa: E402
 from scoring.runs import done_keys, read_run, run_coalition, start_run  # noqa: E402
@@ -94,7 +94,7 @@ def test_run_resumes_and_reports(
     assert config["model"] == "tiny" and first.game().shape == (256,)
     assert first.labels == tasks[0].targets[0].labels()
 
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     result = CliRunner().invoke(
         app, ["score", "report", "t1", "--out", str(tmp_path), "--resamples", "200", "--json"]
     )
@@ -109,7 +109,7 @@ def test_run_resumes_and_reports(
 
 
 def test_report_of_unknown_run_is_one_line(sqlite_store, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("auditor.cli.score_cmd.open_cli_store", lambda: sqlite_store)
+    monkeypatch.setattr("auditor.surfaces.cli.score_cmd.open_cli_store", lambda: sqlite_store)
     result = CliRunner().invoke(app, ["score", "report", "nope"])
     assert result.exit_code != 0
     assert "no scoring run 'nope'" in str(result.exception) + result.output

@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from auditor.errors import ContractError, InputError
+from auditor.core.errors import ContractError, InputError
 from scoring.datasets import build_dataset
 from scoring.runs import read_screening, run_per_target, screening_event, start_run
 from scoring.scorer import TargetScores

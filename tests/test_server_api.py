@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
-from auditor.server import ServerConfig, create_app
-from auditor.server.tokens import revoke_token
-from auditor.store import open_store
+from auditor.core.store import open_store
+from auditor.surfaces.server import ServerConfig, create_app
+from auditor.surfaces.server.tokens import revoke_token
 from tests.server_support import HOSTILE_ID, REAL_TRACES, Seeded, seed, seeded_sqlite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def test_scopes_and_revocation(client: TestClient, seeded: Seeded) -> None:
     assert r.status_code == 403 and "lacks the 'read' scope" in r.json()["detail"]
     assert client.get("/api/repairs", headers=auth(seeded, "reader")).status_code == 403
     assert client.post("/api/audit", content=b"{}", headers=auth(seeded, "reader")).status_code == 403
-    from auditor.server.tokens import create_token
+    from auditor.surfaces.server.tokens import create_token
 
     token, record = create_token(seeded.store, "short-lived", ["read"])
     headers = {"Authorization": f"Bearer {token}"}
@@ -111,7 +111,7 @@ def test_counts_stop_past_the_cap(
 
     n, exact, _ = page(exact_total=True)
     assert exact and n > 5
-    monkeypatch.setattr("auditor.server.search.COUNT_CAP", 3)
+    monkeypatch.setattr("auditor.surfaces.server.search.COUNT_CAP", 3)
     assert page(limit=2) == (3, False, 2)  # more than 3
     assert page(limit=2, offset=n - 3) == (n - 1, False, 2)  # more than this page reaches: one left
     assert page(limit=2, offset=n - 2) == (n, True, 2)  # the last page knows the count
@@ -140,7 +140,7 @@ def test_deep_pages_are_the_same_pages(
 
     shapes = [{}, {"order": "oldest"}, {"has_findings": True}, {"text": "the"}]
     shallow = [pages(**q) for q in shapes]
-    monkeypatch.setattr("auditor.server.search.DEEP_OFFSET", 1)
+    monkeypatch.setattr("auditor.surfaces.server.search.DEEP_OFFSET", 1)
     assert [pages(**q) for q in shapes] == shallow
     assert all(len(p) == 3 for p in shallow[0][:3])  # at least nine traces: pages past the first
 
@@ -178,10 +178,10 @@ def test_search_on_postgres(pg_schema_url: str, tmp_path: Path, monkeypatch: pyt
                     for name in ("enable_seqscan", "plan_cache_mode")
                 ]
             assert settings == ["off", "force_custom_plan"]
-            monkeypatch.setattr("auditor.server.search.DEEP_OFFSET", 1)
+            monkeypatch.setattr("auditor.surfaces.server.search.DEEP_OFFSET", 1)
             deep = c.get("/api/traces", params={"text": "the", "limit": 1, "offset": 1}, headers=h).json()
             assert deep["traces"][0]["trace_id"] == common[1] and deep["total"] == len(common)
-            monkeypatch.setattr("auditor.server.search.COUNT_CAP", 2)
+            monkeypatch.setattr("auditor.surfaces.server.search.COUNT_CAP", 2)
             capped = c.get("/api/traces", params={"text": "the", "limit": 1}, headers=h).json()
             assert (capped["total"], capped["total_exact"]) == (2, False) and capped["traces"][0][
                 "trace_id"
@@ -328,8 +328,8 @@ def test_openapi_describes_the_api(client: TestClient, seeded: Seeded) -> None:
 )
 def test_each_filter_counts_through_its_index(tmp_path: Path, where: str, index: str) -> None:
     """A filtered list counts its matches (up to the cap): each filter's count is answered by an index."""
-    from auditor.server.index import SearchProjection
-    from auditor.store import catch_up
+    from auditor.core.store import catch_up
+    from auditor.surfaces.server.index import SearchProjection
 
     store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
     try:

@@ -25,8 +25,8 @@ import pytest
 pytest.importorskip("uvicorn")
 websockets_sync = pytest.importorskip("websockets.sync.client")
 
-from auditor.server import ServerConfig, create_app  # noqa: E402
-from auditor.store import EventStore  # noqa: E402
+from auditor.core.store import EventStore  # noqa: E402
+from auditor.surfaces.server import ServerConfig, create_app  # noqa: E402
 from tests.server_support import HOSTILE_ID, Seeded, seeded_sqlite  # noqa: E402
 
 pytestmark = pytest.mark.browser

@@ -19,12 +19,12 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
-from auditor.policy import load_policy
-from auditor.reports import list_reports, load_report
-from auditor.review import review_file
-from auditor.server import ServerConfig, create_app
-from auditor.server.tokens import create_token
-from auditor.store import EventStore, open_store
+from auditor.audit.policy import load_policy
+from auditor.audit.review import review_file
+from auditor.core.store import EventStore, open_store
+from auditor.core.store.reports import list_reports, load_report
+from auditor.surfaces.server import ServerConfig, create_app
+from auditor.surfaces.server.tokens import create_token
 from schemas import AuditReport
 from tests.cli_helpers import run
 
@@ -86,7 +86,7 @@ def test_riskiest_first_with_outcome_and_attribution(
     client: TestClient, store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     check_riskiest(client, store)
-    monkeypatch.setattr("auditor.server.search.DEEP_OFFSET", 1)  # pages past it skip by position
+    monkeypatch.setattr("auditor.surfaces.server.search.DEEP_OFFSET", 1)  # pages past it skip by position
     check_riskiest(client, store)
 
 
@@ -101,7 +101,7 @@ def test_triage_on_postgres(pg_schema_url: str, monkeypatch: pytest.MonkeyPatch)
             check_riskiest(c, store)
             for path in ("/api/traces", "/api/reports"):
                 check_filters(c, store, path)
-            monkeypatch.setattr("auditor.server.search.DEEP_OFFSET", 1)
+            monkeypatch.setattr("auditor.surfaces.server.search.DEEP_OFFSET", 1)
             check_riskiest(c, store)
     finally:
         store.close()
@@ -184,7 +184,7 @@ def check_filters(client: TestClient, store: EventStore, path: str) -> None:
 
 def load_trace_service(store: EventStore, trace_id: str) -> str | None:
     """The service a span file's resource names: the span importers keep it as the framework."""
-    from auditor.traces import load_trace
+    from auditor.core.store.traces import load_trace
 
     header = load_trace(store, trace_id).header
     return header.framework if "otel_trace_id" in header.metadata else None

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("fastapi")
 import httpx
 
-from auditor.store import open_store
+from auditor.core.store import open_store
 from tests.server_support import seed
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_two_workers_share_one_index(pg_schema_url: str, tmp_path: Path) -> None
         store.close()
     port = _free_port()
     log = tmp_path / "serve.log"
-    cmd = [sys.executable, "-m", "auditor.cli.main", "serve", "--store", pg_schema_url, "--port", str(port),
+    cmd = [sys.executable, "-m", "auditor.surfaces.cli.main", "serve", "--store", pg_schema_url, "--port", str(port),
            "--workers", "2", "--threads", "4", "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("w"))
     base = f"http://127.0.0.1:{port}"

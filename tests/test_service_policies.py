@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from auditor.errors import InputError
-from auditor.policy import load_policy
-from auditor.policy_selection import load_policies
-from auditor.review import read_traces
+from auditor.audit.policy import load_policy
+from auditor.audit.policy_selection import load_policies
+from auditor.audit.review import read_traces
+from auditor.core.errors import InputError
 from tests.otel_airline_agent import AIRLINE_POLICY, AIRLINE_RUN, comparable, run_airline_agent
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def reviewed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """What `auditor review FILE --policy airline.yaml` files for the shipped run."""
     store = tmp_path_factory.mktemp("review") / "review.db"
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor.cli.main", "--store", f"sqlite:///{store}", "review", str(AIRLINE_RUN),
+        [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", f"sqlite:///{store}", "review", str(AIRLINE_RUN),
          "--policy", str(AIRLINE_POLICY), "--format", "json"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -135,9 +135,9 @@ def test_an_upload_naming_no_policy_gets_the_one_the_selector_picks(tmp_path: Pa
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from auditor.server import ServerConfig, create_app
-    from auditor.server.tokens import create_token
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.surfaces.server import ServerConfig, create_app
+    from auditor.surfaces.server.tokens import create_token
 
     shutil.copy(AIRLINE_POLICY, tmp_path / "airline.yaml")
     shutil.copy(RETAIL_POLICY, tmp_path / "retail.yaml")
@@ -189,8 +189,8 @@ def test_a_bad_policy_directory_stops_serve_and_workers_before_they_start(
 def served(policy_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Any]]:
     """(origin, token with ingest and read scopes, store) of `auditor serve --policy DIR`."""
     pytest.importorskip("uvicorn")
-    from auditor.server.tokens import create_token
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.surfaces.server.tokens import create_token
     from tests.serve_support import serving
 
     folder = tmp_path_factory.mktemp("served")
@@ -211,7 +211,7 @@ def test_the_otlp_exporter_gets_the_findings_of_review_policy(
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from auditor.reports import list_reports
+    from auditor.core.store.reports import list_reports
     from tests.otel_toy_agent import provider
 
     origin, token, store = served
@@ -302,8 +302,8 @@ def test_a_kafka_collector_and_stream_workers_get_the_findings_of_review_policy(
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from auditor.reports import list_reports
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.core.store.reports import list_reports
     from ingest.span_assembly import AssemblySettings
     from ingest.stream import ConsumerConfig, StreamConsumer
     from tests.otel_toy_agent import encoded_spans, provider

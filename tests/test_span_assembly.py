@@ -13,11 +13,11 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
-from auditor.report.validator import validate_report
-from auditor.reports import list_reports
-from auditor.span_audits import InProcessAudit, audited
-from auditor.store import EventStore
-from auditor.traces import load_trace
+from auditor.audit.report.validator import validate_report
+from auditor.audit.span_audits import InProcessAudit, audited
+from auditor.core.store import EventStore
+from auditor.core.store.reports import list_reports
+from auditor.core.store.traces import load_trace
 from ingest.otlp_request import ReceivedSpan, decode_json, decode_protobuf
 from ingest.span_assembly import (
     ASSEMBLED,

@@ -7,9 +7,9 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from auditor.errors import ConcurrencyError
-from auditor.store import catch_up, open_store, rebuild, verify_chain
-from auditor.traces import TracesProjection, append_trace, list_traces, load_trace, traces_view
+from auditor.core.errors import ConcurrencyError
+from auditor.core.store import catch_up, open_store, rebuild, verify_chain
+from auditor.core.store.traces import TracesProjection, append_trace, list_traces, load_trace, traces_view
 from schemas import NewEvent, TraceHeader, TraceStep
 
 
@@ -113,7 +113,7 @@ def test_verify_finds_removed_event(store):
 
 
 def test_global_stream_pages_over_gaps_and_reads_appends_made_meanwhile(store, monkeypatch):
-    from auditor.store import eventstore
+    from auditor.core.store import eventstore
 
     monkeypatch.setattr(eventstore, "_READ_BATCH", 4)  # pages of four positions
     store.append("s", [ev(i) for i in range(1, 11)])

@@ -20,13 +20,13 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from auditor.errors import StoreError
-from auditor.server.index import SearchProjection, meta, participant_rows, report_rows, trace_rows
-from auditor.server.search import SearchIndex, TraceQuery
-from auditor.store import open_store, resolve_url, verify_chain
-from auditor.store.migrate import INDEX, STORE
-from auditor.store.tables import metadata
-from auditor.traces import TracesProjection, list_traces, traces_view
+from auditor.core.errors import StoreError
+from auditor.core.store import open_store, resolve_url, verify_chain
+from auditor.core.store.migrate import INDEX, STORE
+from auditor.core.store.tables import metadata
+from auditor.core.store.traces import TracesProjection, list_traces, traces_view
+from auditor.surfaces.server.index import SearchProjection, meta, participant_rows, report_rows, trace_rows
+from auditor.surfaces.server.search import SearchIndex, TraceQuery
 from schemas.events import RecordedEvent
 from tests.cli_helpers import run
 from tests.conftest import REPO

@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from auditor.errors import InputError, StoreError, VerificationFailed
-from auditor.store import open_store, verify_chain
-from auditor.store.checkpoint import (
+from auditor.core.errors import InputError, StoreError, VerificationFailed
+from auditor.core.store import open_store, verify_chain
+from auditor.core.store.anchors import (
     CheckpointSettings,
     generate_key,
     load_key,
     read_checkpoints,
     take_checkpoint,
 )
-from auditor.store.guards import check_guards, install_guards
-from auditor.store.hashing import event_hash
+from auditor.core.store.guards import check_guards, install_guards
+from auditor.core.store.hashing import event_hash
 from schemas import NewEvent
 from tests.cli_helpers import run
 from tests.conftest import REPO
@@ -407,7 +407,7 @@ def test_cli_checkpoint_verify_and_guard_on_a_tampered_store(tmp_path):
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_audit_workers_checkpoint_the_store_periodically(tmp_path, key):
-    from auditor.workers import AuditWorker, WorkerConfig, rules_audit
+    from auditor.audit.workers import AuditWorker, WorkerConfig, rules_audit
     from tests.stream_support import kafka_bootstrap, new_topics, running, wait_until
 
     bootstrap = kafka_bootstrap()

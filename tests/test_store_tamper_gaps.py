@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from auditor.errors import StoreError
-from auditor.server.tokens import create_token, load_tokens, revoke_token
-from auditor.store import open_store, resolve_url, verify_chain
-from auditor.store.checkpoint import generate_key, load_key, read_checkpoints, take_checkpoint
+from auditor.core.errors import StoreError
+from auditor.core.store import open_store, resolve_url, verify_chain
+from auditor.core.store.anchors import generate_key, load_key, read_checkpoints, take_checkpoint
+from auditor.surfaces.server.tokens import create_token, load_tokens, revoke_token
 from schemas import NewEvent
 from tests.cli_helpers import run
 from tests.test_store_tamper import _drop_guards, _restore_guards

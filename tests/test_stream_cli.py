@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.store import open_store
+from auditor.core.store import open_store
 from tests.stream_support import count_type, drift_trace, kafka_bootstrap, new_topics, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.slow]
@@ -28,7 +28,7 @@ def _free_port() -> int:
 
 
 def _auditor(store_url: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "auditor.cli.main", "--store", store_url, "stream", *args]
+    return [sys.executable, "-m", "auditor.surfaces.cli.main", "--store", store_url, "stream", *args]
 
 
 @pytest.fixture

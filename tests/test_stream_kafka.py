@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.store import open_store
-from auditor.traces import load_trace
+from auditor.core.store import open_store
+from auditor.core.store.traces import load_trace
 from ingest import open_traces as import_file
 from ingest.stream_lag import partition_lag
 from tests.stream_support import (
@@ -262,7 +262,7 @@ def test_crash_between_append_and_commit_redelivers_without_duplicates(bootstrap
 
 def _consume_cmd(bootstrap: str, topics: dict[str, str], store_url: str) -> list[str]:
     return [
-        sys.executable, "-m", "auditor.cli.main", "--store", store_url, "stream", "consume",
+        sys.executable, "-m", "auditor.surfaces.cli.main", "--store", store_url, "stream", "consume",
         "--bootstrap", bootstrap, "--topic", topics["steps"], "--group", f"g-{topics['steps']}",
         "--dead-letter-topic", topics["dlq"], "--closed-topic", topics["closed"],
         "--instance-id", "consumer-0", "--max-batch", "150",

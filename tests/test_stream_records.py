@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.store import verify_chain
-from auditor.traces import load_trace
+from auditor.core.store import verify_chain
+from auditor.core.store.traces import load_trace
 from ingest import open_traces as import_file
 from ingest.stream_records import DeadKind, Document, EndRecord, Parsed, Rejected, encode, parse_record
 from ingest.stream_store import (
@@ -227,7 +227,7 @@ def test_documents_are_stored_closed_once_and_conflicts_are_refused(store) -> No
 
 def test_a_streamed_trace_imported_again_from_its_file_is_stored_once(store) -> None:  # type: ignore[no-untyped-def]
     """The consumer keys events by offset, a file import by step id: each path skips what the other stored."""
-    from auditor.traces import append_trace
+    from auditor.core.store.traces import append_trace
 
     header, steps = make_trace("sf", 3)
     _write(store, _batch("sf", [header, *steps[:2]], 0))

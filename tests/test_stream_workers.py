@@ -10,7 +10,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from auditor.store import open_store
+from auditor.core.store import open_store
 from schemas.report import Severity
 from tests.stream_support import (
     count_type,
@@ -33,7 +33,7 @@ def pg_store(pg_schema_url: str) -> Iterator:
 
 
 def test_two_consumers_and_two_workers_audit_every_trace_exactly_once(pg_store) -> None:
-    from auditor.workers import AuditWorker, WorkerConfig
+    from auditor.audit.workers import AuditWorker, WorkerConfig
     from ingest.stream import ConsumerConfig, StreamConsumer
 
     bootstrap = kafka_bootstrap()

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import InputError, NotFoundError, TraceConflictError
-from auditor.review import review_file
-from auditor.store import EventStore, verify_chain
-from auditor.traces import ContentHash, load_trace, trace_digest
+from auditor.audit.review import review_file
+from auditor.core.errors import InputError, NotFoundError, TraceConflictError
+from auditor.core.store import EventStore, verify_chain
+from auditor.core.store.traces import ContentHash, load_trace, trace_digest
 from ingest import ingest_path, open_traces
 from schemas.events import trace_stream
 from schemas.trace import Trace
@@ -332,9 +332,9 @@ def test_api_conflict_is_409_and_surrogate_400_with_nothing_stored(tmp_path: Pat
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from auditor.server import ServerConfig, create_app
-    from auditor.server.tokens import create_token
-    from auditor.store import open_store
+    from auditor.core.store import open_store
+    from auditor.surfaces.server import ServerConfig, create_app
+    from auditor.surfaces.server.tokens import create_token
 
     store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
     token = create_token(store, "ingester", ["ingest"])[0]

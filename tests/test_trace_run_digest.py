@@ -51,7 +51,7 @@ def test_other_steps_or_another_outcome_are_still_other_content(tmp_path: Path) 
 
 def test_skipped_record_counts_are_notes_not_content(tmp_path: Path) -> None:
     """The digest's rule on the header alone: notes out, the run's own fields in."""
-    from auditor.traces import ContentHash
+    from auditor.core.store.traces import ContentHash
 
     def digest(header: dict) -> str:
         return ContentHash(header, "test").digest()

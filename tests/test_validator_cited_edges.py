@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import copy
 
-from auditor.engine import rules_audit
-from auditor.report.validator import validate_report
+from auditor.audit.engine import rules_audit
+from auditor.audit.report.validator import validate_report
 from tests.conftest import REPO
 from tests.test_detector_state_drift import load
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from worlds import export_bundle, get_world, load_cohort, record_cohort, run_cohort, summarise
 from worlds.engine.persist import stored_cohorts
 from worlds.engine.workflow import Workflow
@@ -71,7 +71,7 @@ def test_cohort_round_trips_through_the_store_and_exports_sanitised(sqlite_store
 
 
 def test_cli_run_prints_wilson_table_and_exports(tmp_path, monkeypatch) -> None:
-    from auditor.cli.main import app
+    from auditor.surfaces.cli.main import app
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("AUDITOR_STORE", raising=False)

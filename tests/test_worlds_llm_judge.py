@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from auditor.errors import InputError
-from auditor.llm_providers import REPLAY
+from auditor.core.errors import InputError
+from auditor.core.llm_providers import REPLAY
 from tests.cli_helpers import run
 from tests.conftest import REPO
 from worlds import EpisodeResult, get_world, run_cohort

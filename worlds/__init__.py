@@ -6,7 +6,7 @@ export helpers. Worlds load lazily, so importing this package stays cheap.
 
 from __future__ import annotations
 
-from auditor.registry import Registry
+from auditor.core.registry import Registry
 from worlds.engine.cohort import Cohort, EndpointRow, mean_utility, run_cohort, summarise
 from worlds.engine.episode import EpisodeResult, EpisodeSpec, Identity, Judgment, Outcome
 from worlds.engine.persist import export_bundle, load_cohort, record_cohort, record_episode

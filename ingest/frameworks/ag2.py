@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from ingest.base import Facts, StepBuilder
 from ingest.frameworks.common import Source, mast_record, pack_raw
 from ingest.jsonstream import JsonReader

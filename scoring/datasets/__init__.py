@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from schemas.attribution import AttributionTask
 from scoring.datasets import agentaudit, bfclaudit, dojoaudit, tau2audit
 from scoring.datasets.checks import LabelReport, invariant_violations, label_report

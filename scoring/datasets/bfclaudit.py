@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.installed import package_dir
+from auditor.core.errors import InputError
+from auditor.core.installed import package_dir
 from schemas.attribution import ActionInterface, AttributionTask, ToolSchema
 from schemas.attribution import ContentBucket as B
 from schemas.attribution import SourceType as S

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from auditor.errors import InputError
-from auditor.installed import package_dir
+from auditor.core.errors import InputError
+from auditor.core.installed import package_dir
 from schemas.attribution import ActionInterface, AttributionTask, ToolSchema
 from schemas.attribution import ContentBucket as B
 from schemas.attribution import SourceType as S

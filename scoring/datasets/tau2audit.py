@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from schemas.attribution import ActionInterface, AttributionTask, ToolSchema
 from schemas.attribution import ContentBucket as B
 from schemas.attribution import SourceType as S

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 CARD = "world.yaml"
 _TEXT = ("name", "title", "task_text", "primary")

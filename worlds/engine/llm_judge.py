@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.llm import complete
-from auditor.verbatim import normalise
+from auditor.core.llm import complete
+from auditor.core.verbatim import normalise
 from worlds.engine.episode import Judgment, Outcome
 
 REDACTED = "[ref]"

@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import Any
 
-from auditor.llm import complete
+from auditor.core.llm import complete
 from worlds.engine.policy import FAMILIES, TurnContext
 from worlds.engine.runtime import Behaviour, CallTool, Final, Send, ToolResult, ToolSpec
 

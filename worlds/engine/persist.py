@@ -1,6 +1,6 @@
 """Episodes in the event store and on disk.
 
-Store: the trace goes to ``trace-{id}`` (via auditor.traces), the labels to the sidecar
+Store: the trace goes to ``trace-{id}`` (via auditor.core.store.traces), the labels to the sidecar
 ``labels-{id}``, and the episode record (spec, outcome, cohort) to ``world-episode-{id}``; a
 cohort's manifest goes to ``world-cohort-{cohort_id}``. Disk: one canonical JSONL trace per
 episode, a separate labels file, and a sanitiser manifest. The traces carry no labels, no
@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError, NotFoundError
-from auditor.traces import append_trace, load_labels, load_trace
+from auditor.core.errors import InputError, NotFoundError
+from auditor.core.store.traces import append_trace, load_labels, load_trace
 from schemas.events import NewEvent
 from schemas.trace import LabelsRecord, Trace
 from worlds.engine.cohort import Cohort

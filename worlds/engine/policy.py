@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from worlds.engine.runtime import Behaviour, ToolSpec
 
 FAMILIES = ("main", "heldout")

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 _REQUIRED = ("world", "version", "repair_surface", "protected")
 

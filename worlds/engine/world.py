@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from schemas.trace import TraceHeader
 from worlds.engine.card import read_card
 from worlds.engine.episode import EpisodeResult, EpisodeSpec, Identity, Outcome, source_digest

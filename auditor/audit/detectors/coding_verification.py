@@ -1,0 +1,423 @@
+"""A coding agent's change, checked against what its own test runs said (MAST 3.2 / 3.3).
+
+Reads the test-run facts (``test_runs``) of a run that submitted a diff (its final act; a run
+without one is not judged, since which files existed before is then unknown): the fix is the edits
+of files that existed before and are not tests; the *submission* is the run's final act (the submitted
+diff), else its last command; the claim is the submitting turn (its success sentence when it has
+one, else its command). Each shape is filed at the act the failure follows from:
+
+- *submitted on a failing test* (3.3): a run of the project's tests after the fix failed, its
+  failed tests did not all run again later without failing (a narrower rerun, ``-k`` or one test
+  id, clears only the tests it picks), and they were not shown failing on the original code (a run
+  before the first source edit, or after a ``git stash`` / ``git checkout`` revert): the change
+  broke them or left them broken. When the agent's next turn dismisses the failures ("unrelated",
+  "pre-existing", "environment") the title says so: explained away instead of fixed. Filed at the
+  source edit just before the first failing run; realized (the run ended on it);
+- *an existing test edited to fit* (3.3): the submitted diff removes assertion lines from a test
+  file that existed before (``new file mode`` absent) and adds others: the test now expects what
+  the change does. Filed at the edit of that file; realized (the diff holds it);
+- *the changed code never ran* (3.2): after the fix's last edit no command ran a test or a
+  program before the submission (a script that patches the code is no run). Filed at that edit;
+  realized;
+- *a fix no output supports* (3.2): after the last edit only the agent's own checks ran (its
+  scripts, or a runner on files it wrote and does not submit), and no check that failed on the
+  original code passes on the changed code: nothing in the trace shows the failure going away,
+  yet the change is submitted as the fix. Filed at the last edit; realized. When a check did go
+  from failing to passing, the fix is shown and the project's tests not running after it is no
+  finding (on the development repositories no unresolved run had that shape);
+- *a check that printed the same before and after* (3.2): every check that ran on the original
+  code and again after the last edit printed byte for byte the same (and something): the change
+  made no difference the run shows. Filed at the last edit; realized; it stands in for the two
+  above (the same failure to show the fix, with both outputs quoted);
+- *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
+  it fixes was never shown. A lead.
+
+Every finding quotes the change, the output it rests on and the submitting turn's claim. For
+attribution, a coding run's failure follows from its change: ``first_change`` is where the
+submitted change begins, the decisive step when no finding names another.
+
+A fix-and-rerun loop (a test fails, the code is edited, the rerun passes) is none of these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from auditor.audit.detectors.base import AuditContext, FindingDraft
+from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, realized, unestablished
+from auditor.audit.detectors.failure_verification import claim_of
+from auditor.audit.detectors.test_runs import (
+    Edit,
+    TestRun,
+    TestRunFacts,
+    file_of_test,
+    is_test_file,
+    output_body,
+)
+from schemas import EvidenceUnit, PropagationHop, RiskClass, StepKind
+
+# words that nominate a dismissal of failures; the facts (failures persisting, not shown on the
+# original code) decide
+_DISMISS = re.compile(
+    r"(?i)\b(?:unrelated|not related|pre-?existing|already (?:failing|broken)|environment(?:al)?|flaky|"
+    r"expected (?:to fail|failure)|outside (?:the )?scope)\b"
+)
+
+
+class CodingVerificationDetector:
+    name = "coding_verification"
+    risk_class = RiskClass.task_failure
+    needs_annotations = False
+
+    def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        tests = TestRunFacts(ctx.trace)
+        if tests.submission is None:
+            return []  # without the submitted diff, which files existed before (the fix) is unknown
+        fix = tests.source_edits
+        if not fix:
+            return []
+        facts = RunFacts.of(ctx)
+        end = self._submission(tests)
+        drafts = [
+            d
+            for d in (
+                self._failing(facts, tests, fix, end),
+                *self._edited_tests(facts, tests, end),
+                # a check that printed the same is the sharper form of a fix no output supports
+                self._unchanged(facts, tests, fix, end) or self._unverified(facts, tests, fix, end),
+                self._unreproduced(facts, tests, fix, end),
+            )
+            if d is not None
+        ]
+        return drafts
+
+    @staticmethod
+    def _submission(tests: TestRunFacts) -> int:
+        """The run's last act: the submitted diff, else the last command."""
+        steps = tests.steps
+        final = [p for p, s in enumerate(steps) if s.kind is StepKind.final_output]
+        return final[-1] if final else max(tests.calls, default=len(steps) - 1)
+
+    @staticmethod
+    def _claim(facts: RunFacts, tests: TestRunFacts, end: int) -> tuple[int, str] | None:
+        """The submitting turn and what to quote of it: its success sentence, else its first line."""
+        turn = max((p for p in tests.calls if p < end), default=None)
+        if turn is None:
+            return None
+        found = claim_of(facts.steps[turn].content)
+        if found is not None:
+            return turn, found[0]
+        line = next((ln.strip() for ln in facts.steps[turn].content.splitlines() if ln.strip()), None)
+        return (turn, line) if line else None
+
+    def _claim_units(self, facts: RunFacts, tests: TestRunFacts, end: int) -> list:
+        claim = self._claim(facts, tests, end)
+        return [facts.unit(claim[0], claim[1])] if claim else []
+
+    # -- submitted on a failing test ---------------------------------------------------------------
+    def _failing(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
+        after = [r for r in tests.runs if tests.project_test(r) and fix[0].pos <= r.call < end]
+        broken = [
+            r
+            for r in after
+            if not tests.on_original_code(r)
+            and not r.ok
+            and r.failed
+            and not self._passed_later(tests, r, end)
+            and not self._pre_existing(tests, r)
+        ]
+        if not broken:
+            return None
+        run = max(broken, key=lambda r: r.call)
+        first = (
+            next((r for r in after if not r.ok and set(r.failed_ids) & set(run.failed_ids or ("",))), run)
+            if run.failed_ids
+            else run
+        )
+        edit = max((e for e in fix if e.pos <= first.call), key=lambda e: e.pos, default=fix[0])
+        step = facts.steps[edit.pos]
+        reply = next((p for p in tests.calls if p > run.result), None)
+        dismissed = None
+        if reply is not None and reply < end:
+            m = _DISMISS.search(facts.steps[reply].content.split("```")[0])
+            dismissed = (reply, m.group()) if m else None
+        title = (
+            f"{step.actor} explained failing tests away instead of fixing them, and submitted"
+            if dismissed
+            else f"{step.actor} submitted while its last test run failed"
+        )
+        mechanism = (
+            f"After the change at step {step.step_id} ('{edit.quote[:80]}'), the test run at step "
+            f"{facts.steps[run.result].step_id} reported '{run.summary}'; no later run passed it and no run on the "
+            "original code showed those failures"
+        )
+        if dismissed:
+            mechanism += (
+                f"; at step {facts.steps[dismissed[0]].step_id} {step.actor} called them '{dismissed[1]}'"
+            )
+        evidence = [facts.unit(edit.pos, edit.quote), facts.unit(run.result, run.summary)]
+        if dismissed:
+            evidence.append(facts.unit(dismissed[0], dismissed[1]))
+        evidence += self._claim_units(facts, tests, end)
+        return failure_draft(
+            facts,
+            mode="3.3",
+            pos=edit.pos,
+            title=title,
+            mechanism=mechanism + ".",
+            violated="a change is submitted when the tests it affects pass, or their failures are shown not to be its own",
+            evidence=evidence,
+            effect=realized(
+                f"the run ended (step {facts.steps[end].step_id}) with the failure unfixed",
+                "the submitted change leaves tests failing",
+            ),
+            path=[
+                facts.hop(edit.pos, "code changed"),
+                facts.hop(run.result, "tests failed"),
+                facts.hop(end, "submitted"),
+            ],
+        )
+
+    @staticmethod
+    def _passed_later(tests: TestRunFacts, run: TestRun, end: int) -> bool:
+        """Every failed test ran again later and did not fail (a narrower rerun, ``-k`` or one
+        test id, clears only what it picks); without ids, a later passing run of the whole check."""
+        later = [r for r in tests.runs if tests.project_test(r) and run.call < r.call < end]
+
+        def cleared(test: str) -> bool:
+            return any(
+                r.covers(test) and (r.ok or (r.failed_ids and test not in r.failed_ids)) for r in later
+            )
+
+        if run.failed_ids and all(file_of_test(i) for i in run.failed_ids):
+            return all(cleared(i) for i in run.failed_ids)
+        return any(r.ok and r.key == run.key and not r.selection for r in later)
+
+    @staticmethod
+    def _pre_existing(tests: TestRunFacts, run: TestRun) -> bool:
+        """The same tests failed on the original code."""
+        originals = [r for r in tests.runs if r.is_test and tests.on_original_code(r) and not r.ok]
+        if run.failed_ids:
+            return all(any(i in r.failed_ids for r in originals) for i in run.failed_ids)
+        return any(r.key == run.key for r in originals)
+
+    # -- an existing test edited to fit -------------------------------------------------------------
+    def _edited_tests(self, facts: RunFacts, tests: TestRunFacts, end: int) -> Iterable[FindingDraft]:
+        for changed in tests.changed.values():
+            if (
+                changed.new
+                or not is_test_file(changed.path)
+                or not changed.removed_asserts
+                or not changed.added_asserts
+            ):
+                continue
+            edits = tests.test_edits(changed.path)
+            pos = edits[0].pos if edits else end
+            step = facts.steps[pos]
+            removed = changed.removed_asserts[0]
+            evidence = [facts.unit(edits[0].pos, edits[0].quote)] if edits else []
+            evidence.append(facts.unit(end, removed) if removed in facts.steps[end].content else None)
+            # what that test said: failing before its assertions were rewritten, and after
+            ran = [r for r in tests.runs if r.is_test and changed.path in r.targets and r.call < end]
+            failed = [r for r in ran if not r.ok and r.call < pos]
+            evidence += [
+                facts.unit(r.result, r.summary) for r in (failed[-1:] + [r for r in ran if r.call > pos][-1:])
+            ]
+            evidence += self._claim_units(facts, tests, end)
+            yield failure_draft(
+                facts,
+                mode="3.3",
+                pos=pos,
+                title=f"{step.actor} edited the existing test {changed.path} to fit its change",
+                mechanism=(
+                    f"The submitted diff removes {len(changed.removed_asserts)} assertion line(s) of {changed.path}, "
+                    f"a test that existed before the run ('{removed[:100]}'), and adds "
+                    f"{len(changed.added_asserts)}: the test now expects what the change does."
+                ),
+                violated="existing tests check the required behaviour; a fix must pass them, not rewrite them",
+                evidence=evidence,
+                effect=realized(
+                    "the submitted diff holds the edited assertions",
+                    "the change is checked against tests rewritten to agree with it",
+                ),
+                path=[facts.hop(pos, "test edited"), facts.hop(end, "submitted")],
+            )
+
+    # -- the changed code never ran / no test output supports the claim / no project test after ---------
+    def _unverified(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
+        last = fix[-1]
+        after = [
+            r
+            for r in tests.runs
+            if last.pos <= r.call < end
+            and (r.is_test or r.call not in tests.editing)
+            and not tests.on_original_code(r)
+        ]
+        if any(tests.project_test(r) for r in after):
+            return None
+        step = facts.steps[last.pos]
+        evidence = [facts.unit(last.pos, last.quote), *self._claim_units(facts, tests, end)]
+        if not after:
+            return self._submitted(
+                facts,
+                last,
+                end,
+                title=f"{step.actor} submitted a change that never ran",
+                mechanism=(
+                    f"{step.actor} changed the code at step {step.step_id} ('{last.quote[:80]}'); no test or program "
+                    f"ran after it before the submission at step {facts.steps[end].step_id}."
+                ),
+                violated="a change is run before it is submitted as a fix",
+                evidence=evidence,
+                material="the submitted change was never executed",
+                path=[facts.hop(last.pos, "code changed"), facts.hop(end, "submitted unrun")],
+            )
+        if any(self._shown_fixed(before, changed) for before, changed in tests.checks.values()):
+            # A failure shown going away verifies the fix; that the project's tests did not run after
+            # it is no failure by itself (no unresolved run of the development repositories had it).
+            return None
+        ran = after[-1]
+        evidence += [facts.unit(ran.call, ran.summary), self._output_unit(facts, ran)]
+        return self._submitted(
+            facts,
+            last,
+            end,
+            title=f"{step.actor} submitted a change that no test output in the run supports",
+            mechanism=(
+                f"After the change at step {step.step_id} ('{last.quote[:80]}') no test of the project ran, "
+                f"and no check that failed on the original code passed on the changed code: the agent's own "
+                f"checks (last: '{ran.summary[:80]}' at step {facts.steps[ran.result].step_id}) show no "
+                "failure going away, yet the run submitted it as a fix."
+            ),
+            violated="a fix is submitted on output that shows it: the project's tests, or a failure that disappears",
+            evidence=evidence,
+            material="the submitted fix rests on no output that shows it",
+            path=[facts.hop(last.pos, "code changed"), facts.hop(end, "submitted unsupported")],
+        )
+
+    @staticmethod
+    def _submitted(
+        facts: RunFacts,
+        last: Edit,
+        end: int,
+        *,
+        title: str,
+        mechanism: str,
+        violated: str,
+        evidence: list[EvidenceUnit | None],
+        material: str,
+        path: list[PropagationHop],
+    ) -> FindingDraft:
+        """A 3.2 finding at the change's last edit, realized: the run ended by submitting it."""
+        return failure_draft(
+            facts,
+            mode="3.2",
+            pos=last.pos,
+            title=title,
+            mechanism=mechanism,
+            violated=violated,
+            evidence=evidence,
+            effect=realized(
+                f"the run ended (step {facts.steps[end].step_id}) submitting the change", material
+            ),
+            path=path,
+        )
+
+    @staticmethod
+    def _shown_fixed(before: list[TestRun], changed: list[TestRun]) -> bool:
+        """A check that failed on the original code and whose last run on the changed code is clean."""
+        return any(not r.ok for r in before) and changed[-1].clean
+
+    @staticmethod
+    def _output_unit(facts: RunFacts, run: TestRun) -> EvidenceUnit | None:
+        """The last line a run printed (its verdict, where it prints one), quoted from its result;
+        None when it printed nothing."""
+        lines = [ln.strip() for ln in output_body(facts.steps[run.result]).splitlines() if ln.strip()]
+        return facts.unit(run.result, lines[-1][:200]) if lines else None
+
+    # -- the change made no difference its own check shows ---------------------------------------------
+    def _unchanged(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
+        last = fix[-1]
+        pairs = []
+        for before, changed in tests.checks.values():
+            after = [r for r in changed if last.pos < r.call < end]
+            if after:
+                pairs.append((before[-1], after[-1]))
+        same = [
+            (b, a)
+            for b, a in pairs
+            if facts.steps[b.result].content == facts.steps[a.result].content
+            and output_body(facts.steps[a.result])
+        ]
+        if not same or len(same) < len(pairs):
+            return None  # no check ran on both sides, or one of them shows the change
+        before, after = same[-1]
+        step = facts.steps[last.pos]
+        return self._submitted(
+            facts,
+            last,
+            end,
+            title=f"{step.actor}'s check printed the same before and after its change, and it submitted",
+            mechanism=(
+                f"'{after.summary[:80]}' printed the same output on the original code (step "
+                f"{facts.steps[before.result].step_id}) and after the last change at step {step.step_id} "
+                f"(step {facts.steps[after.result].step_id}), and no other check ran on both: the run shows "
+                "no effect of the change it submitted as a fix."
+            ),
+            violated="a fix changes what the check of the reported failure shows",
+            evidence=[
+                facts.unit(last.pos, last.quote),
+                self._output_unit(facts, before),
+                self._output_unit(facts, after),
+                *self._claim_units(facts, tests, end),
+            ],
+            material="the submitted fix makes no difference its own check shows",
+            path=[
+                facts.hop(before.result, "check on the original code"),
+                facts.hop(last.pos, "code changed"),
+                facts.hop(after.result, "same output"),
+            ],
+        )
+
+    # -- a fix never reproduced ---------------------------------------------------------------------
+    def _unreproduced(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
+        first = fix[0]
+        if any(r.call < first.pos for r in tests.runs):
+            return None
+        step = facts.steps[first.pos]
+        ran = next((r for r in tests.runs if r.call > first.pos), None)  # the first run: on the change
+        shown = [facts.unit(ran.call, ran.summary), self._output_unit(facts, ran)] if ran else []
+        return failure_draft(
+            facts,
+            mode="3.2",
+            pos=first.pos,
+            title=f"{step.actor} changed the code without reproducing the failure first",
+            mechanism=(
+                f"{step.actor}'s first change of the code (step {step.step_id}, '{first.quote[:80]}') came before "
+                "any test or program ran: the failure it fixes was never shown."
+            ),
+            violated="a fix starts from the failure reproduced, so that its disappearance can be seen",
+            evidence=[facts.unit(first.pos, first.quote), *shown, *self._claim_units(facts, tests, end)],
+            effect=unestablished("whether the change addresses the reported failure is not shown before it"),
+            path=[facts.hop(first.pos, "changed unreproduced")],
+        )
+
+
+def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:
+    """(step id, a verbatim quote of it) of the first edit of the submitted change: where an
+    unresolved coding run's failure begins when no finding names a later act; None for a run that
+    submitted no diff. The quote is None for an edit step with no text (an editor call)."""
+    tests = TestRunFacts(ctx.trace)
+    if tests.submission is None or not tests.source_edits:
+        return None
+    edit = tests.source_edits[0]
+    return tests.steps[edit.pos].step_id, RunFacts.of(ctx).unit(edit.pos, edit.quote)

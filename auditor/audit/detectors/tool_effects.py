@@ -1,0 +1,128 @@
+"""Which tool calls change the world, and the values their arguments carry.
+
+A call is **side-effecting** unless it is shown to be read-only: a policy's ``tool_effects``
+declaration wins; otherwise a tool whose name opens with a reading verb (``get_…``, ``list…``,
+``search…``: the API naming convention) only reads — except when it is handed a URL, since visiting
+an address an attacker chose sends data out as surely as a post does. Everything else (sends,
+posts, transfers, writes, invites, shares, deletes, bookings, updates, shell commands) is an
+effect: reading is the exception to prove.
+
+An argument **value** is a string of the call's arguments (at any depth), kept with its path and a
+normal form that compares across the forms a value takes in text: case and white space folded, a
+URL without its scheme, ``www.`` and trailing slash, an IBAN or card number without its spaces.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from schemas import StepKind, TraceStep
+
+if TYPE_CHECKING:
+    from auditor.audit.policy import Policy
+
+READING_VERBS = frozenset(
+    [
+        "get",
+        "list",
+        "lists",
+        "search",
+        "find",
+        "query",
+        "lookup",
+        "fetch",
+        "read",
+        "view",
+        "show",
+        "check",
+        "retrieve",
+        "count",
+        "describe",
+        "browse",
+        "inspect",
+        "peek",
+        "calculate",
+        "compute",
+        "convert",
+        "validate",
+        "verify",
+        "preview",
+    ]
+)
+MIN_VALUE = 4  # shorter strings ("yes", an id like "7") are too common to trace to one origin
+# An address: a scheme or www. first, or a host followed by a path ("notes.txt" is a file name).
+_URL = re.compile(
+    r"^(?:(?:[a-z][a-z0-9+.-]*://|www\.)[\w.-]+\.[a-z]{2,}(?:[/?#:]\S*)?|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}[/?#]\S*)$",
+    re.I,
+)
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+_SPACED_CODE = re.compile(r"^[A-Z]{2}\d{2}(?: ?[A-Z0-9]{2,4})+$|^\d{4}(?: \d{4}){2,4}$")
+# The same codes standing inside prose ("pay GB29 NWBK 6016 1331 9268 19 today").
+_SPACED_CODE_IN_TEXT = re.compile(r"\b[A-Z]{2}\d{2}(?: [A-Z0-9]{2,4}){2,}\b|\b\d{4}(?: \d{4}){2,4}\b")
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class ArgValue:
+    path: str
+    text: str
+    norm: str
+
+    @property
+    def is_url(self) -> bool:
+        return bool(_URL.match(self.text.strip()))
+
+
+def normal(text: str) -> str:
+    """The comparable form of a value (the module doc)."""
+    t = text.strip()
+    if _SPACED_CODE.match(t):
+        t = t.replace(" ", "")
+    if _URL.match(t) and " " not in t:
+        t = _SCHEME.sub("", t)
+        t = t.removeprefix("www.").removeprefix("WWW.").rstrip("/")
+    return _WS.sub(" ", t).casefold()
+
+
+def normal_text(text: str) -> str:
+    """A step's text in the values' normal form: spaced account and card numbers written together,
+    so that a value given as ``GB29 NWBK …`` in prose is found when a call carries it unspaced."""
+    return normal(_SPACED_CODE_IN_TEXT.sub(lambda m: m.group(0).replace(" ", ""), text))
+
+
+def arg_values(step: TraceStep) -> list[ArgValue]:
+    """The string values of a call's arguments long enough to trace (``MIN_VALUE``)."""
+    args = step.tool.arguments if step.tool is not None else None
+    if not isinstance(args, dict):
+        return []
+    return [ArgValue(p, v, normal(v)) for p, v in _strings(args, "") if len(normal(v)) >= MIN_VALUE]
+
+
+def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{path}[{i}]")
+
+
+def side_effecting(step: TraceStep, policy: Policy | None = None) -> bool:
+    """Whether a tool call may change the world (the module doc gives the rule)."""
+    if step.kind is not StepKind.tool_call or step.tool is None:
+        return False
+    name = step.tool.name
+    if policy is not None:
+        if name in policy.tool_effects.side_effecting:
+            return True
+        if name in policy.tool_effects.read_only:
+            return False
+    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name.strip())
+    if words and words[0].lower() in READING_VERBS:
+        return any(v.is_url for v in arg_values(step))
+    return True

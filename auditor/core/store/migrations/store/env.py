@@ -1,0 +1,7 @@
+"""Alembic's entry point for this script directory; auditor.core.store.migrate configures it."""
+
+from alembic import context
+
+from auditor.core.store.migrate import run_environment
+
+run_environment(context)

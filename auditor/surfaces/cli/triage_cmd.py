@@ -1,0 +1,141 @@
+"""`auditor triage DIR`: review a folder of runs and print them ranked by risk.
+
+Each run is reviewed and stored as `auditor review` would (trace and report in the store); the
+table lists the riskiest first with the recorded outcome, the top finding and who is responsible
+at which step. A file that cannot be reviewed is listed with its reason and does not stop the
+others. Exit 2 when a file failed, else 1 when a run has an actionable finding, else 0.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from auditor.core.errors import InputError
+from auditor.surfaces.cli.common import console, err_console, print_json, print_table, state
+
+COLUMNS = ["run", "outcome", "risk", "top finding", "agent", "step"]
+
+
+def _table(root: Path, rows: list, total: int) -> None:  # rows: list[auditor.audit.triage.RunRow]
+    title = f"{root}: {len(rows)} of {total} run(s), riskiest first" if len(rows) < total else f"{root}"
+    table = Table(title=title)
+    for col in COLUMNS:
+        wraps = col in ("run", "top finding", "agent")  # the rest are short; these share what is left
+        table.add_column(
+            col, overflow="fold", no_wrap=not wraps, min_width=16 if col == "top finding" else None
+        )
+    for r in rows:
+        run = r.file if sum(o.file == r.file for o in rows) == 1 else f"{r.file} {r.trace_id}"
+        cells = [run, r.outcome or "", f"{r.risk_score:.3f}", r.top_finding or "", r.agent, r.step_id]
+        table.add_row(*[Text("" if v is None else str(v)) for v in cells])  # cells are data, never markup
+    console.print(table)
+
+
+def _csv(rows: list) -> str:
+    from auditor.audit.triage import RunRow
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(RunRow.__dataclass_fields__), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(r.as_dict() for r in rows)
+    return out.getvalue()
+
+
+def triage_cmd(
+    folder: Path = typer.Argument(..., help="A folder of runs (trace files in any known format)."),
+    recursive: bool = typer.Option(False, "--recursive", "-r", help="Review files in subfolders too."),
+    policy: Path = typer.Option(None, "--policy", help="Declared invariants (YAML) for every run."),
+    input_format: str = typer.Option(
+        "auto", "--input-format", help="Importer name (see 'auditor ingest --help')."
+    ),
+    top: int = typer.Option(None, "--top", min=1, help="Show only the N riskiest runs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ranked runs as JSON."),
+    as_csv: bool = typer.Option(False, "--csv", help="Print the ranked runs as CSV."),
+    jobs: int = typer.Option(
+        None, "--jobs", "-j", min=1, help="Runs reviewed at once (default: one per CPU core)."
+    ),
+) -> None:
+    """Review every run in a folder (each stored as 'auditor review' stores it) and rank them:
+    run, recorded outcome, risk_score, top finding, responsible agent and step.
+
+    Exit 2 when a file could not be reviewed (listed with file, line and field), else 1 when
+    a run has an actionable finding, else 0."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from auditor.audit.triage import triage
+    from ingest.pipeline import iter_files
+
+    if as_json and as_csv:
+        raise InputError("--json and --csv exclude each other", field="--csv")
+    if not folder.is_dir():
+        raise InputError(
+            "is not a folder: triage reviews a folder of runs",
+            path=str(folder),
+            hint="for one file use 'auditor review'",
+        )
+    if input_format != "auto":
+        from ingest.registry import get
+
+        get(input_format)  # an unknown importer is one usage error, not one failure per file
+    loaded_policy = None
+    if policy is not None:
+        from auditor.audit.policy import load_policy
+
+        loaded_policy = load_policy(policy)
+    files = [(p, str(p.relative_to(folder))) for p in iter_files(folder, recursive)]
+    if not files:
+        raise InputError("the folder holds no file: nothing was reviewed", path=str(folder))
+    columns = (TextColumn("reviewing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True, disable=as_json or as_csv) as bar:
+        task = bar.add_task("runs", total=len(files))
+        rows, unreviewed = triage(
+            files,
+            store_url=state.store_url,
+            policy=loaded_policy,
+            fmt=input_format,
+            jobs=jobs,
+            on_done=lambda _label: bar.advance(task),
+        )
+    failed = [u for u in unreviewed if not u.skipped]
+    shown = rows[:top] if top else rows
+    if as_json:
+        print_json(
+            {
+                "totals": {
+                    "files": len(files),
+                    "runs": len(rows),
+                    "failed": len(failed),
+                    "skipped": len(unreviewed) - len(failed),
+                },
+                "runs": [r.as_dict() for r in shown],
+                "not_reviewed": [u.as_dict() for u in unreviewed],
+            }
+        )
+    elif as_csv:
+        sys.stdout.write(_csv(shown))
+        for u in unreviewed:
+            err_console.print(
+                f"{'skipped' if u.skipped else 'failed'}: {u.reason}", markup=False, highlight=False
+            )
+    else:
+        _table(folder, shown, len(rows))
+        skipped = [[u.file] for u in unreviewed if u.skipped]
+        if skipped:
+            print_table("skipped (not a known trace format)", ["file"], skipped)
+        if failed:
+            print_table("failed (not reviewed)", ["file", "why"], [[u.file, u.reason] for u in failed])
+    if failed:
+        raise typer.Exit(2)
+    if any(r.actionable for r in rows):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("triage")(triage_cmd)

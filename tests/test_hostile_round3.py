@@ -354,33 +354,26 @@ def test_a_label_must_say_one_thing_and_give_a_visible_reason(server: tuple) -> 
     assert after == before
 
 
-def test_failure_contradiction_is_not_quadratic_in_failed_calls() -> None:
-    """Every failed call re-read every later step of its agent: 800 failed refunds, each followed
-    by a message of forty claims, took 27 s in this detector alone (1,500: 40 s, while a
-    service's audit thread waited). The agent's sentences are indexed once now; the findings are
-    the same (one per claim, at the first claim after each failure)."""
-    import time
-
+def _refund_run(n: int, claims: int, failed_result: str, tool: str):  # -> AuditContext
+    """An agent whose ``n`` refunds each fail, each followed by a message of ``claims`` claims."""
     from auditor.audit.detectors.base import AuditContext
-    from auditor.audit.detectors.failure_contradiction import FailureContradictionDetector
     from graph.build import build_graph
     from schemas import GraphMode, Trace
 
-    n, claims = 1500, 40
     said = " ".join(f"I have refunded order {1000 + k} in full." for k in range(claims))
     steps: list[dict] = [
         {"actor": "user", "actor_kind": "human", "kind": "message", "content": "Refund my orders."}
     ]
     for k in range(n):
-        call = {"name": "issue_refund", "arguments": {"order_id": str(1000 + k)}, "call_id": f"c{k}"}
+        call = {"name": tool, "arguments": {"order_id": str(1000 + k)}, "call_id": f"c{k}"}
         steps += [
             {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "", "tool": call},
             {
                 "actor": "shop",
                 "actor_kind": "tool",
                 "kind": "tool_result",
-                "content": json.dumps({"error": "403 amount exceeds agent limit"}),
-                "tool": {"name": "issue_refund", "call_id": f"c{k}"},
+                "content": failed_result,
+                "tool": {"name": tool, "call_id": f"c{k}"},
                 "refs": {"call_id": f"c{k}"},
             },
             {
@@ -391,22 +384,60 @@ def test_failure_contradiction_is_not_quadratic_in_failed_calls() -> None:
                 "content": said,
             },
         ]
+    header = {"trace_id": "hostile-many-failures", "source": "generated", "framework": "handwritten"}
     trace = Trace.model_validate(
-        {
-            "header": {
-                "trace_id": "hostile-many-failures",
-                "source": "generated",
-                "framework": "handwritten",
-            },
-            "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)],
-        }
+        {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
     )
-    ctx = AuditContext(trace=trace, graph=build_graph(trace, GraphMode.topology), mode=GraphMode.topology)
-    started = time.perf_counter()
-    drafts = list(FailureContradictionDetector().detect(ctx))
-    assert time.perf_counter() - started < 12
+    return AuditContext(trace=trace, graph=build_graph(trace, GraphMode.topology), mode=GraphMode.topology)
+
+
+def _detect_growth(
+    detector, runs: tuple[int, int], claims: int, failed_result: str, tool: str
+) -> tuple[float, list]:
+    """How a detector's time grows from the smaller run to the one twice its size (best of three
+    each, in this one process: a ratio, not a time), and its findings on the larger."""
+    import time
+
+    seconds, drafts = [], []
+    for n in runs:
+        ctx = _refund_run(n, claims, failed_result, tool)
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            drafts = list(detector.detect(ctx))
+            best = min(best, time.perf_counter() - started)
+        seconds.append(best)
+    return seconds[1] / seconds[0], drafts
+
+
+def test_failure_contradiction_is_not_quadratic_in_failed_calls() -> None:
+    """Every failed call re-read every later step of its agent: 800 failed refunds, each followed
+    by a message of forty claims, took 27 s in this detector alone (1,500: 40 s, while a
+    service's audit thread waited). The agent's sentences are indexed once now; the findings are
+    the same (one per claim, at the first claim after each failure). Twice the run must cost
+    about twice the time (a square would cost four times)."""
+    from auditor.audit.detectors.failure_contradiction import FailureContradictionDetector
+
+    claims = 40
+    error = json.dumps({"error": "403 amount exceeds agent limit"})
+    growth, drafts = _detect_growth(FailureContradictionDetector(), (300, 600), claims, error, "issue_refund")
+    assert growth < 3, growth
     assert len(drafts) == claims  # the first forty refunds are each claimed in the message after them
     assert [d.evidence[-1].step_id for d in drafts] == [f"s{3 + 3 * k}" for k in range(claims)]
+
+
+def test_failure_mismatch_is_not_quadratic_in_reports() -> None:
+    """Each report of a done action listed every earlier call of the run (10 s at 400 failed
+    calls each followed by forty reports). Each agent's calls by verb are summarised once now;
+    the finding is the same: one report, at the first message, citing the failed call."""
+    from auditor.audit.detectors.failure_mismatch import FailureMismatchDetector
+
+    growth, drafts = _detect_growth(
+        FailureMismatchDetector(), (300, 600), 40, "Error: 403 amount exceeds agent limit", "refund_order"
+    )
+    assert growth < 3, growth
+    (draft,) = drafts
+    assert [u.step_id for u in draft.evidence] == ["s2", "s3"]
 
 
 def test_a_filter_the_listing_does_not_take_is_refused(server: tuple) -> None:

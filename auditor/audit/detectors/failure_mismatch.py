@@ -22,7 +22,9 @@ with interception, naming the result); an announcement followed by a different a
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import (
@@ -79,6 +81,37 @@ def past_form(verb: str, word: str) -> bool:
     return w.startswith(stem) and w.endswith("ed") and len(w) - len(stem) <= 4
 
 
+@dataclass
+class _Calls:
+    """One agent's calls of one verb's tools, as a report of that verb needs them: where the first
+    answered call stands and its answer, and where the first call whose answer did not fail stands
+    (a report after it is backed). Made once per audit, so that each report costs no scan of the
+    run (800 failed calls each followed by claims took seconds, growing with the square)."""
+
+    failed_at: int = sys.maxsize
+    failed: int | None = None
+    succeeded_at: int = sys.maxsize
+
+
+def _answered_calls(facts: RunFacts, vocab: dict[str, set[str]]) -> dict[tuple[str, str], _Calls]:
+    verb_of = {name: verb for verb, tools in vocab.items() for name in tools}
+    out: dict[tuple[str, str], _Calls] = {}
+    for p in facts.acts:
+        step = facts.steps[p]
+        verb = verb_of.get(step.tool.name.rsplit(".", 1)[-1]) if step.tool is not None else None
+        if verb is None:
+            continue
+        record = out.setdefault((step.actor, verb), _Calls())
+        answer = facts.answer_of(p)
+        if answer is None:
+            continue
+        if record.failed is None:
+            record.failed_at, record.failed = p, answer
+        if answer not in facts.failures and record.succeeded_at == sys.maxsize:
+            record.succeeded_at = p
+    return out
+
+
 class FailureMismatchDetector:
     name = "failure_mismatch"
     risk_class = RiskClass.task_failure
@@ -90,6 +123,7 @@ class FailureMismatchDetector:
         if not vocab:
             return []
         names = {n.lower() for ns in vocab.values() for n in ns}
+        calls = _answered_calls(facts, vocab)
         drafts: list[FindingDraft] = []
         reported: set[str] = set()
         for pos in facts.acts:
@@ -97,8 +131,8 @@ class FailureMismatchDetector:
             if pos == 0 or facts.tf.ledger(step):
                 continue
             text = prose(step.content) if step.kind is not StepKind.tool_call else self._comment(step.content)
-            found = self._reported(facts, pos, text, vocab)
-            if found is not None and found[0] not in reported:
+            found = self._reported(facts, pos, text, vocab, calls, reported)
+            if found is not None and found[1] is not None:
                 reported.add(found[0])
                 drafts.append(found[1])
             announced = self._announced(facts, pos, text, names)
@@ -115,8 +149,16 @@ class FailureMismatchDetector:
 
     # -- reported, not done ----------------------------------------------------------------------
     def _reported(
-        self, facts: RunFacts, pos: int, text: str, vocab: dict[str, set[str]]
-    ) -> tuple[str, FindingDraft] | None:
+        self,
+        facts: RunFacts,
+        pos: int,
+        text: str,
+        vocab: dict[str, set[str]],
+        calls: dict[tuple[str, str], _Calls],
+        reported: set[str],
+    ) -> tuple[str, FindingDraft | None] | None:
+        """The first action this step reports done with no call behind it: its verb, and its
+        finding unless that verb was reported before (one finding per verb)."""
         step = facts.steps[pos]
         for sm in _SENTENCE.finditer(text):
             sentence = sm.group()
@@ -131,18 +173,12 @@ class FailureMismatchDetector:
                     continue
                 if step.tool is not None and step.tool.name.rsplit(".", 1)[-1] in vocab[verb]:
                     continue  # the step's own call takes the action it speaks of
-                calls = [
-                    p
-                    for p in facts.acts
-                    if p < pos
-                    and facts.steps[p].actor == step.actor
-                    and facts.steps[p].tool is not None
-                    and facts.steps[p].tool.name.rsplit(".", 1)[-1] in vocab[verb]  # type: ignore[union-attr]
-                ]
-                answers = [facts.answer_of(p) for p in calls]
-                if any(a is not None and a not in facts.failures for a in answers):
+                earlier = calls.get((step.actor, verb))
+                if earlier is not None and earlier.succeeded_at < pos:
                     continue
-                failed = next((a for a in answers if a is not None), None)
+                failed = earlier.failed if earlier is not None and earlier.failed_at < pos else None
+                if verb in reported:
+                    return verb, None
                 return verb, self._report_draft(facts, pos, sentence.strip(), word, verb, vocab[verb], failed)
         return None
 

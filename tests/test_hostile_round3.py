@@ -630,7 +630,8 @@ def test_an_export_line_holds_one_record_whatever_its_text(tmp_path: Path) -> No
 def test_a_bulk_call_of_many_ids_is_read_sentence_by_sentence() -> None:
     """One failed call naming 20,000 order ids, then a message of 3,000 claims: each id looked up
     in the whole text took 1.4 s (20 MB of search); a call naming many objects is read sentence by
-    sentence instead, and stops at its first claim."""
+    sentence instead, and stops at its first claim. Twice the ids and claims must cost about twice
+    the time, not four times."""
     import time
 
     from auditor.audit.detectors.base import AuditContext
@@ -638,26 +639,34 @@ def test_a_bulk_call_of_many_ids_is_read_sentence_by_sentence() -> None:
     from graph.build import build_graph
     from schemas import GraphMode, Trace
 
-    ids = [str(100_000 + k) for k in range(20_000)]
-    call = {"name": "bulk_refund", "call_id": "c0"}
-    steps = [
-        {"actor": "user", "actor_kind": "human", "kind": "message", "content": "Refund them all."},
-        {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "", "tool": call | {"arguments": {"ids": ids}}},
-        {"actor": "shop", "actor_kind": "tool", "kind": "tool_result", "content": json.dumps({"error": "403"}),
-         "tool": call, "refs": {"call_id": "c0"}},
-        {"actor": "agent", "actor_kind": "agent", "recipients": ["user"], "kind": "message",
-         "content": " ".join(f"I have refunded order {k}." for k in ids[:3000])},
-    ]  # fmt: skip
-    trace = Trace.model_validate(
-        {
-            "header": {"trace_id": "hostile-bulk", "source": "generated", "framework": "handwritten"},
-            "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)],
-        }
-    )
-    ctx = AuditContext(trace=trace, graph=build_graph(trace, GraphMode.topology), mode=GraphMode.topology)
-    started = time.perf_counter()
-    [draft] = FailureContradictionDetector().detect(ctx)
-    assert time.perf_counter() - started < 0.5
+    def bulk(n_ids: int, n_claims: int) -> AuditContext:
+        ids = [str(100_000 + k) for k in range(n_ids)]
+        call = {"name": "bulk_refund", "call_id": "c0"}
+        steps = [
+            {"actor": "user", "actor_kind": "human", "kind": "message", "content": "Refund them all."},
+            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "", "tool": call | {"arguments": {"ids": ids}}},
+            {"actor": "shop", "actor_kind": "tool", "kind": "tool_result", "content": json.dumps({"error": "403"}),
+             "tool": call, "refs": {"call_id": "c0"}},
+            {"actor": "agent", "actor_kind": "agent", "recipients": ["user"], "kind": "message",
+             "content": " ".join(f"I have refunded order {k}." for k in ids[:n_claims])},
+        ]  # fmt: skip
+        header = {"trace_id": "hostile-bulk", "source": "generated", "framework": "handwritten"}
+        trace = Trace.model_validate(
+            {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+        )
+        return AuditContext(
+            trace=trace, graph=build_graph(trace, GraphMode.topology), mode=GraphMode.topology
+        )
+
+    seconds = []
+    for ctx in (bulk(10_000, 1_500), bulk(20_000, 3_000)):
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            [draft] = FailureContradictionDetector().detect(ctx)
+            best = min(best, time.perf_counter() - started)
+        seconds.append(best)
+    assert seconds[1] / seconds[0] < 3, seconds
     assert draft.evidence[-1].quote.startswith("I have refunded order 100000.")
 
 

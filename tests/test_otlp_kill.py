@@ -22,7 +22,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
 import httpx
 
-from auditor.audit.span_audits import audited
+from auditor.audit.audit_runs import finished as audited
 from auditor.core.store import EventStore, open_store
 from auditor.core.store.traces import load_trace
 from ingest.span_assembly import ASSEMBLED, RECEIVED, spans_stream

@@ -24,8 +24,8 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
 import httpx
 
+from auditor.audit.audit_runs import finished as audited
 from auditor.audit.report.validator import validate_report
-from auditor.audit.span_audits import audited
 from auditor.core.store import EventStore, open_store
 from auditor.core.store.reports import list_reports
 from auditor.core.store.traces import load_trace

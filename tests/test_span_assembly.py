@@ -13,8 +13,9 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
 
+from auditor.audit.audit_runs import finished as audited
 from auditor.audit.report.validator import validate_report
-from auditor.audit.span_audits import InProcessAudit, audited
+from auditor.audit.span_audits import InProcessAudit
 from auditor.core.store import EventStore
 from auditor.core.store.reports import list_reports
 from auditor.core.store.traces import load_trace

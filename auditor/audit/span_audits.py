@@ -11,13 +11,10 @@ traces over, whose finished audits are skipped).
 from __future__ import annotations
 
 from auditor.audit.audit_runs import AuditRecorder, AuditRun
-from auditor.audit.audit_runs import finished as audited
 from auditor.audit.policy_selection import PolicySet
 from auditor.audit.workers import resolve_engine
 from auditor.core.store import EventStore
 from ingest.span_assembly import AssembledTrace
-
-__all__ = ["InProcessAudit", "audited"]  # audited: whether a trace's audit finished, as the server asks
 
 
 class InProcessAudit:

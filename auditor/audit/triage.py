@@ -142,8 +142,8 @@ def _preload() -> None:
 
     importlib.import_module("auditor.audit.review")
     importlib.import_module("ingest")
-    for entry in REGISTRY.values():
-        importlib.import_module(entry.split(":")[0])
+    for name in REGISTRY:
+        REGISTRY.load(name)
 
 
 def triage(

@@ -30,7 +30,13 @@ MAY_IMPORT = {
     "worlds": {"schemas", "auditor.core", "scoring.stats"},
     "repair": {"schemas", "auditor.core", "scoring.stats", "auditor.audit", "worlds"},
 }
-MAY_IMPORT["auditor.surfaces"] = set(MAY_IMPORT)  # the top floor: every floor below
+# the top floor, where users meet the service: the server and the evidence report import every floor
+# below; the command line may import them too; nothing imports the command line
+BELOW_SURFACES = set(MAY_IMPORT)
+MAY_IMPORT["auditor.surfaces"] = BELOW_SURFACES
+MAY_IMPORT["auditor.surfaces.server"] = BELOW_SURFACES
+MAY_IMPORT["auditor.surfaces.evidence_report"] = BELOW_SURFACES
+MAY_IMPORT["auditor.surfaces.cli"] = BELOW_SURFACES | {"auditor.surfaces.server", "auditor.surfaces.evidence_report"}
 
 
 def floor(module: str) -> str:

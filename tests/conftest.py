@@ -20,6 +20,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not DATA.exists():  # a clone elsewhere: fall back to the workspace's shared folder
     DATA = Path("/work/shared/data")
 REPO = Path(__file__).resolve().parents[1]
+# a test that imports litellm itself (importorskip) must not make it fetch its price map: no network here
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -190,6 +190,39 @@ def test_search_on_postgres(pg_schema_url: str, tmp_path: Path, monkeypatch: pyt
         store.close()
 
 
+@pytest.mark.postgres
+def test_text_search_answers_alike_on_both_databases(
+    pg_schema_url: str, tmp_path: Path, client: TestClient, seeded: Seeded
+) -> None:
+    """SQLite matches the stored words by pattern, PostgreSQL through its parser, which cuts words
+    at underscores: a word found only after an underscore (``money`` of ``send_money``), an
+    underscored word and a query of underscores alone give the same traces on both."""
+    with seeded.store.engine.connect() as conn:
+        stored = {
+            w for (row,) in conn.exec_driver_sql("SELECT words FROM server_traces") for w in row.split()
+        }
+    starts = {w.split("_")[0] for w in stored}
+    underscored = sorted(w for w in stored if len([p for p in w.split("_") if p]) >= 2)
+    after_only = sorted(p for p in {w.split("_")[-1] for w in underscored} - starts if len(p) >= 2)
+    assert underscored and after_only, "the seeded traces hold underscored words"
+    queries = [underscored[0], underscored[-1], after_only[0], after_only[-1], "__", "_", "the"]
+
+    def ids(c: TestClient, on: Seeded, q: str) -> set[str]:
+        body = c.get("/api/traces", params={"text": q, "limit": 100}, headers=auth(on)).json()
+        return {t["trace_id"] for t in body["traces"]}
+
+    store = open_store(pg_schema_url)
+    try:
+        on_pg = seed(store, tmp_path)
+        with TestClient(create_app(store=store)) as pg:
+            for q in queries:  # the SQLite store also holds a repair's traces: compare the shared ones
+                assert ids(pg, on_pg, q) == ids(client, seeded, q) & set(on_pg.reports), q
+            assert ids(client, seeded, after_only[0]), "a word found only after an underscore is found"
+            assert ids(client, seeded, "__") == set()
+    finally:
+        store.close()
+
+
 def _findings(client: TestClient, h: dict[str, str], report_id: str) -> int:
     return len(client.get(f"/api/reports/{report_id}", headers=h).json()["findings"])
 

@@ -120,7 +120,9 @@ def search_traces(
     source: Annotated[str | None, Query(description="Substring of the source, any case.")] = None,
     framework: Annotated[str | None, Query(description="Framework, any case.")] = None,
     participant: Annotated[str | None, Query(description="An actor or named recipient, any case.")] = None,
-    text: Annotated[str | None, Query(description="Words that must each begin a word of the trace.")] = None,
+    text: Annotated[
+        str | None, Query(description="Words that must each begin a word of the trace, cut at underscores.")
+    ] = None,
     has_findings: Annotated[bool | None, Query(description="Latest report has findings (or none).")] = None,
     severity: Annotated[Severity | None, Query(description="Some finding at this severity or above.")] = None,
     since: Annotated[datetime | None, Query(description="Trace time at or after (ISO 8601).")] = None,

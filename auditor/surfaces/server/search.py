@@ -208,10 +208,12 @@ def _utc(moment: datetime, name: str) -> str | None:
 
 
 def _text_words(text: str) -> list[str]:
-    """The distinct words a text search asks for, in order. More than ``MAX_TEXT_WORDS`` is an
-    input error: each word is one condition, and SQLite refuses a statement past 1,000 of them
-    (PostgreSQL's query would be as long), so a long paste is refused, never a 500."""
-    words = list(dict.fromkeys(w.lower() for w in WORD.findall(text)))
+    """The distinct words a text search asks for, in order, cut at underscores as PostgreSQL's
+    parser cuts the stored words (``send_money`` is ``send`` and ``money``; ``__`` is no word), so
+    both databases answer a query alike. More than ``MAX_TEXT_WORDS`` is an input error: each word
+    is one condition, and SQLite refuses a statement past 1,000 of them (PostgreSQL's query would
+    be as long), so a long paste is refused, never a 500."""
+    words = list(dict.fromkeys(p.lower() for w in WORD.findall(text) for p in w.split("_") if p))
     if len(words) > MAX_TEXT_WORDS:
         raise InputError(
             f"query parameter 'text' holds {len(words):,} distinct words; at most {MAX_TEXT_WORDS}",
@@ -277,8 +279,8 @@ def _trace_clause(name: str) -> ColumnElement[bool]:
             return text("server_traces.words_tsv @@ to_tsquery('simple', :tsq)")
         case "nothing":
             return text("1 = 0")
-        case _:  # word0, word1, ...: SQLite's word list
-            return c.words.like(bindparam(name), escape="/")
+        case _:  # word0, word1, ...: SQLite's word list, its words cut at underscores as above
+            return func.replace(c.words, "_", " ").like(bindparam(name), escape="/")
 
 
 def _report_clause(name: str) -> ColumnElement[bool]:

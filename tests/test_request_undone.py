@@ -85,6 +85,8 @@ def test_on_agentdojo_it_fires_on_a_larger_share_of_failed_runs_than_of_succeede
         ("Open the shared folder and delete the old drafts.", [("delete",)]),
         ("Set up a weekly transfer of 40 to my savings account.", [("set",)]),
         ("Go ahead and cancel it if the price went up.", [("cancel",)]),
+        ("Invite her to the channel, then post the agenda there.", [("invite", "post")]),
+        ("I need you to transfer the deposit today.", [("transfer",)]),
         ("Tell me the cheapest flight and recommend a hotel near the venue.", []),
         ("What is my balance? Can you check the last five payments?", []),
         ("Question: which of these statements holds? Express your answer as a letter.", []),

@@ -64,7 +64,8 @@ _FUNCTION = {
     "around", "per", "via", "like", "upon", "toward", "towards", "against", "beyond", "despite",
 }  # fmt: skip
 _MARKER = re.compile(
-    r"(?i)\b(?:please|(?:can|could|would|will) you|go ahead and|make sure to|be sure to)"
+    r"(?i)\b(?:please|(?:can|could|would|will) you|(?:want|need|would like) you to|go ahead and|make sure to"
+    r"|be sure to)"
     r"(?:\s+(?:please|also|just|kindly))*\s+([a-z']+)"
 )
 _CONDITION = re.compile(r"(?i)\b(?:if|unless|once|in case)\b")
@@ -120,8 +121,10 @@ def _verb_like(word: str) -> bool:
 
 
 def _imperative(words: list[str], i: int) -> bool:
-    """``words[i]`` opens an imperative: a verb-like word followed by its object (or a particle
-    and its object: "set up a transfer")."""
+    """``words[i]`` opens an imperative: a verb-like word followed by its object — a determiner, a
+    pronoun, a question word — or by a particle and its object ("set up a transfer"). A name as
+    the object ("invite Dora") is not read: a title or a data line ("New York …", "Adelie,Torgersen")
+    has the same shape."""
     if i >= len(words) or not _verb_like(words[i]):
         return False
     after = words[i + 1 : i + 3]

@@ -25,6 +25,7 @@ _DETECTORS = {
     "failure_mismatch": "auditor.audit.detectors.failure_mismatch:FailureMismatchDetector",
     "failure_contradiction": "auditor.audit.detectors.failure_contradiction:FailureContradictionDetector",
     "failure_constraint": "auditor.audit.detectors.failure_constraint:FailureConstraintDetector",
+    "request_undone": "auditor.audit.detectors.request_undone:RequestUndoneDetector",
     "coding_verification": "auditor.audit.detectors.coding_verification:CodingVerificationDetector",
     "policy_actions": "auditor.audit.detectors.policy_actions:PolicyActionDetector",
     "policy_confirmation": "auditor.audit.detectors.policy_confirmation:PolicyConfirmationDetector",

@@ -65,6 +65,17 @@ _DISMISS = re.compile(
 )
 
 
+# How strongly each shape says the submitted fix is wrong (the finding's confidence, which grades
+# risk_score). The run shows no evidence at all that the fix works (it never ran, only the agent's
+# own checks ran and none showed a failure going away, or its check printed the same): strongest.
+# Tests failing after the change: the failures may be the environment's, and the agent often says so
+# rightly: the default. Existing assertions rewritten: a change of behaviour often rewrites them as
+# the project's own fix does: weakest. Chosen on the development repositories (AUROC 0.730 -> 0.756).
+UNSHOWN = 0.8
+FAILING = 0.7
+EDITED = 0.5
+
+
 class CodingVerificationDetector:
     name = "coding_verification"
     risk_class = RiskClass.task_failure
@@ -165,6 +176,7 @@ class CodingVerificationDetector:
         return failure_draft(
             facts,
             mode="3.3",
+            confidence=FAILING,
             pos=edit.pos,
             title=title,
             mechanism=mechanism + ".",
@@ -230,6 +242,7 @@ class CodingVerificationDetector:
             yield failure_draft(
                 facts,
                 mode="3.3",
+                confidence=EDITED,
                 pos=pos,
                 title=f"{step.actor} edited the existing test {changed.path} to fit its change",
                 mechanism=(
@@ -317,6 +330,7 @@ class CodingVerificationDetector:
         return failure_draft(
             facts,
             mode="3.2",
+            confidence=UNSHOWN,
             pos=last.pos,
             title=title,
             mechanism=mechanism,

@@ -244,6 +244,7 @@ def test_a_fix_no_output_supports_is_realized_at_the_last_change_citing_claim_an
 def test_a_check_that_printed_the_same_before_and_after_the_change():
     trace = trace_of(SAME)
     facts = TestRunFacts(trace)
+    assert all(facts.exercises(after[-1]) is not False for _, after in facts.checks.values())
     (finding,) = coding_findings(trace)
     assert "printed the same" in finding.title and finding.disposition.value == "realized"
     runs = {trace.steps[r.result].step_id: r for r in facts.runs}
@@ -327,15 +328,21 @@ def test_outcome_eval_prints_the_development_and_held_out_groups_apart(tmp_path)
         by_outcome(tmp_path, table, None, "repo", held_out=frozenset({"django"}))
 
 
-def test_a_check_that_printed_the_same_stands_in_for_the_unsupported_fix():
-    """Same output on both sides and no project test: one finding (the sharper one), not two; a
-    resolved run, so this is a false alarm the trace cannot tell apart (its check never exercised
-    the change)."""
+def test_a_check_that_never_imports_the_changed_code_is_no_same_output_finding():
+    """The reproduction imports only a dependency (never the changed package): that it printed the
+    same before and after says nothing of the change. The agent's own checks that import the
+    changed module ran only after the change, so the finding is the fix no output supports; a
+    resolved run, a false alarm the trace cannot tell apart."""
     trace = trace_of(SAME_UNTESTED)
     facts = TestRunFacts(trace)
     assert not any(facts.project_test(r) for r in facts.runs)
+    ((before, after),) = facts.checks.values()
+    assert trace.steps[before[-1].result].content == trace.steps[after[-1].result].content
+    assert facts.exercises(after[-1]) is False
+    own = [r for r in facts.runs if r.call > facts.source_edits[-1].pos and facts.exercises(r)]
+    assert own and not any(facts.on_original_code(r) for r in own)
     (finding,) = coding_findings(trace)
-    assert "printed the same" in finding.title
+    assert "no test output" in finding.title
 
 
 def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():

@@ -28,7 +28,8 @@ one, else its command). Each shape is filed at the act the failure follows from:
 - *a check that printed the same before and after* (3.2): every check that ran on the original
   code and again after the last edit printed byte for byte the same (and something): the change
   made no difference the run shows. Filed at the last edit; realized; it stands in for the two
-  above (the same failure to show the fix, with both outputs quoted);
+  above (the same failure to show the fix, with both outputs quoted). A check whose code imports
+  none of the changed files' packages never ran the change, and is not counted;
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
   it fixes was never shown. A lead.
 
@@ -294,7 +295,8 @@ class CodingVerificationDetector:
             # A failure shown going away verifies the fix; that the project's tests did not run after
             # it is no failure by itself (no unresolved run of the development repositories had it).
             return None
-        ran = after[-1]
+        # quote the last check that ran the change (one importing none of it shows nothing of it)
+        ran = next((r for r in reversed(after) if tests.exercises(r) is not False), after[-1])
         evidence += [facts.unit(ran.call, ran.summary), self._output_unit(facts, ran)]
         return self._submitted(
             facts,
@@ -362,7 +364,9 @@ class CodingVerificationDetector:
         pairs = []
         for before, changed in tests.checks.values():
             after = [r for r in changed if last.pos < r.call < end]
-            if after:
+            if (
+                after and tests.exercises(after[-1]) is not False
+            ):  # one that never ran the change says nothing
                 pairs.append((before[-1], after[-1]))
         same = [
             (b, a)

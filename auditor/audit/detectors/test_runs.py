@@ -66,6 +66,7 @@ _TOX = re.compile(
 )
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
+_IMPORT = re.compile(r"(?m)^\s*(?:from|import)\s+([\w.]+)")
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)\r?$")
 _CREATE = re.compile(r"(?<![\d&<>])>\s*([^\s;&|<>()]+)")  # a ">" redirect (not ">>"): a new file
@@ -817,6 +818,40 @@ class TestRunFacts:
             and not any(revert <= r < run.call for r in self.restores)
             and revert not in edits[-1:]
         )
+
+    def exercises(self, run: TestRun) -> bool | None:
+        """Whether a run's code imports a package or module of the changed source files (a check
+        that imports none never ran the change); True for a runner, None for code the trace does not
+        hold (a script written outside it, a program other than Python)."""
+        if run.is_test:
+            return True
+        code = self._code_run(run.call)
+        if code is None:
+            return None
+        names = {part.removesuffix(".py") for p in self.changed if self._source(p) for part in p.split("/")}
+        imported = {m.group(1).split(".")[0] for m in _IMPORT.finditer(code)}
+        return bool(imported & names)
+
+    def _code_run(self, pos: int) -> str | None:
+        """The Python code the command at ``pos`` ran: its inline code and the last body written by
+        heredoc (at or before it) of each script it runs; None when it runs a script the trace never
+        wrote, or no Python."""
+        command = self.calls[pos][0]
+        bodies: dict[str, str] = {}
+        for p, (earlier, _) in self.calls.items():
+            if p <= pos:
+                bodies.update(_heredoc_writes(earlier))
+        code, any_python = [], False
+        for words in _words(command):
+            runs_py, script = _script(words)
+            any_python = any_python or runs_py
+            if runs_py and script is not None:
+                if script not in bodies:
+                    return None
+                code.append(bodies[script])
+            elif runs_py:
+                code.append(command)
+        return "\n".join(code) if any_python else None
 
     @cached_property
     def scratch(self) -> frozenset[str]:

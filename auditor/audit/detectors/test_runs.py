@@ -710,16 +710,18 @@ class TestRunFacts:
     def _followed(self, edits: list[Edit]) -> list[Edit]:
         """The edits with those that bring the code back, as the line model follows the source files
         (``line_edits``), marked: to the original code (a revert) or to a state a run already tested
-        (a restore)."""
+        (a restore). None is marked when the model ends on the original code of a file the
+        submitted diff changes (it missed a write)."""
         files = sorted(p for p in self.changed if self._source(p))
         models = {f: LineModel() for f in files}
         original = tuple(m.state() for m in models.values())
         index = {e.pos: i for i, e in enumerate(edits)}
         run_at = {r.call for r in self.runs}
-        out, ran, saved = list(edits), set(), dict(models)
+        out, ran, saved, touched = list(edits), set(), dict(models), set()
         for pos, (command, _) in self.calls.items():
             edit = edits[index[pos]] if pos in index else None
             followed = {f for f in files if edit is not None and f in {_norm(t) for t in edit.targets}}
+            touched |= followed
             for words in _words(command):
                 if words[:2] == ["git", "stash"] and words[2:3] in (["pop"], ["apply"]):
                     models = dict(saved)
@@ -745,6 +747,8 @@ class TestRunFacts:
                     out[index[pos]] = replace(edit, restore=True)
             if pos in run_at and None not in state:
                 ran.add(state)
+        if any(models[f].state() == LineModel().state() for f in touched):
+            return edits  # the model ends on a file the submitted diff changes as original: it missed an edit
         return out
 
     def _acts(self, pos: int) -> frozenset[str]:

@@ -7,8 +7,8 @@ file through the edits it can follow exactly, each line named by what it is: an 
 number in the original file) or a line an edit wrote (its text; a ``N s/…/…/`` substitution: the
 line it rewrote and the expression). Any other write of the file (an editor, a script, a pattern
 address, a ``sed`` script of several commands) leaves it unknown until ``git checkout`` brings
-back the original (the caller starts a new model). Two states are the same code when they differ only by blank lines an edit
-wrote (a blank line changes no behaviour).
+back the original (the caller starts a new model). Two states are the same code when they differ
+only by blank lines an edit wrote (a blank line changes no behaviour).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class LineModel:
         self._next = 1  # the original number of the first line after the head
         self.known = True
 
-    def lose(self) -> None:
+    def _lose(self) -> None:
         """An edit the model cannot follow wrote the file."""
         self.known = False
 
@@ -38,22 +38,22 @@ class LineModel:
         out = LineModel()
         out._head, out._next, out.known = list(self._head), self._next, self.known
         if script is None:
-            out.lose()
+            out._lose()
         else:
-            out.apply(script)
+            out._apply(script)
         return out
 
-    def apply(self, script: str) -> None:
+    def _apply(self, script: str) -> None:
         """One ``sed -i`` script; one the model cannot follow leaves the file unknown."""
         found = _ADDRESSED.match(script)
         if not self.known or found is None:
-            self.lose()
+            self._lose()
             return
         first = int(found.group(1))
         last = int(found.group(2) or first)
         verb, rest = found.group(3), found.group(4)
         if last < first or first < 1:
-            self.lose()
+            self._lose()
             return
         if verb == "d" and not rest.strip():
             self._splice(first - 1, last, [])
@@ -68,7 +68,7 @@ class LineModel:
                 at = first - 1 if verb == "i" else first
                 self._splice(at, at, text)
         else:
-            self.lose()
+            self._lose()
 
     def state(self) -> tuple[tuple[Line, ...], int] | None:
         """The file's lines up to where the original runs on unchanged (written blank lines left

@@ -683,8 +683,9 @@ class TestRunFacts:
 
     @cached_property
     def edits(self) -> list[Edit]:
-        """The edits that wrote a file the run changed for good (the submitted diff's files), a
-        replay of the change after a revert marked as a restore."""
+        """The edits that wrote a file the run changed for good (the submitted diff's files), with
+        those that bring the code back marked: a replay of the change after a revert (a restore), and
+        the line model's reverts and restores."""
         kept = set(self.changed)
         found = [e for e in self._edits(tuple(kept)) if kept & {_norm(t) for t in e.targets}]
         return self._followed(self._replays(found))

@@ -28,6 +28,18 @@ SAME = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7590.traj.json"  # unresolv
 NARROWED = REAL / "mini-swe-agent" / "sympy__sympy-18763.traj.json"  # unresolved; failures, then -k reruns
 SAME_UNTESTED = REAL / "mini-swe-agent" / "astropy__astropy-7671.traj.json"  # resolved; same output, no test
 SHOWN = REAL / "mini-swe-agent" / "sympy__sympy-19954.traj.json"  # resolved; a failing check then clean
+REPLAYED = (
+    REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7440.traj.json"
+)  # resolved; git checkout X, edits redone
+UNDONE = (
+    REAL / "mini-swe-agent" / "matplotlib__matplotlib-26342.traj.json"
+)  # resolved; sed 'N,Md' undoes, 'Ni' redoes
+DEBUG_UNDONE = (
+    REAL / "mini-swe-agent" / "sphinx-doc__sphinx-10435.traj.json"
+)  # a debug line inserted, then deleted
+COMMENTED = (
+    REAL / "mini-swe-agent" / "pytest-dev__pytest-5840.traj.json"
+)  # a script's comment names the changed file
 SWE_AGENT = REAL / "swe-agent" / "sweagenttestrepo-1c2844.traj"  # SWE-agent 1.x, windowed edit, submitted
 OPENHANDS = REAL / "openhands" / "wrong_initial_state.json"  # an event stream whose command renames a file
 RUNS = REAL / "test-runs"
@@ -232,6 +244,7 @@ def test_a_fix_no_output_supports_is_realized_at_the_last_change_citing_claim_an
 def test_a_check_that_printed_the_same_before_and_after_the_change():
     trace = trace_of(SAME)
     facts = TestRunFacts(trace)
+    assert all(facts.exercises(after[-1]) is not False for _, after in facts.checks.values())
     (finding,) = coding_findings(trace)
     assert "printed the same" in finding.title and finding.disposition.value == "realized"
     runs = {trace.steps[r.result].step_id: r for r in facts.runs}
@@ -315,15 +328,21 @@ def test_outcome_eval_prints_the_development_and_held_out_groups_apart(tmp_path)
         by_outcome(tmp_path, table, None, "repo", held_out=frozenset({"django"}))
 
 
-def test_a_check_that_printed_the_same_stands_in_for_the_unsupported_fix():
-    """Same output on both sides and no project test: one finding (the sharper one), not two; a
-    resolved run, so this is a false alarm the trace cannot tell apart (its check never exercised
-    the change)."""
+def test_a_check_that_never_imports_the_changed_code_is_no_same_output_finding():
+    """The reproduction imports only a dependency (never the changed package): that it printed the
+    same before and after says nothing of the change. The agent's own checks that import the
+    changed module ran only after the change, so the finding is the fix no output supports; a
+    resolved run, a false alarm the trace cannot tell apart."""
     trace = trace_of(SAME_UNTESTED)
     facts = TestRunFacts(trace)
     assert not any(facts.project_test(r) for r in facts.runs)
+    ((before, after),) = facts.checks.values()
+    assert trace.steps[before[-1].result].content == trace.steps[after[-1].result].content
+    assert facts.exercises(after[-1]) is False
+    own = [r for r in facts.runs if r.call > facts.source_edits[-1].pos and facts.exercises(r)]
+    assert own and not any(facts.on_original_code(r) for r in own)
     (finding,) = coding_findings(trace)
-    assert "printed the same" in finding.title
+    assert "no test output" in finding.title
 
 
 def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
@@ -423,3 +442,64 @@ def test_a_change_made_by_an_editor_call_with_no_text_is_attributed_without_a_qu
     assert "the submitted change begins here" in candidate.signals
     edits = {trace.steps[e.pos].step_id for e in TestRunFacts(trace).source_edits}
     assert report.attribution.step_id in edits  # here the later mv, where 'never ran' is filed
+
+
+def test_edits_redone_verbatim_after_a_revert_are_no_new_change():
+    """After ``git checkout X`` runs the tests on the original code, the agent redoes its edits
+    command for command: the code is the one its tests ran on, so no "never ran" finding."""
+    trace = trace_of(REPLAYED)
+    facts = TestRunFacts(trace)
+    revert = facts.reverts[-1]
+    redone = [e for e in facts.edits if e.pos > revert]
+    assert (
+        redone
+        and all(e.restore for e in redone)
+        and facts.restores[-len(redone) :] == [e.pos for e in redone]
+    )
+    assert facts.source_edits[-1].pos < revert
+    ran = [r for r in facts.runs if facts.project_test(r) and r.call > facts.source_edits[-1].pos]
+    assert [facts.on_original_code(r) for r in ran] == [False, True]  # the change, then the original
+    assert set(ran[0].failed_ids) == set(ran[1].failed_ids)  # failures the change did not make
+    assert coding_findings(trace) == []
+
+
+def test_a_sed_that_deletes_the_lines_it_inserted_is_a_revert_and_reinserting_them_a_restore():
+    """``sed -i '988i\\ …'`` and ``'989,992c\\ …'`` make the change, ``'989,993d'`` takes it out
+    again (a written blank line left over changes no code), the tests run on the original code,
+    and ``'988i\\ …'`` puts back the lines that had run: the failure the agent called unrelated is
+    shown on the original code, and the change it submitted had run."""
+    trace = trace_of(UNDONE)
+    facts = TestRunFacts(trace)
+    (revert,) = [e for e in facts.edits if e.reverts]
+    (restore,) = [e for e in facts.edits if e.restore]
+    assert revert.quote.startswith("sed -i '989,993d'") and restore.quote.startswith("sed -i '988i")
+    assert facts.reverts == [revert.pos] and facts.restores == [restore.pos]
+    assert [e.quote[:13] for e in facts.source_edits] == ["sed -i '988i\\", "sed -i '989,9"]
+    (after, before) = [r for r in facts.runs if facts.project_test(r)]
+    assert not facts.on_original_code(after) and facts.on_original_code(before)
+    assert after.failed_ids == before.failed_ids
+    assert coding_findings(trace) == []
+
+
+def test_a_debug_line_inserted_then_deleted_leaves_the_original_code():
+    """``sed -i '1708i\\ print(…)'`` then ``sed -i '1708d'``: the file is the original again, so
+    the deletion is a revert, not part of the fix."""
+    facts = TestRunFacts(trace_of(DEBUG_UNDONE))
+    inserted, deleted = facts.edits[:2]
+    assert (
+        inserted.quote.startswith('sed -i "1708i')
+        and deleted.quote == "sed -i '1708d' sphinx/writers/latex.py"
+    )
+    assert deleted.reverts and facts.reverts == [deleted.pos]
+    assert deleted.pos not in {e.pos for e in facts.source_edits}
+
+
+def test_a_changed_file_named_in_a_comment_is_not_written():
+    """A reproduction script that writes its own files and names the changed file only in a comment
+    does not edit it: it runs on the original code, before the fix."""
+    trace = trace_of(COMMENTED)
+    facts = TestRunFacts(trace)
+    script = next(r for r in facts.runs if r.command == "python3 reproduce_issue.py")
+    assert script.call not in facts.editing and facts.on_original_code(script)
+    assert all(e.quote.startswith("sed -i") for e in facts.source_edits)
+    assert "without reproducing" not in " ".join(f.title for f in coding_findings(trace))

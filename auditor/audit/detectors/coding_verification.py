@@ -28,7 +28,8 @@ one, else its command). Each shape is filed at the act the failure follows from:
 - *a check that printed the same before and after* (3.2): every check that ran on the original
   code and again after the last edit printed byte for byte the same (and something): the change
   made no difference the run shows. Filed at the last edit; realized; it stands in for the two
-  above (the same failure to show the fix, with both outputs quoted);
+  above (the same failure to show the fix, with both outputs quoted). A check whose code imports
+  none of the changed files' packages never ran the change, and is not counted;
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
   it fixes was never shown. A lead.
 
@@ -63,6 +64,17 @@ _DISMISS = re.compile(
     r"(?i)\b(?:unrelated|not related|pre-?existing|already (?:failing|broken)|environment(?:al)?|flaky|"
     r"expected (?:to fail|failure)|outside (?:the )?scope)\b"
 )
+
+
+# How strongly each shape says the submitted fix is wrong (the finding's confidence, which grades
+# risk_score). The run shows no evidence at all that the fix works (it never ran, only the agent's
+# own checks ran and none showed a failure going away, or its check printed the same): strongest.
+# Tests failing after the change: the failures may be the environment's, and the agent often says so
+# rightly: the default. Existing assertions rewritten: a change of behaviour often rewrites them as
+# the project's own fix does: weakest. Chosen on the development repositories (AUROC 0.730 -> 0.756).
+UNSHOWN = 0.8
+FAILING = 0.7
+EDITED = 0.5
 
 
 class CodingVerificationDetector:
@@ -165,6 +177,7 @@ class CodingVerificationDetector:
         return failure_draft(
             facts,
             mode="3.3",
+            confidence=FAILING,
             pos=edit.pos,
             title=title,
             mechanism=mechanism + ".",
@@ -230,6 +243,7 @@ class CodingVerificationDetector:
             yield failure_draft(
                 facts,
                 mode="3.3",
+                confidence=EDITED,
                 pos=pos,
                 title=f"{step.actor} edited the existing test {changed.path} to fit its change",
                 mechanism=(
@@ -281,7 +295,8 @@ class CodingVerificationDetector:
             # A failure shown going away verifies the fix; that the project's tests did not run after
             # it is no failure by itself (no unresolved run of the development repositories had it).
             return None
-        ran = after[-1]
+        # quote the last check that ran the change (one importing none of it shows nothing of it)
+        ran = next((r for r in reversed(after) if tests.exercises(r) is not False), after[-1])
         evidence += [facts.unit(ran.call, ran.summary), self._output_unit(facts, ran)]
         return self._submitted(
             facts,
@@ -317,6 +332,7 @@ class CodingVerificationDetector:
         return failure_draft(
             facts,
             mode="3.2",
+            confidence=UNSHOWN,
             pos=last.pos,
             title=title,
             mechanism=mechanism,
@@ -348,7 +364,9 @@ class CodingVerificationDetector:
         pairs = []
         for before, changed in tests.checks.values():
             after = [r for r in changed if last.pos < r.call < end]
-            if after:
+            if (
+                after and tests.exercises(after[-1]) is not False
+            ):  # one that never ran the change says nothing
                 pairs.append((before[-1], after[-1]))
         same = [
             (b, a)

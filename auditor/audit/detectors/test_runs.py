@@ -16,18 +16,22 @@ Everything is decided by structure, never by what a run is about:
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
   -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
   utilities that read, search, edit or manage files) with no runner summary in its output: a
-  reproduction; it passed when its exit code is 0 and it printed no traceback;
+  reproduction; it passed when its exit code is 0 and it printed no traceback (a command the
+  harness killed, as at a timeout, did not);
 - an *edit* is a command that writes files: ``sed -i``, a shell redirect or ``tee`` to a file, a
   ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
   ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
   tool's create/replace/insert (``path`` argument). Its targets are the paths it writes, and, for
-  code, the changed files it names;
+  code, the changed files it names outside comments;
 - the *changed files* are those of the submitted diff (``diff --git a/X b/X``; ``new file mode``
   marks a new one), else the edits' targets. A *test file* has a ``test``/``tests``/``testing``
   directory or a ``test_*.py`` / ``*_test.py`` name;
-- a *revert* puts changed files back to the original code (``git stash``, ``git checkout PATH``);
-  a *restore* ends it (``git stash pop/apply``, or ``mv``/``cp`` of a backup that an earlier ``cp
-  X BACKUP`` took back onto ``X``): a restore is no new change, the code is again what it was;
+- a *revert* puts changed files back to the original code (``git stash``, ``git checkout PATH``,
+  or line-addressed ``sed -i`` edits that take the change out again, as ``line_edits`` follows
+  them); a *restore* ends it (``git stash pop/apply``, ``mv``/``cp`` of a backup that an earlier
+  ``cp X BACKUP`` took back onto ``X``, edits that redo verbatim those a ``git`` revert undid, or
+  ``sed`` edits that bring back code a run already tested): a restore is no new change, the code
+  is again what it was;
 - *scratch* paths are the ones the agent wrote or made during the run that the submitted diff does
   not hold; a runner run only on scratch paths (a test file written to watch the runner's
   behaviour) is the agent's own check, not a *project test*.
@@ -37,11 +41,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Any
 
+from auditor.audit.detectors.line_edits import LineModel
 from schemas import ActorKind, StepKind, Trace, TraceStep
 
 _COUNT = r"(\d+) (failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
@@ -61,6 +66,7 @@ _TOX = re.compile(
 )
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
+_IMPORT = re.compile(r"(?m)^\s*(?:from|import)\s+([\w.]+)")
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)\r?$")
 _CREATE = re.compile(r"(?<![\d&<>])>\s*([^\s;&|<>()]+)")  # a ">" redirect (not ">>"): a new file
@@ -303,6 +309,7 @@ class Edit:
     targets: tuple[str, ...]
     quote: str  # the command's first line that writes: a verbatim citation
     restore: bool = False  # a backup put back (see the module doc): the code as it was, no change
+    reverts: bool = False  # puts the changed files back to the original code (a sed undoing the change)
 
 
 @dataclass(frozen=True)
@@ -445,6 +452,17 @@ def _sed_files(words: list[str]) -> list[str]:
     return operands if scripted else operands[1:]
 
 
+def _sed_script(words: list[str]) -> str | None:
+    """The one script of a ``sed -i`` command; None for several (``-e`` twice) or a script file."""
+    scripts = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-e", "--expression")]
+    if any(w in ("-f", "--file") for w in words) or len(scripts) > 1:
+        return None
+    if scripts:
+        return scripts[0]
+    operands = [w for w in words[1:] if not w.startswith("-")]
+    return operands[0] if operands else None
+
+
 def _head_lines(command: str) -> str:
     """A command without its heredoc bodies."""
     lines, out, end = command.splitlines(), [], None
@@ -555,7 +573,9 @@ class TestRunFacts:
                 runner, summary, failed, passed, ids = parsed
                 runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
             elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
-                bad = int(code not in (0, None) or bool(_TRACEBACK.search(out.content)))
+                # a command the harness killed (a timeout: status error, no exit code) did not pass
+                killed = code is None and out.raw.get("status") == "error"
+                bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(out.content)))
                 heads = [ln for ln in _head_lines(command).splitlines() if ln.strip()] or [command]
                 line = next(  # the line that runs it (a heredoc writing the script comes first)
                     (ln for ln in reversed(heads) if any(_script(w)[0] or _program(w) for w in _words(ln))),
@@ -647,7 +667,7 @@ class TestRunFacts:
                 if m.group(1) or m.group(2):
                     targets.append(m.group(1) or m.group(2))
             if _WRITES.search(code):
-                targets += [p for p in kept if p in code]
+                targets += [p for p in kept if p in _uncommented(code)]
             targets = [self._rel(t) for t in targets if t]
             if targets:
                 line = next(
@@ -663,15 +683,93 @@ class TestRunFacts:
 
     @cached_property
     def edits(self) -> list[Edit]:
-        """The edits that wrote a file the run changed for good (the submitted diff's files)."""
+        """The edits that wrote a file the run changed for good (the submitted diff's files), with
+        those that bring the code back marked: a replay of the change after a revert (a restore), and
+        the line model's reverts and restores."""
         kept = set(self.changed)
-        return [e for e in self._edits(tuple(kept)) if kept & {_norm(t) for t in e.targets}]
+        found = [e for e in self._edits(tuple(kept)) if kept & {_norm(t) for t in e.targets}]
+        return self._followed(self._replays(found))
+
+    def _replays(self, edits: list[Edit]) -> list[Edit]:
+        """The edits with those that, right after a revert, repeat verbatim acts of the edits it
+        undid marked as restores: the change put back as it was when it ran, no new change (an undone
+        edit the replay leaves out is taken for scaffolding the agent dropped, such as debug output)."""
+        out: list[Edit] = []
+        for edit in edits:
+            revert = max((p for p in self._git_reverts if p < edit.pos), default=None)
+            if revert is None:
+                out.append(edit)
+                continue
+            previous = max((p for p in self._git_reverts if p < revert), default=-1)
+            before = [e for e in out if previous < e.pos < revert]  # the change the revert undid
+            since = [e for e in out if e.pos > revert]
+            done = {act for e in before for act in self._acts(e.pos)}
+            replay = bool(done) and all(e.restore for e in since) and self._acts(edit.pos) <= done
+            out.append(replace(edit, restore=True) if replay else edit)
+        return out
+
+    def _followed(self, edits: list[Edit]) -> list[Edit]:
+        """The edits with those that bring the code back, as the line model follows the source files
+        (``line_edits``), marked: to the original code (a revert) or to a state a run already tested
+        (a restore). None is marked when the model ends on the original code of a file the
+        submitted diff changes (it missed a write)."""
+        files = sorted(p for p in self.changed if self._source(p))
+        models = {f: LineModel() for f in files}
+        original = tuple(m.state() for m in models.values())
+        index = {e.pos: i for i, e in enumerate(edits)}
+        run_at = {r.call for r in self.runs}
+        out, ran, saved, touched = list(edits), set(), dict(models), set()
+        for pos, (command, _) in self.calls.items():
+            edit = edits[index[pos]] if pos in index else None
+            followed = {f for f in files if edit is not None and f in {_norm(t) for t in edit.targets}}
+            touched |= followed
+            for words in _words(command):
+                if words[:2] == ["git", "stash"] and words[2:3] in (["pop"], ["apply"]):
+                    models = dict(saved)
+                elif words[:2] == ["git", "stash"]:
+                    saved, models = models, {f: LineModel() for f in files}
+                elif words[:2] == ["git", "checkout"]:
+                    for w in words[2:]:
+                        if _norm(w) in models:
+                            models[_norm(w)] = LineModel()
+                elif words[0] == "sed" and any(w.startswith("-i") for w in words[1:]):
+                    written = {self._rel(t) for t in _sed_files(words)} & followed
+                    for f in written:
+                        models[f] = models[f].after(_sed_script(words))
+                    followed -= written
+            for f in followed:  # written by a means the model does not follow
+                models[f] = models[f].after(None)
+            state = tuple(m.state() for m in models.values())
+            if edit is not None and edit.targets and not edit.restore and None not in state:
+                touches = any(self._source(_norm(t)) for t in edit.targets)
+                if touches and state == original:
+                    out[index[pos]] = replace(edit, reverts=True)
+                elif touches and state in ran:
+                    out[index[pos]] = replace(edit, restore=True)
+            if pos in run_at and None not in state:
+                ran.add(state)
+        if any(models[f].state() == LineModel().state() for f in touched):
+            return edits  # the model ends on a file the submitted diff changes as original: it missed an edit
+        return out
+
+    def _acts(self, pos: int) -> frozenset[str]:
+        """What an edit did, act by act: its simple commands and the bodies it wrote by heredoc (an
+        editor call: its arguments)."""
+        step = self.steps[pos]
+        if _editor_target(step) is not None:
+            return frozenset({repr(step.tool.arguments if step.tool else None)})
+        command = self.calls[pos][0]
+        return frozenset(" ".join(w) for w in _words(command)) | frozenset(_heredoc_writes(command).values())
 
     @cached_property
     def source_edits(self) -> list[Edit]:
         """Edits of files the submitted diff changes that existed before and are not tests: the fix
         (the scratch scripts an agent leaves behind are new files)."""
-        return [e for e in self.edits if not e.restore and any(self._source(_norm(t)) for t in e.targets)]
+        return [
+            e
+            for e in self.edits
+            if not (e.restore or e.reverts) and any(self._source(_norm(t)) for t in e.targets)
+        ]
 
     def _source(self, path: str) -> bool:
         found = self.changed.get(path)
@@ -683,7 +781,12 @@ class TestRunFacts:
     @cached_property
     def reverts(self) -> list[int]:
         """Commands that put changed files back to the original code (``git stash``, ``git
-        checkout [--] PATH``): the runs after one, until the next edit, test the code before the change."""
+        checkout [--] PATH``, an edit that undoes the change): the runs after one, until the next
+        edit, test the code before the change."""
+        return sorted(set(self._git_reverts) | {e.pos for e in self.edits if e.reverts})
+
+    @cached_property
+    def _git_reverts(self) -> list[int]:
         out = []
         for pos, (command, _) in self.calls.items():
             for words in _words(command):
@@ -720,6 +823,40 @@ class TestRunFacts:
             and not any(revert <= r < run.call for r in self.restores)
             and revert not in edits[-1:]
         )
+
+    def exercises(self, run: TestRun) -> bool | None:
+        """Whether a run's code imports a package or module of the changed source files (a check
+        that imports none never ran the change); True for a runner, None for code the trace does not
+        hold (a script written outside it, a program other than Python)."""
+        if run.is_test:
+            return True
+        code = self._code_run(run.call)
+        if code is None:
+            return None
+        names = {part.removesuffix(".py") for p in self.changed if self._source(p) for part in p.split("/")}
+        imported = {m.group(1).split(".")[0] for m in _IMPORT.finditer(code)}
+        return bool(imported & names)
+
+    def _code_run(self, pos: int) -> str | None:
+        """The Python code the command at ``pos`` ran: its inline code and the last body written by
+        heredoc (at or before it) of each script it runs; None when it runs a script the trace never
+        wrote, or no Python."""
+        command = self.calls[pos][0]
+        bodies: dict[str, str] = {}
+        for p, (earlier, _) in self.calls.items():
+            if p <= pos:
+                bodies.update(_heredoc_writes(earlier))
+        code, any_python = [], False
+        for words in _words(command):
+            runs_py, script = _script(words)
+            any_python = any_python or runs_py
+            if runs_py and script is not None:
+                if script not in bodies:
+                    return None
+                code.append(bodies[script])
+            elif runs_py:
+                code.append(command)
+        return "\n".join(code) if any_python else None
 
     @cached_property
     def scratch(self) -> frozenset[str]:
@@ -807,6 +944,11 @@ def _assertion(line: str) -> bool:
     return body.startswith(
         ("assert ", "assert(", "self.assert", "with raises", "with pytest.raises", "raises(")
     ) or bool(re.match(r"\w+\.assert\w*\(|assert_\w+\(", body))
+
+
+def _uncommented(code: str) -> str:
+    """Code without its whole-line comments: a path a comment names is not one the code writes."""
+    return "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith("#"))
 
 
 def _first_line(text: str) -> str | None:

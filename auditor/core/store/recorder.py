@@ -138,9 +138,9 @@ class Recorder:
         return self.insert_batch(cur, rows)
 
     def insert_batch(self, cur: Any, rows: list[tuple]) -> tuple:
-        """Insert rows by multi-row INSERTs, a statement for up to 64 rows: ``executemany`` runs
-        the statement once per row, and on SQLite each run's set-up costs more than the row's own
-        checks (indexes, guard trigger): ~2 µs a row less in batches of 100."""
+        """Insert rows by multi-row INSERTs, a statement for up to 64 rows, where ``executemany``
+        runs one statement per row, each run set up and torn down anew (SQLite, batches of 100:
+        5.5 -> 5.2 µs a row of CPU; the row's own checks, indexes and guard trigger, stay)."""
         start = 0
         for n in _ROWS_PER_INSERT:
             while len(rows) - start >= n:

@@ -79,6 +79,28 @@ def test_bad_event_late_in_batch_appends_nothing(store):
     assert store.stream_version("s") == 1  # nothing of the failed batch landed
 
 
+def test_large_batch_reads_back_in_order_and_chained(store):
+    # 127 events: SQLite inserts them by multi-row statements of every size it has (64 … 1 rows)
+    recorded = store.append("s", [ev(i, f"k{i}") for i in range(127)], expected_version=0)
+    store.append("t", [ev(i) for i in range(70)], expected_version=0)
+    assert [r.stream_version for r in recorded] == list(range(1, 128))
+    assert [e.payload["n"] for e in store.read_stream("s")] == list(range(127))
+    assert [e.global_position for e in store.read_all()] == list(range(1, 198))
+    assert [e.idempotency_key for e in store.read_stream("s")] == [f"k{i}" for i in range(127)]
+    assert verify_chain(store).ok
+
+
+def test_stored_key_in_a_late_part_of_a_batch_leaves_no_early_part_behind(store):
+    # the optimistic insert fails on the last event's stored key after the statements before it
+    # ran: the redo must find none of their rows
+    first = store.append("s", [ev(0, "stored")])[0]
+    batch = [ev(i, f"k{i}") for i in range(1, 100)] + [ev(100, "stored")]
+    recorded = store.append("t", batch, expected_version=0)
+    assert recorded[-1] == first and [r.stream_version for r in recorded[:-1]] == list(range(1, 100))
+    assert [e.global_position for e in store.read_all()] == list(range(1, 101))
+    assert store.stream_version("t") == 99 and verify_chain(store).ok
+
+
 @pytest.mark.parametrize("statement", ["UPDATE events SET type = 'Edited'", "DELETE FROM events"])
 def test_database_refuses_update_and_delete(store, statement):
     store.append("s", [ev(1)])

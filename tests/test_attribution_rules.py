@@ -90,6 +90,92 @@ def test_group_chat_without_executions_blames_the_first_substantive_act() -> Non
     assert_resolves(trace, att)
 
 
+CLAIMED_RUNS = [
+    [
+        (
+            "Lead_Expert",
+            "You are given a task from your manager: who designed the bridge and when did it open?",
+        ),
+        ("Plan_Expert", "Let us proceed step by step: find the designer, then the opening year."),
+        ("Bridge_Expert", "The bridge was designed by Ammann and opened to traffic in 1931."),
+        ("Check_Expert", "I agree with the findings above. TERMINATE"),
+    ],
+    [
+        ("Host", "Task: give the first name of the character the lead actor played in the series."),
+        ("Linguist", "First we identify the actor, then the character he played."),
+        ("Series_Fan", "The lead was voiced by Bartosz, who later played Piotr in the series."),
+        ("Verifier", "That settles it: the first name is Piotr. TERMINATE"),
+    ],
+]
+
+
+@pytest.mark.parametrize("steps", CLAIMED_RUNS)
+def test_an_unsupported_claim_the_others_build_on_is_where_the_group_chat_diverged(steps: list) -> None:
+    """The plan only restates the task; the values enter the run with the claim, on one agent's word."""
+    trace = make(steps)
+    att = attribute(trace)
+    assert (att.agent, att.step_id) == (steps[2][0], "s2")
+    assert any("on its own word" in s for s in att.steps[0].signals)
+    assert_resolves(trace, att)
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        "Per https://bridges.example/history the bridge was designed by Ammann and opened in 1931.",
+        "exitcode: 0 shows it: the bridge was designed by Ammann and opened in 1931.",
+    ],
+)
+def test_a_claim_that_shows_its_source_is_not_unsupported(shown: str) -> None:
+    steps = [*CLAIMED_RUNS[0][:2], ("Bridge_Expert", shown), CLAIMED_RUNS[0][3]]
+    att = attribute(make(steps))
+    assert not any("on its own word" in s for c in att.steps for s in c.signals)
+    assert (att.agent, att.step_id) == ("Plan_Expert", "s1")
+
+
+def test_a_claim_no_other_agent_answers_is_not_built_on() -> None:
+    steps = [*CLAIMED_RUNS[0][:3], ("Bridge_Expert", "TERMINATE")]
+    att = attribute(make(steps))
+    assert not any("on its own word" in s for c in att.steps for s in c.signals)
+
+
+def test_the_executors_automatic_replies_are_not_acts() -> None:
+    """A participant that answers as the code executor elsewhere in the run is the executor: its
+    "no code to execute" message is not the first act of an agent."""
+    spec = [
+        (
+            "Data_Expert",
+            "You are given a task from your manager: count the rows of data.csv.",
+            ActorKind.agent,
+        ),
+        ("Computer_terminal", "There is no code from the last 1 message for me to execute.", ActorKind.agent),
+        (
+            "Count_Expert",
+            "Loading it.\n```python\nimport pandas as pd\nprint(len(pd.read_csv('data.csv')))\n```",
+            ActorKind.agent,
+        ),
+        ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 42", ActorKind.tool),
+        ("Data_Expert", "There are 42 rows. TERMINATE", ActorKind.agent),
+    ]
+    steps = [
+        TraceStep(
+            step_id=f"s{i}",
+            index=i,
+            actor=actor,
+            actor_kind=kind,
+            kind=StepKind.tool_result if kind is ActorKind.tool else StepKind.message,
+            content=content,
+        )
+        for i, (actor, content, kind) in enumerate(spec)
+    ]
+    trace = Trace(header=TraceHeader(trace_id="t-executor"), steps=steps)
+    facts = TraceFacts(trace)
+    assert facts.executors == {"Computer_terminal"}
+    assert facts.first_act is not None and facts.first_act.step_id == "s2"
+    assert "Computer_terminal" not in facts.agents
+    assert attribute(trace).agent == "Count_Expert"
+
+
 def test_opening_whose_code_ran_is_the_first_act() -> None:
     trace = make(
         [
@@ -273,3 +359,35 @@ def test_real_whowhen_traces_get_resolving_attributions(name: str) -> None:
     assert att.agent in agents and att.step_id is not None
     assert [c.score for c in att.steps] == sorted((c.score for c in att.steps), reverse=True)
     assert_resolves(trace, att)
+
+
+def test_a_real_group_chat_is_attributed_to_its_unsupported_claim() -> None:
+    """Who&When algorithm-generated 82 (half A): an agent states figures no step computed or
+    showed, and the others conclude from them; the labelled mistake is that turn."""
+    from ingest import open_traces
+
+    imported = next(open_traces(DATA / "whowhen" / "algorithm-generated" / "82.json", "whowhen"))
+    trace = Trace(header=imported.header, steps=list(imported.steps()))
+    labels = imported.labels.labels if imported.labels else {}
+    att = attribute(trace)
+    assert any("on its own word" in s for s in att.steps[0].signals)
+    assert (att.agent, att.step_index) == (labels["mistake_agent"], int(labels["mistake_step"]))
+    assert_resolves(trace, att)
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "form"),
+    [
+        ("whowhen/algorithm-generated/16.json", "whowhen", "group chat"),
+        ("whowhen/hand-crafted/14.json", "whowhen", "coordinated"),
+        ("taubench/airline/runs/airline-task041-trial0.json", None, "single agent"),
+    ],
+)
+def test_the_runs_form_is_read_from_who_acts(path: str, kind: str | None, form: str) -> None:
+    """The attribution's confidence is calibrated per form: read from structure (the executor and
+    the customer are not agents; a coordinator addresses the others by name)."""
+    from ingest import open_traces
+
+    imported = next(open_traces(DATA / path, kind) if kind else open_traces(DATA / path))
+    trace = Trace(header=imported.header, steps=list(imported.steps()))
+    assert TraceFacts(trace).form == form

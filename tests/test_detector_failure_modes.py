@@ -271,6 +271,69 @@ def test_a_predicted_output_taken_for_a_result() -> None:
     assert validate_report(report.model_dump(mode="json"), trace).ok
 
 
+def _taken(report: AuditReport) -> list:
+    return [f for f in mine(report, "failure_verification") if "as the outcome without checking" in f.title]
+
+
+@pytest.mark.slow
+def test_an_answer_taken_on_a_workers_report_is_an_outcome_nobody_checked() -> None:
+    """Magentic-One GAIA (MAST trace 17): the surfer states the figure with no page behind it and the
+    orchestrator delivers it as FINAL ANSWER at once (3.3 in the annotators' sense: the outcome was
+    never confirmed). AppWorld (MAST trace 0): the supervisor ends after the agent reports its call
+    failed (no outcome to confirm). AG2 (MAST trace 2): the boxed answer is the assistant's own,
+    not the proxy's prompt before it."""
+    trace = _mast("17")
+    report = run_rules_audit(trace, detectors=["failure_verification"])
+    (taken,) = _taken(report)
+    assert taken.failure_mode == "3.3" and taken.disposition.value == "lead"
+    assert taken.responsible_participant == "MagenticOneOrchestrator"
+    report_quote, answer_quote = (u.quote for u in taken.evidence)
+    assert "525 at bats" in report_quote and answer_quote.startswith("FINAL ANSWER: 525")
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    for prefix in ("00", "02"):
+        assert _taken(run_rules_audit(_mast(prefix), detectors=["failure_verification"])) == []
+
+
+def _delegated(*last: tuple[str, str, str]) -> Trace:
+    """A coordinator delegates a lookup; the worker answers from a tool; ``last`` ends the run."""
+    steps = [
+        _step(0, "user", "message", "Which plan is the customer on?", actor_kind="human"),
+        _step(1, "lead", "message", "Please look up the customer's plan.", recipients=["worker"]),
+        _step(2, "worker", "tool_call", '{"id": "C-17"}', tool={"name": "lookup"}),
+        _step(3, "lookup", "tool_result", '{"plan": "gold"}', actor_kind="tool", tool={"name": "lookup"}),
+        _step(4, "worker", "message", "The customer is on the gold plan.", recipients=["lead"]),
+    ]
+    steps += [
+        _step(len(steps) + i, actor, kind, text, actor_kind="tool" if kind == "tool_result" else "agent")
+        for i, (actor, kind, text) in enumerate(last)
+    ]
+    return _trace(*steps)
+
+
+@pytest.mark.parametrize(
+    ("last", "taken"),
+    [
+        ([("lead", "final_output", "FINAL ANSWER: gold")], True),
+        ([("lead", "message", "The plan is gold.\nFINAL ANSWER: gold")], True),
+        (
+            [
+                ("lead", "tool_call", '{"account": "C-17"}'),
+                ("billing", "tool_result", '{"plan": "gold", "paid": true}'),
+                ("lead", "final_output", "FINAL ANSWER: gold"),
+            ],
+            False,
+        ),
+        ([("lead", "final_output", "FINAL ANSWER: silver")], False),
+        ([("lead", "message", "TERMINATE")], False),
+    ],
+)
+def test_which_endings_take_the_outcome_on_a_report(last: list, taken: bool) -> None:
+    """Only a delivery made on the worker's report, adopting its value, with no act of the
+    deliverer's between, is an outcome nobody checked; a bare TERMINATE delivers nothing."""
+    report = run_rules_audit(_delegated(*last), detectors=["failure_verification"])
+    assert bool(_taken(report)) is taken
+
+
 @pytest.mark.slow
 def test_a_failed_call_the_agent_replaced_is_no_premature_end() -> None:
     """AppWorld (MAST trace 11): show_personal_info does not exist; the supervisor uses show_profile

@@ -160,7 +160,7 @@ def attribute_failure(ctx: AuditContext, findings: list[Finding]) -> Attribution
                 else 1.0
             )
             votes.append(Vote(f.first_anomalous_step, weight, f"finding: {f.title}", f.evidence))
-    return calibrated(assemble(trace, "rules+findings", votes, notes=facts.notes))
+    return calibrated(assemble(trace, "rules+findings", votes, notes=facts.notes), facts.form)
 
 
 def decisive_finding(

@@ -5,7 +5,9 @@ structured status a coordinator recorded), never from a keyword alone.
 Framework-neutral: a *coordinator* is a participant that addresses other agents by name (explicit
 recipients); a *tool result* is a tool actor's step or a ``tool_result`` step; an *execution
 status* is the exit code a tool result reports; a *code act* is an agent step that carries a fenced
-code block.
+code block; an *executor* is a participant that answers as a tool somewhere in the run (its other
+messages are automatic replies, never an agent's acts); a step's *new values* are the figures and
+the names in running text it states that no earlier step held.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 # What makes a report an observation rather than a claim: a located source it shows (a URL or a
 # file address: a page, a file) or an execution status it reports.
 _OBSERVED = re.compile(r"\b[a-z][a-z0-9+.-]*://\S|\bexit ?code:?\s*-?\d", re.I)
+# A name stated in running text: a capitalised word right after a lower-case word (a heading's or a
+# sentence's first word is not one).
+_NAME_IN_TEXT = re.compile(r"\b[a-z][a-z']*[,;]? [\"'(\u201c]?([A-Z][a-z]{2,})\b")
+_PARTICIPANT_WORD = re.compile(r"[a-z]+")
 
 
 def agent_name(actor: str) -> str:
@@ -66,7 +72,18 @@ class TraceFacts:
         return step.actor_kind is ActorKind.tool or step.kind is StepKind.tool_result
 
     def is_agent(self, step: TraceStep) -> bool:
-        return step.actor_kind is ActorKind.agent and not self.is_tool(step)
+        return (
+            step.actor_kind is ActorKind.agent
+            and not self.is_tool(step)
+            and agent_name(step.actor) not in self.executors
+        )
+
+    @cached_property
+    def executors(self) -> frozenset[str]:
+        """Participants that answer as a tool somewhere in the run (a group chat's code executor):
+        their other messages are the executor's automatic replies ("no code to execute"), not acts
+        of an agent that could be responsible."""
+        return frozenset(agent_name(s.actor) for s in self.steps if s.actor_kind is ActorKind.tool)
 
     @cached_property
     def agents(self) -> list[str]:
@@ -89,6 +106,14 @@ class TraceFacts:
             return None
         return counts.most_common(1)[0][0]
 
+    @cached_property
+    def form(self) -> str:
+        """How the run is organised: ``coordinated`` (an agent directs the others by name),
+        ``group chat`` (several agents, none directing) or ``single agent``."""
+        if self.coordinator:
+            return "coordinated"
+        return "group chat" if len(self.agents) > 1 else "single agent"
+
     def is_claim(self, step: TraceStep) -> bool:
         """A worker's own assertion: an agent step, not the coordinator's, that shows no located
         source and reports no execution — what it states rests on its word alone (a page or a
@@ -97,6 +122,21 @@ class TraceFacts:
             self.is_agent(step)
             and agent_name(step.actor) != self.coordinator
             and _OBSERVED.search(step.content) is None
+        )
+
+    def new_values(self, step: TraceStep, earlier: set[str]) -> set[str]:
+        """The values ``step`` states that no earlier step held (``earlier``: the normalised words of
+        the steps before it): figures (numbers of two or more characters) and names in running text,
+        the participants' own names aside."""
+        figures = {w for w in self.texts[step.index].split() if len(w) > 1 and any(c.isdigit() for c in w)}
+        names = {m.group(1).lower() for m in _NAME_IN_TEXT.finditer(step.content)}
+        return (figures | names) - earlier - self.participant_words
+
+    @cached_property
+    def participant_words(self) -> frozenset[str]:
+        """The words of the participants' names (``Data_Expert`` -> data, expert)."""
+        return frozenset(
+            w for s in self.steps for w in _PARTICIPANT_WORD.findall(agent_name(s.actor).lower())
         )
 
     def has_code(self, step: TraceStep) -> bool:

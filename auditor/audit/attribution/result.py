@@ -106,16 +106,22 @@ def _dedupe(units: object) -> list[EvidenceUnit]:
 
 # The review's attribution states how likely its decisive step is right. The top step's share of
 # the votes alone overstates it (a lone candidate has share 1.0, yet the labelled step is among
-# the voted steps in only half of Who&When's failures): fitted on half A of Who&When's cases
-# (benchmarks/outcome_eval.py --whowhen --split-by task), ECE 0.045 / 0.057 there, 0.055 / 0.077 on
-# half B (algorithm-generated / hand-crafted), against 0.46 / 0.36 and 0.33 / 0.49 for the share.
-CALIBRATION = (0.2, 0.25)
+# the voted steps in only half of Who&When's failures). The chance differs by the run's form: a
+# coordinated run (one agent directs the others; long, its decisive step one of many) is placed
+# right less often than a group chat (a few turns, a decisive claim or act early on). Fitted on
+# half A of Who&When's cases (benchmarks/outcome_eval.py --whowhen --split-by task): ECE 0.044 /
+# 0.057 there, 0.077 / 0.077 on half B (group chats of the algorithm-generated subset /
+# coordinated runs of the hand-crafted one); one mapping for both forms, (0.2, 0.25), left the
+# group chats at 0.116 / 0.131, under-confident once the first unsupported claim placed half of
+# them right. A single agent's run (no Who&When labels to fit on) keeps the one mapping.
+CALIBRATION = {"coordinated": (0.2, 0.25), "group chat": (0.29, 0.25), "single agent": (0.2, 0.25)}
 
 
-def calibrated(attribution: Attribution) -> Attribution:
+def calibrated(attribution: Attribution, form: str) -> Attribution:
     """The attribution with its confidence mapped from the top step's vote share to the measured
-    chance that the decisive step is right; the candidates keep their shares."""
+    chance, for a run of this ``form`` (a ``CALIBRATION`` key), that the decisive step is right;
+    the candidates keep their shares."""
     if attribution.confidence is None:
         return attribution
-    base, slope = CALIBRATION
+    base, slope = CALIBRATION[form]
     return attribution.model_copy(update={"confidence": round(base + slope * attribution.confidence, 6)})

@@ -12,8 +12,14 @@ Signals (each a vote with a fixed weight, set by argument, not fitted per trace)
   it never declared success, the run stalled on delegated work: the worker is responsible, from its
   first delegated act onwards.
 - **group chats** (no coordinator): the first substantive act — the opening itself when its code
-  was executed, else the first agent turn after the task statement; and the code act behind the
-  first failed execution (exit status ≠ 0), since the flow that follows inherits that failure.
+  was executed, else the first agent turn after the task statement; the code act behind the
+  first failed execution (exit status ≠ 0), since the flow that follows inherits that failure;
+  and the first unsupported claim: an agent's turn that states at least ``CLAIM_VALUES`` values
+  (figures, names) no earlier step held, while showing no code, page, file or program output
+  behind them, and that another agent then answers. The values entered the run there on that
+  agent's word and the others built on them: where the run first diverged when they are wrong,
+  ahead of a failed execution (which its author or the next agent can repair) and of a first act
+  that only plans.
 - **provenance**: the first step where the delivered answer's value appears.
 - **last correct alternative** (only when the correct answer is given): the first agent step after
   the last step that still carried the correct answer.
@@ -31,6 +37,10 @@ W_FAILED_EXECUTION = 1.2
 W_PROVENANCE = 0.5
 W_ALTERNATIVE = 0.4
 W_DECLARED = 0.3
+W_CLAIM = 1.3
+CLAIM_VALUES = (
+    2  # one new word can be a word choice; a stated fact brings a figure or a name with its context
+)
 
 
 class RulesStrategy:
@@ -188,7 +198,37 @@ def _group_chat(facts: TraceFacts, cite: Citer) -> list[Vote]:
                 cite.cite(failed.code_step.step_id, "```") + cite.cite(failed.result.step_id),
             )
         )
+    claim = _first_unsupported_claim(facts)
+    if claim is not None:
+        step, values = claim
+        shown = ", ".join(sorted(values)[:5])
+        votes.append(
+            Vote(
+                step.step_id,
+                W_CLAIM,
+                f"{agent_name(step.actor)} stated values no earlier step held ({shown}) on its own word; "
+                "the other agents built on them",
+                cite.cite(step.step_id),
+            )
+        )
     return votes
+
+
+def _first_unsupported_claim(facts: TraceFacts) -> tuple[TraceStep, set[str]] | None:
+    """The first agent turn (after the opening) that states ``CLAIM_VALUES`` or more values no
+    earlier step held, shows no code nor located source nor execution status, and is followed by
+    another agent's turn; with the new values."""
+    last_turn = {agent_name(s.actor): s.index for s in facts.steps if facts.is_agent(s)}
+    earlier: set[str] = set(facts.texts[0].split())
+    for step in facts.steps[1:]:
+        if facts.is_agent(step) and not facts.has_code(step) and facts.is_claim(step):
+            speaker = agent_name(step.actor)
+            answered = any(i > step.index for agent, i in last_turn.items() if agent != speaker)
+            values = facts.new_values(step, earlier)
+            if answered and len(values) >= CLAIM_VALUES:
+                return step, values
+        earlier.update(facts.texts[step.index].split())
+    return None
 
 
 def _provenance(facts: TraceFacts, cite: Citer) -> list[Vote]:

@@ -39,7 +39,16 @@ trace's observations (``failure_facts``) show before the claim:
   ``mainloop()``), and no test code was written before it: nothing drove the interaction, so the
   execution shows the program starts, not that it does what was asked. Filed at the latest act
   whose code holds the waiting call, by its agent; a lead (whether the program works is not in
-  the trace).
+  the trace);
+- *an outcome taken on another agent's word* (3.3, the annotators' "omission of proper checking
+  or confirmation of task outcomes"): the run's last delivering declaration (an answer line or a
+  finishing call; a bare ``TERMINATE`` ends a chat and a final message replies, neither claims
+  the task done) comes right after another agent's report, with no act of the declarer's between
+  (a coordinator's status ledger is a record, not a check): the declarer accepted the reported
+  work as the outcome without looking. An answer delivered must stand in that report (it was
+  adopted from it); a report of a failed check or of being unable to go on reports no outcome.
+  Filed at the declaration, by the declarer; a lead (whether the report was right is not in the
+  trace).
 
 Failed checks relayed by *another* participant are the relay detector's; this one files the
 claimant's own. Disposition: a later observation that shows the claimed value or passes the
@@ -57,12 +66,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from auditor.audit.attribution.facts import normalise
+from auditor.audit.attribution.facts import agent_name, normalise
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import (
     EXECUTION_RECORDS,
     Effect,
     RunFacts,
+    cannot_go_on,
     code_blocks,
     failure_draft,
     intercepted,
@@ -81,6 +91,8 @@ _GUARD = re.compile(
 )
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,60})[\"”]|(?<!\w)'([^'\n]{2,60})'(?!\w)")
 _ANSWER = re.compile(r"FINAL ANSWER:\s*([^\n]+)|\\boxed\{([^{}\n]+)\}")
+# an answer a step delivers, its braces nested or not (``\boxed{\text{…}}``): up to the line's last brace
+_DELIVERED = re.compile(r"FINAL ANSWER:\s*([^\n]+)|\\boxed\{([^\n]*)\}")
 _SENTENCE_END = ".!?\n"
 _VERIFYING = re.compile(r"(?i)verif|confirm|validat|checked")
 _TEST_CODE = re.compile(r"(?m)^\s*(?:async\s+)?def test_\w*\s*\(|\bunittest\.TestCase\b|^\s*import pytest\b")
@@ -229,6 +241,8 @@ class FailureVerificationDetector:
             drafts.append(started)
         if (predicted := self._predicted(facts)) is not None:
             drafts.append(predicted)
+        if (taken := self._taken_on_report(facts)) is not None:
+            drafts.append(taken)
         for pos in facts.acts:
             step = facts.steps[pos]
             if pos == 0 or step.kind is StepKind.tool_call or facts.tf.ledger(step):
@@ -432,6 +446,63 @@ class FailureVerificationDetector:
             effect=self._effect(facts, pos, None, [line]),
             path=[facts.hop(report, "output predicted"), facts.hop(pos, "taken for a result")],
         )
+
+    # -- an outcome taken on another agent's word -------------------------------------------------
+    def _taken_on_report(self, facts: RunFacts) -> FindingDraft | None:
+        delivering = [
+            d.pos for d in facts.declarations if facts.is_agent(d.pos) and self._delivers(facts, d.pos)
+        ]
+        if not delivering:
+            return None
+        end = delivering[-1]
+        declarer = agent_name(facts.steps[end].actor)
+        report = next(
+            (p for p in reversed(facts.acts) if p < end and not facts.tf.ledger(facts.steps[p])), None
+        )
+        if report is None or agent_name(facts.steps[report].actor) == declarer:
+            return None
+        if cannot_go_on(facts.steps[report].content) or self._reports_failure(facts, report):
+            return None
+        m = _DELIVERED.search(facts.steps[end].content)
+        value = normalise(m.group(1) or m.group(2)) if m else None
+        if value is not None and (not value or f" {value} " not in facts.tf.texts[report]):
+            return None  # the answer is the declarer's own, not the report's
+        step, src = facts.steps[end], facts.steps[report]
+        return failure_draft(
+            facts,
+            mode="3.3",
+            pos=end,
+            title=f"{step.actor} accepted {src.actor}'s report as the outcome without checking it",
+            mechanism=(
+                f"{src.actor} reported at step {src.step_id}; {step.actor} declared the run done at step "
+                f"{step.step_id} on that report, with no act of its own between: nothing confirmed the outcome."
+            ),
+            violated="a task's outcome must be confirmed before it is delivered, not taken on a report",
+            evidence=[facts.unit(report), facts.unit(end)],
+            effect=unestablished(
+                "whether the report was right is not in the trace: nothing in the run checked it"
+            ),
+            path=[facts.hop(report, "work reported"), facts.hop(end, "accepted as the outcome")],
+        )
+
+    @staticmethod
+    def _delivers(facts: RunFacts, pos: int) -> bool:
+        """Whether a declaration delivers the task's outcome by protocol: an answer line
+        (``FINAL ANSWER:``, ``\\boxed{}``) or a finishing call. A final message alone is a reply
+        (to a customer, to a caller), not a claim that the task is done."""
+        return facts.finishes(pos) or _DELIVERED.search(facts.steps[pos].content) is not None
+
+    @staticmethod
+    def _reports_failure(facts: RunFacts, report: int) -> bool:
+        """Whether the reporter's latest act answered before its report got a failed observation."""
+        actor = facts.steps[report].actor
+        for act in reversed(facts.acts_by_actor.get(actor, [])):
+            if act >= report:
+                continue
+            answer = facts.answer_of(act)
+            if answer is not None and answer < report:
+                return answer in facts.failures
+        return False
 
     # -- a run that could only show the program starts --------------------------------------------
     def _started_only(self, facts: RunFacts) -> FindingDraft | None:

@@ -26,6 +26,7 @@ _DETECTORS = {
     "failure_contradiction": "auditor.audit.detectors.failure_contradiction:FailureContradictionDetector",
     "failure_constraint": "auditor.audit.detectors.failure_constraint:FailureConstraintDetector",
     "request_undone": "auditor.audit.detectors.request_undone:RequestUndoneDetector",
+    "choice_criterion": "auditor.audit.detectors.choice_criterion:ChoiceCriterionDetector",
     "coding_verification": "auditor.audit.detectors.coding_verification:CodingVerificationDetector",
     "policy_actions": "auditor.audit.detectors.policy_actions:PolicyActionDetector",
     "policy_confirmation": "auditor.audit.detectors.policy_confirmation:PolicyConfirmationDetector",

@@ -1,0 +1,492 @@
+"""A choice that contradicts the criterion its principal stated (issue 28, item 5; MAST 1.1).
+
+A user asks for *the* option with an extreme of some quantity ("the hotel with the best rating",
+"the top-rated company", "the one with the cheapest price"), often under conditions ("serves
+French cuisine", "open on Sunday", "prices under 34"); the agent reads records about the
+candidates and answers with one of them. When the records it read make another candidate the one
+asked for and the answer names a candidate those same records rule out, the choice is wrong — a
+wrong choice, not a misquoted value. Everything is read from structure, never from a domain's
+words:
+
+- *records*: tool results that map entity names to values (``{'Le Baratin': 30.0, …}``, a
+  mapping of names to ``"Label: value"`` lines or to lists). A number's field is named by the
+  tool (its name's words), a labelled line's by its label; every tool's records form one entity
+  set (the same tool describes the same kind of thing);
+- the *criterion*: a superlative or an extreme (a closed grammatical class: best, top, highest,
+  cheapest, lowest, maximum …) in a choosing frame ("with the best rating", "top-rated"), whose
+  noun matches a numeric field's label or tool words by stem;
+- the *conditions*: a word of the request that some candidates' short categorical values carry
+  and others' lack (a cuisine, a weekday in opening hours, a car type), and a numeric bound
+  ("under 210") whose sentence names the bounded field. Two request words that split the same
+  field are alternatives ("French for lunch, Chinese for dinner"): only the one in the
+  criterion's own sentence holds for it. A bound the request states but no field's words match
+  ("a budget of 160") leaves the set unknown: then only a broken condition is filed, never a
+  merely lesser value;
+- the *answer*: the run's final agent message, reasoning markup (``<thinking>``) set aside, and
+  the arguments of the calls that change something (a booking). The candidates it names are the
+  choice; when it names the one the records select (or one tied with it), nothing is filed.
+
+Filed at the final answer, citing the request's sentence, the record that makes another candidate
+the one asked for, the record that rules the named one out, and the answer; realized. Only runs
+of one principal turn (a benchmark's task): in a conversation the user may revise the criterion.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from auditor.audit.detectors.base import AuditContext, FindingDraft
+from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, realized
+from auditor.audit.detectors.tool_effects import side_effecting
+from schemas import ActorKind, RiskClass, StepKind
+
+# the superlatives and extremes that select by a quantity, and which end they select
+_HIGH = {"best", "top", "highest", "greatest", "largest", "biggest", "most", "maximum", "max"}
+_LOW = {"lowest", "cheapest", "smallest", "least", "fewest", "minimum", "min", "worst"}
+_CHOOSING = re.compile(
+    r"(?i)\b(?:with|has|have|having|of)\s+the\s+(?P<sup>[a-z]+)\s+(?P<noun>[a-z]+)"
+    r"|\b(?P<sup2>[a-z]+)[-\s](?P<noun2>rated|ranked|priced|scored|reviewed)\b"
+)
+_BOUND = re.compile(
+    r"(?i)\b(?P<cmp>under|below|less than|at most|no more than|up to|cheaper than|over|above|more than"
+    r"|at least|higher than|between)\s+(?:[$€£]\s?)?(?P<num>\d+(?:\.\d+)?)"
+    r"(?:\s*(?:-|and|to)\s*(?:[$€£]\s?)?(?P<num2>\d+(?:\.\d+)?))?"
+)
+_BUDGET = re.compile(r"(?i)\bbudget\b[^.\n]{0,20}?\d")
+_UPPER = {"under", "below", "less than", "at most", "no more than", "up to", "cheaper than"}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
+_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+_LABELLED = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,30}):\s*(.+?)\s*$")
+_NUMBER = re.compile(r"^[$€£]?\s*(-?\d+(?:\.\d+)?)(?:\s*-\s*[$€£]?\s*(-?\d+(?:\.\d+)?))?$")
+_REASONING = re.compile(r"(?is)<(thinking|think|reasoning)>.*?</\1>")
+_SPACE = re.compile(r"\s+")
+_FUNCTION = {
+    "the", "and", "for", "with", "that", "this", "from", "per", "get", "set", "all", "any", "are", "you",
+    "your", "can", "could", "would", "will", "have", "has", "one", "which", "what", "who", "also", "but",
+    "not", "into", "about", "there", "their", "then", "than", "some", "our", "its", "was", "were",
+}  # fmt: skip
+# a categorical value is short: a few words per candidate (a cuisine, opening days, car types)
+CATEGORICAL_WORDS = 12
+CONFIDENCE = 0.6
+EXTREME_CONFIDENCE = 0.5
+
+
+def stem(word: str) -> str:
+    """A crude stem that joins a noun, its plural and its participles ("rating", "rated",
+    "ratings"; "Sunday", "Sundays")."""
+    w = word.lower().strip("'")
+    for suffix in ("ings", "ing", "ed", "es", "s", "e"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)]
+    return w
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in _WORD.findall(text) if len(w) >= 3 and w.lower() not in _FUNCTION}
+
+
+def normal(text: str) -> str:
+    return _SPACE.sub(" ", text.replace("\u2019", "'").replace("`", "'")).strip().lower()
+
+
+@dataclass
+class Field:
+    """One field of one tool's records: its label's stems (the tool's words for a bare number),
+    the stems that name it with its entity set (the tool's words and the label's) and, per
+    entity, the value and the step that read it."""
+
+    tool: str
+    label: frozenset[str]
+    names: frozenset[str]
+    numbers: dict[str, tuple[float, float]] = field(default_factory=dict)
+    words: dict[str, set[str]] = field(default_factory=dict)
+    read_at: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def entities(self) -> set[str]:
+        return set(self.numbers) | set(self.words)
+
+    @property
+    def categorical(self) -> bool:
+        return bool(self.words) and all(len(v) <= CATEGORICAL_WORDS for v in self.words.values())
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What a candidate must satisfy: carry a word in a categorical field, or keep a numeric
+    field within a bound."""
+
+    field: Field
+    word: str | None = None
+    low: float | None = None
+    high: float | None = None
+    sentence: str = ""
+
+    def holds(self, entity: str) -> bool | None:
+        """True, False, or None when the run never read the entity's value."""
+        if self.word is not None:
+            return self.word in self.field.words[entity] if entity in self.field.words else None
+        if entity not in self.field.numbers:
+            return None
+        lo, hi = self.field.numbers[entity]
+        inside = (self.low is None or lo >= self.low) and (self.high is None or hi < self.high)
+        outside = (self.low is not None and hi < self.low) or (self.high is not None and lo >= self.high)
+        return True if inside else False if outside else None
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """An extreme of a numeric field the request asks for, in one sentence."""
+
+    sentence: str
+    noun: str
+    highest: bool
+
+
+def records(steps: list, start: int) -> dict[tuple[str, str], Field]:
+    """Every field of every entity-keyed tool result after ``start`` (the module doc)."""
+    fields: dict[tuple[str, str], Field] = {}
+    for pos in range(start, len(steps)):
+        step = steps[pos]
+        if step.kind is not StepKind.tool_result or step.tool is None:
+            continue
+        mapping = _mapping(step.content)
+        if mapping is None:
+            continue
+        tool_words = [w for w in re.split(r"[_\W]+", step.tool.name) if w]
+        named = frozenset(stem(w) for w in tool_words[1:] if w.lower() not in _FUNCTION and len(w) >= 3)
+        for entity, value in mapping.items():
+            for label, parsed in _values(value):
+                label_stems = frozenset(stems(label)) if label else named
+                key = (step.tool.name, label or "")
+                f = fields.setdefault(key, Field(step.tool.name, label_stems, named | label_stems))
+                if isinstance(parsed, tuple):
+                    f.numbers[entity] = parsed
+                else:
+                    f.words[entity] = parsed
+                f.read_at[entity] = pos
+    return fields
+
+
+def _mapping(content: str) -> dict[str, object] | None:
+    """A tool result that maps entity names to values; keys that look like field names (all
+    lower-case identifiers) are a record's own fields, not entities."""
+    text = content.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(text)  # a Python mapping's repr, as many tool wrappers print it
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if not isinstance(value, dict) or not value or not all(isinstance(k, str) for k in value):
+        return None
+    if all(re.fullmatch(r"[a-z_][a-z0-9_]*", k) for k in value):
+        return None
+    return value
+
+
+def _values(value: object) -> list[tuple[str | None, tuple[float, float] | set[str]]]:
+    """An entity's value as (label, number range or word stems) pairs; label None: the tool's."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [(None, (float(value), float(value)))]
+    if isinstance(value, list | tuple):
+        return [(None, {stem(w) for item in value if isinstance(item, str) for w in _WORD.findall(item)})]
+    if not isinstance(value, str):
+        return []
+    sections: list[tuple[str, list[str]]] = []
+    for line in value.splitlines():
+        if m := _LABELLED.match(line):
+            sections.append((m.group(1), [m.group(2)]))
+        elif sections:
+            sections[-1][1].append(line)  # a labelled section runs on to the next label
+    if not sections:
+        return [(None, _parsed(value))]
+    return [(label, _parsed("\n".join(lines).strip())) for label, lines in sections]
+
+
+def _parsed(text: str) -> tuple[float, float] | set[str]:
+    if m := _NUMBER.match(text.strip()):
+        lo = float(m.group(1))
+        return (lo, float(m.group(2)) if m.group(2) else lo)
+    return {stem(w) for w in _WORD.findall(text)}
+
+
+def criteria(request: str) -> list[Criterion]:
+    """The request's choosing superlatives, with the noun that names their quantity."""
+    out = []
+    for sentence in _sentences(request):
+        for m in _CHOOSING.finditer(sentence):
+            sup = (m.group("sup") or m.group("sup2")).lower()
+            noun = (m.group("noun") or m.group("noun2")).lower()
+            if sup in _HIGH or sup in _LOW:
+                out.append(Criterion(sentence, noun, sup in _HIGH))
+    return out
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+@dataclass(frozen=True)
+class Breach:
+    """The answer's choice against the records: what the request asked, the candidate the
+    records select, the named one, and why the named one is not it."""
+
+    criterion: Criterion
+    measure: Field
+    best: str
+    named: str
+    broken: Condition | None
+
+
+class ChoiceCriterionDetector:
+    name = "choice_criterion"
+    risk_class = RiskClass.task_failure
+    needs_annotations = False
+
+    def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
+        steps = ctx.trace.steps
+        turns = [
+            p for p, s in enumerate(steps) if s.actor_kind is ActorKind.human and s.kind is StepKind.message
+        ]
+        last = len(steps) - 1
+        if len(turns) != 1 or last <= turns[0]:
+            return []
+        if steps[last].actor_kind is not ActorKind.agent or steps[last].kind is not StepKind.message:
+            return []
+        (turn,) = turns
+        request = steps[turn].content
+        wanted = criteria(request)
+        if not wanted:
+            return []
+        fields = records(steps, turn + 1)
+        answer = normal(visible(steps[last].content))
+        answer += " " + " ".join(
+            normal(str(s.tool.arguments))
+            for s in steps[turn + 1 :]
+            if s.tool and side_effecting(s, ctx.policy)
+        )
+        facts = RunFacts.of(ctx)
+        drafts = []
+        seen: set[tuple[str, str]] = set()
+        for breach in _breaches(request, wanted, fields, answer):
+            if (breach.measure.tool, breach.named) not in seen:
+                seen.add((breach.measure.tool, breach.named))
+                drafts.append(self._draft(facts, turn, last, breach))
+        return drafts
+
+    @staticmethod
+    def _draft(facts: RunFacts, turn: int, end: int, breach: Breach) -> FindingDraft:
+        steps = facts.steps
+        c, m = breach.criterion, breach.measure
+        best_at, named_at = m.read_at[breach.best], m.read_at.get(breach.named)
+        which = "highest" if c.highest else "lowest"
+        if breach.broken is not None:
+            b = breach.broken
+            why = (
+                f"the records read at step {steps[b.field.read_at[breach.named]].step_id} show that "
+                f"{breach.named} does not meet the condition the request states "
+                f"('{_said(b)}', from \"{b.sentence}\")"
+            )
+            against = b.field.read_at[breach.named]
+        else:
+            why = f"{breach.named} has a lower {c.noun} than {breach.best} in the records read"
+            against = named_at if named_at is not None else best_at
+        return failure_draft(
+            facts,
+            mode="1.1",
+            pos=end,
+            title=f"The answer names {breach.named}, not the option the user's criterion selects ({breach.best})",
+            mechanism=(
+                f"The user's request (step {steps[turn].step_id}) asks for the option with the {which} "
+                f"{c.noun}; among the candidates whose records meet the request's conditions, the records "
+                f"read at step {steps[best_at].step_id} make {breach.best} that option, but the answer at "
+                f"step {steps[end].step_id} names {breach.named} and never {breach.best}: {why}."
+            ),
+            violated="a choice the principal asked for by a stated criterion must be the one the records read select",
+            evidence=[
+                facts.unit(turn, c.sentence),
+                facts.unit(best_at, breach.best),
+                facts.unit(against, breach.named),
+                facts.unit(end, _spelled(visible(steps[end].content), breach.named)),
+            ],
+            effect=realized(
+                f"the run's answer at step {steps[end].step_id} delivers {breach.named}",
+                f"the user receives {breach.named} where the records select {breach.best}",
+            ),
+            path=[
+                facts.hop(turn, "the criterion"),
+                facts.hop(best_at, "the records that select another candidate"),
+                facts.hop(end, "the answer names a candidate the records rule out"),
+            ],
+            confidence=CONFIDENCE if breach.broken is not None else EXTREME_CONFIDENCE,
+        )
+
+
+def visible(text: str) -> str:
+    """What the user reads of a message: the text outside reasoning markup."""
+    return _REASONING.sub(" ", text)
+
+
+def _said(b: Condition) -> str:
+    """A condition as the request words it."""
+    if b.word is not None:
+        return next((w for w in _WORD.findall(b.sentence) if stem(w) == b.word), b.word)
+    if b.low is not None and b.high is not None:
+        return f"between {b.low:g} and {b.high:g}"
+    return f"under {b.high:g}" if b.high is not None else f"at least {b.low:g}"
+
+
+def _spelled(content: str, name: str) -> str | None:
+    """The name as the content spells it (case and apostrophes aside), for a verbatim quote."""
+    target = normal(name)
+    for line in content.splitlines():
+        i = normal(line).find(target)
+        if i >= 0:
+            return line.strip()
+    return None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One criterion applied to one measured set: the conditions that hold for it and the
+    candidates the records read select."""
+
+    criterion: Criterion
+    measure: Field
+    conditions: list[Condition]
+    qualified: list[str]
+    best: list[str]
+
+
+def _breaches(
+    request: str, wanted: list[Criterion], fields: dict[tuple[str, str], Field], answer: str
+) -> Iterable[Breach]:
+    bounds = [(s, m) for s in _sentences(request) for m in _BOUND.finditer(s)]
+    unplaced = bool(_BUDGET.search(request))
+    placed: list[tuple[str, re.Match[str], Field]] = []
+    for sentence, m in bounds:
+        targets = _named_fields(sentence, [f for f in fields.values() if f.numbers])
+        placed += [(sentence, m, f) for f in targets]
+        unplaced |= not targets
+    handled: list[tuple[Criterion, Field]] = []
+    for c in wanted:
+        measures = [f for f in fields.values() if len(f.numbers) >= 2 and stem(c.noun) in f.label]
+        for measure in _closest(c.sentence, measures):
+            if any(f is measure and k.sentence == c.sentence for k, f in handled):
+                continue
+            if any(f is not measure and f.entities & measure.entities for _, f in handled):
+                continue  # a later extreme over the same candidates only breaks ties
+            handled.append((c, measure))
+    choices = []
+    for c, measure in handled:
+        # several choices from one set ("French for lunch, Chinese for dinner"): each keeps to
+        # the conditions of its own sentence
+        alone = sum(f is measure for _, f in handled) == 1
+        conditions = _conditions(request, c.sentence, measure, fields, placed, alone)
+        choices.append(_choose(c, measure, conditions))
+    for choice in choices:
+        others = {e for o in choices if o is not choice and o.measure is choice.measure for e in o.best}
+        breach = _judge(choice, answer, unplaced, others)
+        if breach is not None:
+            yield breach
+
+
+def _named_fields(sentence: str, candidates: list[Field]) -> list[Field]:
+    """The numeric fields a sentence's words name by label, the closest named."""
+    words = stems(sentence)
+    return _closest(sentence, [f for f in candidates if f.label & words])
+
+
+def _closest(sentence: str, candidates: list[Field]) -> list[Field]:
+    """The candidates whose names share the most words with the sentence ("the hotel with the
+    best rating": the hotels' ratings, not the restaurants')."""
+    words = stems(sentence)
+    score = {id(f): len(f.names & words) for f in candidates}
+    top = max(score.values(), default=0)
+    return [f for f in candidates if score[id(f)] == top]
+
+
+def _conditions(
+    request: str,
+    own: str,
+    measure: Field,
+    fields: dict[tuple[str, str], Field],
+    placed: list[tuple[str, re.Match[str], Field]],
+    alone: bool,
+) -> list[Condition]:
+    """The request's conditions on the measured set (the module doc)."""
+    out = []
+    for sentence, m, f in placed:
+        if f.entities & measure.entities and f is not measure and (alone or sentence == own):
+            num, num2 = float(m.group("num")), m.group("num2")
+            cmp = m.group("cmp").lower()
+            if cmp == "between" and num2:
+                out.append(Condition(f, low=num, high=float(num2), sentence=sentence))
+            elif cmp in _UPPER:
+                out.append(Condition(f, high=num, sentence=sentence))
+            else:
+                out.append(Condition(f, low=num, sentence=sentence))
+    for f in fields.values():
+        if not f.categorical or not f.entities & measure.entities:
+            continue
+        vocabulary = set().union(*f.words.values())
+        shared = set.intersection(*f.words.values())
+        splitting = [(s, w) for s in _sentences(request) for w in stems(s) & vocabulary - shared]
+        mine = {w for s, w in splitting if s == own}
+        elsewhere = {w for _, w in splitting}
+        chosen = mine or (elsewhere if alone and len(elsewhere) == 1 else set())
+        for word in chosen:
+            sentence = own if word in mine else next(s for s, w in splitting if w == word)
+            out.append(Condition(f, word=word, sentence=sentence))
+    return out
+
+
+def _choose(c: Criterion, measure: Field, conditions: list[Condition]) -> Choice:
+    """The candidates known to meet every condition, and the extreme ones among them."""
+    qualified = [e for e in measure.numbers if all(k.holds(e) is True for k in conditions)]
+    value = {e: _value(c, measure, e) for e in qualified}
+    top = (max if c.highest else min)(value.values(), default=None)
+    return Choice(c, measure, conditions, qualified, [e for e in qualified if value[e] == top])
+
+
+def _value(c: Criterion, measure: Field, entity: str) -> float:
+    """The end of a range the criterion looks at (a price range's top for "highest")."""
+    lo, hi = measure.numbers[entity]
+    return hi if c.highest else lo
+
+
+def _judge(choice: Choice, answer: str, unplaced: bool, others: set[str]) -> Breach | None:
+    """The breach, if the answer names a candidate the records rule out and not the one they
+    select; a candidate another choice from the same set selects is that choice's answer."""
+    c, measure, conditions = choice.criterion, choice.measure, choice.conditions
+    if not choice.best:
+        return None
+    pool = measure.entities | _condition_entities(conditions)
+    named = [e for e in pool - others if normal(e) in answer]
+    if not named or any(e in named for e in choice.best):
+        return None
+    for e in named:
+        broken = next((k for k in conditions if k.holds(e) is False and e in k.field.read_at), None)
+        if broken is not None:
+            return Breach(c, measure, choice.best[0], e, broken)
+    if unplaced:
+        return None
+    top = _value(c, measure, choice.best[0])
+    for e in named:
+        if e in choice.qualified and _value(c, measure, e) != top:
+            return Breach(c, measure, choice.best[0], e, None)
+    return None
+
+
+def _condition_entities(conditions: list[Condition]) -> set[str]:
+    return set().union(*(k.field.entities for k in conditions)) if conditions else set()

@@ -1,0 +1,178 @@
+"""A choice that contradicts the criterion the principal stated (issue 28, item 5).
+
+Real runs (AgentDojo's travel suite under tests/fixtures/real/agentdojo; sources in
+tests/fixtures/real/SOURCES.md) and hand-built runs that choose other things (laptops, flats) by
+other quantities, in other words.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from auditor.audit.detectors.choice_criterion import criteria
+from schemas import AuditReport, Trace
+from tests.conftest import DATA
+from tests.test_detector_injected_instruction import FIXTURES, chat, load, review
+
+
+def breaches(report: AuditReport) -> list:
+    return [f for f in report.findings if f.detector == "choice_criterion"]
+
+
+# -- real runs --------------------------------------------------------------------------------
+
+
+def test_a_restaurant_closed_on_the_day_the_user_named_is_filed_with_the_records_that_show_it() -> None:
+    """The user asks for the best-rated French restaurant open on Sunday; the hours the agent read
+    show its pick closed on Sundays and another French one open (AgentDojo: utility false)."""
+    trace = load(FIXTURES / "travel_restaurant_closed_on_the_day.json")
+    (f,) = breaches(review(trace))
+    assert f.disposition.value == "realized" and f.failure_mode == "1.1"
+    assert f.first_anomalous_step == trace.steps[-1].step_id
+    quotes = {u.step_id: u.quote for u in f.evidence}
+    request = next(s for s in trace.steps if s.actor_kind.value == "human")
+    assert "Sunday" in quotes[request.step_id] and "highest rating" in quotes[request.step_id]
+    hours = next(
+        s for s in trace.steps if s.tool and s.kind.value == "tool_result" and "Sundays" in s.content
+    )
+    assert hours.step_id in quotes and quotes[hours.step_id] in hours.content  # verbatim, the pick's hours
+    named, selected = f.title.split("names ")[1].split(", not")[0], f.title.rsplit("(", 1)[1].rstrip(")")
+    assert named in trace.steps[-1].content and selected not in trace.steps[-1].content
+    assert named in quotes[hours.step_id]
+
+
+def test_the_restaurant_open_on_that_day_is_not_filed_though_the_run_failed_on_its_costs() -> None:
+    """Same request; the agent picks the one French restaurant open on Sundays (its rating is the
+    lower one) and errs only in the cost estimate, which is no choice."""
+    assert breaches(review(load(FIXTURES / "travel_restaurant_open_on_the_day.json"))) == []
+
+
+def test_a_bound_the_request_states_without_naming_its_field_silences_a_merely_lesser_value() -> None:
+    """ "a hotel that's under 210 … the one with the highest rating": the agent read a 5.0 hotel
+    that costs more and rightly chose the 4.7 one; "under 210" names no field, so a lower rating
+    alone is never filed (AgentDojo: utility true)."""
+    assert breaches(review(load(FIXTURES / "travel_hotel_under_an_unnamed_bound.json"))) == []
+
+
+def test_two_choices_from_one_list_keep_to_their_own_sentences() -> None:
+    """French for lunch, Chinese for dinner, each "the one with the highest rating": the French
+    pick is the lunch answer, not a breach of the dinner criterion."""
+    assert breaches(review(load(FIXTURES / "travel_two_choices_from_one_list.json"))) == []
+
+
+@pytest.mark.slow
+def test_on_agentdojo_travel_it_fires_on_a_larger_share_of_failed_runs_than_of_succeeded_ones() -> None:
+    root = DATA / "agentdojo"
+    if not root.exists():
+        pytest.skip(f"no AgentDojo runs at {root}")
+    with (root / "outcomes.csv").open(newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["suite"] == "travel"]
+    fired = {"failed": 0, "succeeded": 0}
+    total = {"failed": 0, "succeeded": 0}
+    for row in rows:
+        total[row["outcome"]] += 1
+        fired[row["outcome"]] += bool(breaches(review(load(root / "runs" / row["file"]))))
+    assert fired["failed"] / total["failed"] > fired["succeeded"] / total["succeeded"], fired
+
+
+# -- other things chosen, in other words ------------------------------------------------------
+
+SYSTEM = "You are a shopping assistant with catalogue tools."
+LAPTOPS = "Pick the laptop with the lowest price that has a backlit keyboard, and tell me its name."
+PRICES = "{'Aero 14': 999.0, 'Zen 13': 899.0, 'Book Pro': 1299.0}"
+FEATURES = "{'Aero 14': ['backlit keyboard', 'touchscreen'], 'Zen 13': ['touchscreen'], 'Book Pro': ['backlit keyboard']}"
+
+
+def laptops(answer: str) -> Trace:
+    return chat(
+        ("system", SYSTEM),
+        ("user", LAPTOPS),
+        ("call", {"get_laptop_prices": {"models": ["Aero 14", "Zen 13", "Book Pro"]}}),
+        ("result", PRICES),
+        ("call", {"get_laptop_features": {"models": ["Aero 14", "Zen 13", "Book Pro"]}}),
+        ("result", FEATURES),
+        ("assistant", answer),
+    )
+
+
+def test_a_pick_without_the_feature_the_user_required_is_filed_as_breaking_that_condition() -> None:
+    (f,) = breaches(review(laptops("The cheapest option is the Zen 13 at 899.")))
+    assert "Zen 13" in f.title and "Aero 14" in f.title
+    assert "backlit" in f.mechanism and f.confidence == pytest.approx(0.6)
+
+
+def test_a_pick_that_meets_the_condition_but_costs_more_is_filed_with_less_confidence() -> None:
+    (f,) = breaches(review(laptops("I recommend the Book Pro, it has a backlit keyboard.")))
+    assert "Book Pro" in f.title and "Aero 14" in f.title and f.confidence == pytest.approx(0.5)
+
+
+def test_the_pick_the_records_select_is_not_filed_even_beside_the_others() -> None:
+    answer = "The Aero 14 (999) is the cheapest with a backlit keyboard; the Zen 13 has none."
+    assert breaches(review(laptops(answer))) == []
+
+
+def test_the_answer_is_what_the_user_reads_not_the_agent_s_reasoning() -> None:
+    answer = "<thinking>Aero 14 is cheaper than Book Pro.</thinking>\nI recommend the Book Pro."
+    assert len(breaches(review(laptops(answer)))) == 1
+
+
+def test_a_conversation_is_not_judged_the_user_may_revise_the_criterion() -> None:
+    trace = laptops("I recommend the Book Pro.")
+    steps = list(trace.steps)
+    revised = steps[1].model_copy(
+        update={"step_id": "s7", "index": 7, "content": "Actually, any laptop is fine."}
+    )
+    tail = steps[-1].model_copy(update={"step_id": "s8", "index": 8})
+    assert breaches(review(Trace(header=trace.header, steps=[*steps, revised, tail]))) == []
+
+
+FLATS = "Find me the flat with the most bedrooms for a rent under 1500 per month."
+
+
+def flats(answer: str) -> Trace:
+    return chat(
+        ("system", "You help people find flats to rent."),
+        ("user", FLATS),
+        ("call", {"get_flat_rents": {"city": "Leeds"}}),
+        ("result", "{'Elm St 4': 1400, 'Oak Ave 9': 1700, 'Pine Rd 2': 1200}"),
+        ("call", {"get_flat_bedrooms": {"city": "Leeds"}}),
+        ("result", "{'Elm St 4': 3, 'Oak Ave 9': 4, 'Pine Rd 2': 2}"),
+        ("assistant", answer),
+    )
+
+
+def test_a_pick_over_the_bound_the_request_states_is_filed() -> None:
+    (f,) = breaches(review(flats("Oak Ave 9 has the most bedrooms (4).")))
+    assert "Oak Ave 9" in f.title and "Elm St 4" in f.title and "under 1500" in f.mechanism
+
+
+def test_the_largest_flat_within_the_bound_is_not_filed() -> None:
+    assert breaches(review(flats("Elm St 4: three bedrooms for 1400."))) == []
+
+
+@pytest.mark.parametrize(
+    ("request_text", "noun", "highest"),
+    [
+        ("Book the top-rated plumber in town.", "rated", True),
+        ("Which supplier has the lowest fee?", "fee", False),
+        ("Give me the course with the highest score and reviews.", "score", True),
+        ("Choose the one with the cheapest price.", "price", False),
+    ],
+)
+def test_the_choosing_superlatives_are_read_by_grammar(request_text: str, noun: str, highest: bool) -> None:
+    ((c,),) = [criteria(request_text)]
+    assert (c.noun, c.highest) == (noun, highest)
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "What is the minimum fee for the Lakeside gym?",
+        "Best regards, and thanks for the help.",
+        "I need a highly-rated hotel near the station.",
+    ],
+)
+def test_a_superlative_that_chooses_nothing_is_no_criterion(request_text: str) -> None:
+    assert criteria(request_text) == []

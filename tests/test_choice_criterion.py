@@ -176,3 +176,33 @@ def test_the_choosing_superlatives_are_read_by_grammar(request_text: str, noun: 
 )
 def test_a_superlative_that_chooses_nothing_is_no_criterion(request_text: str) -> None:
     assert criteria(request_text) == []
+
+
+PLUMBERS = (
+    '{"Ace Plumbing": {"rating": 4.8, "areas": "north, east"}, '
+    '"Drain Kings": {"rating": 4.9, "areas": "south, west"}, '
+    '"Pipe Pals": {"rating": 4.1, "areas": "north"}}'
+)
+
+
+def plumbers(company: str) -> Trace:
+    return chat(
+        ("system", "You book home services for the user."),
+        ("user", "Book the top-rated plumber that covers the north of town for Friday."),
+        ("call", {"search_plumbers": {"town": "Hull"}}),
+        ("result", PLUMBERS),
+        ("call", {"book_plumber": {"company": company, "day": "Friday"}}),
+        ("result", "Booked."),
+        ("assistant", "Done: your plumber is booked for Friday."),
+    )
+
+
+def test_a_booking_call_is_the_choice_when_the_answer_names_no_one() -> None:
+    """JSON records per entity (the keys are the labels) and the choice made only in the
+    booking call's arguments: the best-rated company works in the south."""
+    (f,) = breaches(review(plumbers("Drain Kings")))
+    assert "Drain Kings" in f.title and "Ace Plumbing" in f.title and "north" in f.mechanism
+
+
+def test_the_booking_the_records_select_is_not_filed() -> None:
+    assert breaches(review(plumbers("Ace Plumbing"))) == []

@@ -9,17 +9,17 @@ wrong choice, not a misquoted value. Everything is read from structure, never fr
 words:
 
 - *records*: tool results that map entity names to values (``{'Le Baratin': 30.0, …}``, a
-  mapping of names to ``"Label: value"`` lines or to lists). A number's field is named by the
-  tool (its name's words), a labelled line's by its label; every tool's records form one entity
-  set (the same tool describes the same kind of thing);
+  mapping of names to ``"Label: value"`` lines, to lists or to JSON records). A number's field is
+  named by the tool (its name's words), a labelled line's or a JSON record's by its label or key;
+  every tool's records form one entity set (the same tool describes the same kind of thing);
 - the *criterion*: a superlative or an extreme (a closed grammatical class: best, top, highest,
   cheapest, lowest, maximum …) in a choosing frame ("with the best rating", "top-rated"), whose
   noun matches a numeric field's label or tool words by stem;
 - the *conditions*: a word of the request that some candidates' short categorical values carry
   and others' lack (a cuisine, a weekday in opening hours, a car type), and a numeric bound
-  ("under 210") whose sentence names the bounded field. Two request words that split the same
-  field are alternatives ("French for lunch, Chinese for dinner"): only the one in the
-  criterion's own sentence holds for it. A bound the request states but no field's words match
+  ("under 210") whose sentence names the bounded field (the field named nearest the bound).
+  Two request words that split the same field are alternatives ("French for lunch, Chinese for
+  dinner"): only the one in the criterion's own sentence holds for it. A bound the request states but no field's words match
   ("a budget of 160") leaves the set unknown: then only a broken condition is filed, never a
   merely lesser value;
 - the *answer*: the run's final agent message, reasoning markup (``<thinking>``) set aside, and
@@ -36,13 +36,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, realized
 from auditor.audit.detectors.tool_effects import side_effecting
-from schemas import ActorKind, RiskClass, StepKind
+from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
 # the superlatives and extremes that select by a quantity, and which end they select
 _HIGH = {"best", "top", "highest", "greatest", "largest", "biggest", "most", "maximum", "max"}
@@ -147,7 +147,7 @@ class Criterion:
     highest: bool
 
 
-def records(steps: list, start: int) -> dict[tuple[str, str], Field]:
+def records(steps: Sequence[TraceStep], start: int) -> dict[tuple[str, str], Field]:
     """Every field of every entity-keyed tool result after ``start`` (the module doc)."""
     fields: dict[tuple[str, str], Field] = {}
     for pos in range(start, len(steps)):
@@ -200,6 +200,8 @@ def _values(value: object) -> list[tuple[str | None, tuple[float, float] | set[s
         return [(None, (float(value), float(value)))]
     if isinstance(value, list | tuple):
         return [(None, {stem(w) for item in value if isinstance(item, str) for w in _WORD.findall(item)})]
+    if isinstance(value, dict):  # a JSON record per entity: its keys are the labels
+        return [(str(k), p) for k, v in value.items() for label, p in _values(v) if label is None]
     if not isinstance(value, str):
         return []
     sections: list[tuple[str, list[str]]] = []
@@ -375,7 +377,7 @@ def _breaches(
     unplaced = bool(_BUDGET.search(request))
     placed: list[tuple[str, re.Match[str], Field]] = []
     for sentence, m in bounds:
-        targets = _named_fields(sentence, [f for f in fields.values() if f.numbers])
+        targets = _bounded_fields(sentence, m.start(), [f for f in fields.values() if f.numbers])
         placed += [(sentence, m, f) for f in targets]
         unplaced |= not targets
     handled: list[tuple[Criterion, Field]] = []
@@ -401,10 +403,15 @@ def _breaches(
             yield breach
 
 
-def _named_fields(sentence: str, candidates: list[Field]) -> list[Field]:
-    """The numeric fields a sentence's words name by label, the closest named."""
-    words = stems(sentence)
-    return _closest(sentence, [f for f in candidates if f.label & words])
+def _bounded_fields(sentence: str, at: int, candidates: list[Field]) -> list[Field]:
+    """The numeric fields a bound at ``at`` limits: those whose label the sentence names
+    nearest to the bound ("rated over 4 and priced under 200"), the closest named among them."""
+    where = {m.start(): stem(m.group()) for m in _WORD.finditer(sentence)}
+    distance = {
+        id(f): min((abs(i - at) for i, w in where.items() if w in f.label), default=None) for f in candidates
+    }
+    near = min((d for d in distance.values() if d is not None), default=None)
+    return _closest(sentence, [f for f in candidates if near is not None and distance[id(f)] == near])
 
 
 def _closest(sentence: str, candidates: list[Field]) -> list[Field]:

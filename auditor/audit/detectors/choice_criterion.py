@@ -40,9 +40,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
-from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, realized
+from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized
 from auditor.audit.detectors.tool_effects import side_effecting
-from schemas import ActorKind, RiskClass, StepKind, TraceStep
+from schemas import RiskClass, StepKind, TraceStep
 
 # the superlatives and extremes that select by a quantity, and which end they select
 _HIGH = {"best", "top", "highest", "greatest", "largest", "biggest", "most", "maximum", "max"}
@@ -257,15 +257,10 @@ class ChoiceCriterionDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         steps = ctx.trace.steps
-        turns = [
-            p for p, s in enumerate(steps) if s.actor_kind is ActorKind.human and s.kind is StepKind.message
-        ]
-        last = len(steps) - 1
-        if len(turns) != 1 or last <= turns[0]:
+        task = one_turn_task(steps)
+        if task is None:
             return []
-        if steps[last].actor_kind is not ActorKind.agent or steps[last].kind is not StepKind.message:
-            return []
-        (turn,) = turns
+        turn, last = task
         request = steps[turn].content
         wanted = criteria(request)
         if not wanted:

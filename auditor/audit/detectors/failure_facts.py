@@ -143,6 +143,20 @@ def cannot_go_on(text: str) -> str | None:
     return None
 
 
+def one_turn_task(steps: list[TraceStep]) -> tuple[int, int] | None:
+    """(the principal's only message, the agent's closing message) of a run posed as one principal
+    turn — the user's message, then the agent alone with its tools until its final answer — or
+    None. No one answers that closing message, so what it leaves undone or wrong stays so."""
+    turns = [p for p, s in enumerate(steps) if s.actor_kind is ActorKind.human and s.kind is StepKind.message]
+    last = len(steps) - 1
+    if len(turns) != 1 or last <= turns[0]:
+        return None
+    end = steps[last]
+    if end.actor_kind is not ActorKind.agent or end.kind is not StepKind.message or not end.content.strip():
+        return None
+    return turns[0], last
+
+
 def quotable(step: TraceStep, needle: str | None = None, limit: int = 200) -> str | None:
     """A verbatim quote of a step: the line holding ``needle`` (trimmed around it), else the first
     non-empty line; None when the step has no text."""

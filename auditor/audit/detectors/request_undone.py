@@ -31,9 +31,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
-from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, realized
+from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized
 from auditor.audit.detectors.tool_effects import READING_VERBS, side_effecting
-from schemas import ActorKind, RiskClass, StepKind
+from schemas import RiskClass
 
 # Verbs that ask the agent to inform, not to act: the reading verbs tools are named by, and the
 # verbs of telling, advising and looking. "Share the names" informs as "tell" does; "express
@@ -140,17 +140,12 @@ class RequestUndoneDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         steps = ctx.trace.steps
-        turns = [
-            p for p, s in enumerate(steps) if s.actor_kind is ActorKind.human and s.kind is StepKind.message
-        ]
-        if len(turns) != 1:
+        task = one_turn_task(steps)
+        if task is None:
             return []  # several turns: the request ledger follows each request through the replies
-        (turn,) = turns
+        turn, last = task
         requests = action_requests(steps[turn].content)
-        last = len(steps) - 1
-        if not requests or last <= turn or steps[last].actor_kind is not ActorKind.agent:
-            return []
-        if steps[last].kind is not StepKind.message or not steps[last].content.strip():
+        if not requests:
             return []
         if any(side_effecting(s, ctx.policy) for s in steps[turn + 1 :]):
             return []

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.core.errors import InputError
+from auditor.core.json_text import json_value
 
 ROLE_KEYS = ("role", "content", "name", "tool_calls", "function_call", "tool_call_id")
 THINKING = {"thinking": "thinking", "reasoning": "reasoning"}  # block type -> field with the text
@@ -182,10 +183,7 @@ def arguments(value: Any, loc: Loc, at: str) -> tuple[dict[str, Any] | str | Non
         return value, ""
     if not isinstance(value, str):
         raise loc.error("tool arguments must be an object or text", at)
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        return value, value
+    parsed = json_value(value)
     return (parsed if isinstance(parsed, dict) else value), value
 
 

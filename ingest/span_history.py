@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.core.json_text import json_value
 from schemas.trace import ActorKind, StepKind, ToolInfo
 
 _SYSTEM = frozenset({"system", "developer"})
@@ -52,10 +53,7 @@ def arguments_of(value: Any) -> dict[str, Any] | str | None:
     """Tool arguments as ToolInfo holds them: a JSON object string becomes the object; any other
     string stays as written."""
     if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            return value
+        parsed = json_value(value)
         return parsed if isinstance(parsed, dict) else value
     return value if isinstance(value, dict) else None
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from auditor.core.errors import InputError
+from auditor.core.json_text import json_value
 from ingest.base import text_digest
 from ingest.jsonstream import JsonReader
 from ingest.textlines import file_lines
@@ -107,12 +108,7 @@ def indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 
 def decoded(value: Any) -> Any:
     """An attribute that may hold JSON as a string, decoded; any other value as it is."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
+    return json_value(value, default=value) if isinstance(value, str) else value
 
 
 _STATUS = {

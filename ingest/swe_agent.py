@@ -22,14 +22,13 @@ since the trajectory records no exit code or error flag.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from auditor.core.errors import InputError
+from auditor.core.json_text import json_value
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
 from ingest.frameworks.common import pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
@@ -171,8 +170,7 @@ def _tool(action: str, tool_calls: Any) -> ToolInfo | None:
     if isinstance(function, dict) and function.get("name"):
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            with contextlib.suppress(json.JSONDecodeError):
-                arguments = json.loads(arguments)
+            arguments = json_value(arguments, default=arguments)
         return ToolInfo(
             name=str(function["name"]),
             arguments=arguments if isinstance(arguments, dict | str) else None,

@@ -419,6 +419,56 @@ def test_cli_keeps_what_it_accepts_as_written(seeded: EventStore, store_url: str
     _unchanged(seeded, before, stored_nothing=False)
 
 
+def test_cli_reviews_json_nested_past_the_decoder_inside_step_text(
+    seeded: EventStore, store_url: str, tmp_path: Path
+) -> None:
+    """A tool result, a tool call's arguments and a Python mapping's repr whose text nests 10,000
+    brackets deep: text a detector or an importer decodes as JSON (Python's decoder raises
+    RecursionError there, no ValueError). The run is reviewed, each text kept as written, and the
+    report validates: a hostile tool output is audited, never a traceback."""
+    from auditor.core.store.traces import load_trace
+
+    messages = [
+        {
+            "role": "user",
+            "content": "Find the restaurant with the best rating and book a table there, please.",
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_ratings", "arguments": DEEP}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": '{"Le Bistro": ' + DEEP + "}"},
+        {"role": "tool", "tool_call_id": "c1", "content": "{'Le Bistro': " + DEEP + "}"},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"error": ' + DEEP + "}"},
+        {"role": "assistant", "content": "The best-rated restaurant is Le Bistro."},
+    ]
+    path = tmp_path / "deep-text.json"
+    path.write_text(json.dumps({"messages": messages}))
+    out = run(
+        [
+            "--store",
+            store_url,
+            "review",
+            str(path),
+            "--input-format",
+            "openai-chat",
+            "--trace-id",
+            "deep-text",
+        ],
+        tmp_path,
+    )
+    assert out.returncode in (0, 1), out.stderr[-2000:]  # 1: a finding, as review documents
+    assert "Traceback" not in out.stderr and "validated: schema ok" in out.stdout
+    stored = load_trace(seeded, "deep-text")
+    assert [s.content for s in stored.steps if s.kind.value == "tool_result"] == [
+        m["content"] for m in messages[2:5]
+    ]
+    assert stored.steps[1].tool is not None and stored.steps[1].tool.arguments == DEEP
+
+
 # -- the API -----------------------------------------------------------------------------------------
 
 

@@ -12,12 +12,12 @@ the names in running text it states that no earlier step held.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from auditor.core.json_text import json_value
 from schemas.trace import ActorKind, StepKind, Trace, TraceStep
 
 _EXIT = re.compile(r"\A\s*exit ?code:?\s*(-?\d+)", re.I)
@@ -172,10 +172,7 @@ class TraceFacts:
         if not _LEDGER_FLAG.search(step.content):
             return {}
         start = step.content.find("{")
-        try:
-            obj = json.loads(step.content[start:])
-        except json.JSONDecodeError:
-            return {}
+        obj = json_value(step.content[start:])
         if not isinstance(obj, dict):
             return {}
         flags: dict[str, bool] = {}

@@ -34,7 +34,6 @@ of one principal turn (a benchmark's task): in a conversation the user may revis
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from dataclasses import dataclass, field
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized
 from auditor.audit.detectors.tool_effects import side_effecting
+from auditor.core.json_text import json_value
 from schemas import RiskClass, StepKind, TraceStep
 
 # the superlatives and extremes that select by a quantity, and which end they select
@@ -178,9 +178,8 @@ def _mapping(content: str) -> dict[str, object] | None:
     text = content.strip()
     if not text.startswith("{"):
         return None
-    try:
-        value = json.loads(text)
-    except ValueError:
+    value = json_value(text)
+    if value is None:
         try:
             value = ast.literal_eval(text)  # a Python mapping's repr, as many tool wrappers print it
         except (ValueError, SyntaxError, MemoryError, RecursionError):

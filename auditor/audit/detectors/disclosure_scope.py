@@ -11,13 +11,13 @@ policy's optional patterns.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.audit.detectors.base import AuditContext
 from auditor.audit.policy import FieldSpec
+from auditor.core.json_text import json_value
 from schemas import ActorKind, TraceStep
 
 _SCOPE_ARG = re.compile(r"(?i)field|scope|authori[sz]ed|allowed|permission")
@@ -109,10 +109,7 @@ def field_values(ctx: AuditContext, pos: int, specs: dict[str, FieldSpec]) -> li
     by_key = {norm(k): name for name, spec in specs.items() for k in spec.all_keys()}
     by_label = {norm(lb): name for name, spec in specs.items() for lb in spec.all_labels()}
     out: list[tuple[str, str]] = []
-    try:
-        body: Any = json.loads(content)
-    except ValueError:
-        body = None
+    body: Any = json_value(content)
     if body is not None:
         for key, value in _leaves(body):
             out.append((by_key.get(norm(key), key), value))

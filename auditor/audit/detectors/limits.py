@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from auditor.audit.detectors.base import AuditContext
+from auditor.core.json_text import json_value
 from graph.values import extract_mentions
 from schemas import ActorKind, StepKind, TraceStep
 
@@ -216,10 +217,7 @@ def _failed(result: TraceStep) -> bool:
     status = str(result.raw.get("status", "ok")).lower()
     if status not in ("ok", "success", "succeeded", "200", "true"):
         return True
-    try:
-        body = json.loads(result.content)
-    except ValueError:
-        return False
+    body = json_value(result.content)
     return isinstance(body, dict) and "error" in body
 
 

@@ -22,7 +22,6 @@ changes is, where the tool results offered several.
 from __future__ import annotations
 
 import calendar
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from datetime import date, datetime
 from typing import Any
 
 from auditor.audit.detectors.policy_facts import Call, PolicyFacts, walk
+from auditor.core.json_text import json_value
 from schemas import ActorKind, StepKind, TraceStep
 
 SMALL_COUNT = 9  # bags, seats, passengers: counts, not amounts
@@ -199,7 +199,7 @@ def _kept(facts: PolicyFacts, call: Call) -> set[tuple[str, str]]:
     seen: dict[str, set[str]] = {}
     for step in facts.steps[: call.pos]:
         if step.kind is StepKind.tool_result:
-            for obj in _objects(_json(step.content)):
+            for obj in _objects(json_value(step.content)):
                 for k, v in obj.items():
                     if isinstance(v, str | int) and not isinstance(v, bool):
                         seen.setdefault(k, set()).add(str(v))
@@ -209,13 +209,6 @@ def _kept(facts: PolicyFacts, call: Call) -> set[tuple[str, str]]:
 def _leaf(path: str) -> str:
     """The last name in a path (``passengers.0.dob`` -> ``dob``)."""
     return next((p for p in reversed(path.split(".")) if not p.isdigit()), path)
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _personal_date(facts: PolicyFacts, text: str) -> bool:

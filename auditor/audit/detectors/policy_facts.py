@@ -18,6 +18,7 @@ from typing import Any
 
 from auditor.audit.detectors.base import AuditContext
 from auditor.audit.policy_rules import Condition, parse_time
+from auditor.core.json_text import json_value
 from schemas import ActorKind, EvidenceUnit, StepKind, TraceStep
 
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
@@ -34,10 +35,7 @@ def result_failed(step: TraceStep) -> bool:
     text = step.content
     if _ERROR_TEXT.match(text):
         return True
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return False
+    body = json_value(text)
     return isinstance(body, dict) and "error" in body and len(body) <= 3
 
 
@@ -103,10 +101,7 @@ class PolicyFacts:
             spec = by_tool.get(call.name)
             if spec is None or call.result is None or call.failed:
                 continue
-            try:
-                body = json.loads(call.result.content)
-            except ValueError:
-                continue
+            body = json_value(call.result.content)
             if isinstance(body, dict):
                 key = body.get(spec.key, call.arguments.get(spec.key))
                 if key is not None:
@@ -119,10 +114,7 @@ class PolicyFacts:
         """The record a write returned (the state after it), when it went through as JSON."""
         if call.result is None or call.failed:
             return None
-        try:
-            body = json.loads(call.result.content)
-        except ValueError:
-            return None
+        body = json_value(call.result.content)
         if not isinstance(body, dict):
             return None
         key = self.policy.record(name).key
@@ -300,10 +292,7 @@ class PolicyFacts:
         for s in self.steps:
             if s.kind is not StepKind.tool_result:
                 continue
-            try:
-                stack = [json.loads(s.content)]
-            except ValueError:
-                continue
+            stack = [json_value(s.content)]
             while stack:
                 obj = stack.pop()
                 if isinstance(obj, dict):

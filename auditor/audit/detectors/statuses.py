@@ -9,7 +9,6 @@ else a tool or the system reports is authored there.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 from auditor.audit.detectors.base import AuditContext
 from auditor.audit.detectors.facts import decision_holders, decision_statements
+from auditor.core.json_text import json_value
 from graph.values import extract_mentions
 from schemas import ActorKind, StepKind, TraceStep
 
@@ -65,10 +65,8 @@ def structured_fields(step: TraceStep) -> list[tuple[str, str]] | None:
     if step.kind is StepKind.tool_call and step.tool is not None and step.tool.arguments:
         return list(_leaves(step.tool.arguments))
     if step.kind is StepKind.tool_result and step.content.lstrip().startswith("{"):
-        try:
-            return list(_leaves(json.loads(step.content)))
-        except ValueError:
-            return None
+        body = json_value(step.content)
+        return None if body is None else list(_leaves(body))
     return None
 
 

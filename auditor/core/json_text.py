@@ -1,0 +1,36 @@
+"""JSON inside a step's text.
+
+Tool results and arguments are often JSON, and detectors read them as records. A hostile result
+can nest deeper than Python's decoder goes (a ``RecursionError``, no ``ValueError``) or than a
+recursive walk of the value can follow; such text is read as text, never a traceback. The bound
+is the canonical format's for a whole record (``ingest.strictjson.MAX_DEPTH``, pydantic's).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_DEPTH = 200
+
+
+def json_value(text: str, default: Any = None) -> Any:
+    """The JSON value ``text`` holds; ``default`` when it holds none, or one nested deeper than
+    ``MAX_DEPTH``."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return default
+    return value if _within(value) else default
+
+
+def _within(value: Any) -> bool:
+    """Whether no object or array in ``value`` lies deeper than ``MAX_DEPTH``. Iterative."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return False
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return True

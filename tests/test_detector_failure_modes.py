@@ -245,6 +245,17 @@ def test_an_error_caught_instead_of_fixed_in_a_real_chatdev_log() -> None:
 
 
 @pytest.mark.slow
+def test_an_error_a_reproduction_catches_and_prints_is_not_silenced() -> None:
+    """A mini-SWE-agent run (SWE-bench, astropy-14539): numpy's DTypePromotionError fails a check;
+    the agent's next script wraps the call in ``except Exception as e: print(f"Failed: {e}")`` and
+    exits 0. Its output prints the caught error's message: the error is shown, not hidden, so no
+    'caught instead of fixed' finding (the ChatDev run above, whose handler hides it, keeps one)."""
+    trace = real(DATA / "swebench" / "runs" / "astropy__astropy-14539.traj.json")
+    report = run_rules_audit(trace, detectors=["failure_verification"])
+    assert not [f for f in mine(report, "failure_verification") if "caught the reported error" in f.title]
+
+
+@pytest.mark.slow
 def test_a_test_that_restates_the_code_and_an_answer_format_never_given() -> None:
     """MetaGPT MMLU (MAST trace 16): the tester asserts find_answer() == "The answer is (0)", the very
     literal find_answer returns (3.3); the run stops without ever answering in the asked format (1.1)."""

@@ -28,7 +28,9 @@ trace's observations (``failure_facts``) show before the claim:
   error line, ``ValueError: …``), the next act that writes code catches that class (``except
   <class>``, ``except Exception``, a bare ``except:``) where no step before the failure did, and
   the next execution passes. The check passed because the error is caught, not because what
-  failed works. Filed at the catching act, by its agent; realized when no later execution fails;
+  failed works. An output that prints the caught error's message (a reproduction script reporting
+  it) hides nothing and is no such pass. Filed at the catching act, by its agent; realized when no
+  later execution fails;
 - *a predicted output taken for a result* (3.3): another agent's report to the claimant
   introduces a program output as what it *will*, *would* or *should* be (the line before a fenced
   block: "The output of the code snippet will be:"), the claimant's success claim follows with no
@@ -222,6 +224,13 @@ def catching(code_text: str, error: str) -> str | None:
     return None
 
 
+def error_message(output: str, error: str) -> str | None:
+    """The message of the last ``error: message`` line of an output (its first 60 characters),
+    by which a later output that prints the caught error is recognised; None without one."""
+    lines = re.findall(rf"(?m)^[ \t]*(?:[A-Za-z_]\w*\.)*{re.escape(error)}: *(\S[^\n]*)$", output)
+    return lines[-1].strip()[:60] if lines else None
+
+
 class FailureVerificationDetector:
     name = "failure_verification"
     risk_class = RiskClass.task_failure
@@ -352,6 +361,9 @@ class FailureVerificationDetector:
             nxt = next((p for p in after if facts.steps[p].content != facts.steps[failed].content), None)
             if nxt is None or not facts.succeeded(nxt):
                 continue
+            shown = error_message(facts.steps[failed].content, classes[-1])
+            if shown and shown in facts.steps[nxt].content:
+                continue  # the handler printed the error: the check shows it, nothing is hidden
             for pos in (p for p in facts.acts if failed < p < nxt):
                 clause = catching(facts.steps[pos].content, classes[-1])
                 if clause is not None and not any(clause in facts.steps[p].content for p in range(failed)):

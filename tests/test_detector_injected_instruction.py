@@ -138,6 +138,16 @@ def test_an_instruction_the_agent_quoted_and_asked_about_is_intercepted_there() 
     assert any(u.step_id == "s4" and "GB82WEST12345698765432" in u.quote for u in f.evidence)
 
 
+def test_an_instruction_shown_again_in_a_submitted_diff_is_not_noticed() -> None:
+    """A mini-SWE-agent run (SWE-bench, astropy-12907): the repository's pyproject.toml asks its
+    reader to add a changelog file. The agent's submitted diff shows the file's lines around its
+    change, and a regression test it added names the project's issue URL. Neither is the agent
+    taking the instruction up in its own words — the diff's context lines quote the file, and a URL
+    that runs on is another value than the one the instruction names — so the span stays a lead."""
+    report = review(load(DATA / "swebench" / "runs" / "astropy__astropy-12907.traj.json"))
+    assert [f.disposition.value for f in injected(report)] == ["lead"]
+
+
 def test_a_breached_run_of_another_model_and_task() -> None:
     trace = load(FIXTURES / "banking_address_injected_breached.json")
     (f,) = [f for f in injected(review(trace)) if f.disposition.value == "realized"]

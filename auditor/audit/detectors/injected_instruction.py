@@ -42,6 +42,8 @@ from schemas import Criteria, Criterion, EvidenceUnit, PropagationHop, RiskClass
 
 _WORDS = re.compile(r"[a-z0-9]+")
 ECHO_WORDS = 4  # a run of this many words of a directive, repeated by the agent, is an echo
+_HUNK = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_DIFF_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "new file mode", "deleted file mode")
 _VALUE_TOKEN = re.compile(r"[\w.@/:+-]*\d[\w.@/:+-]*|[\w.+-]+@[\w.-]+|(?:https?://|www\.)\S+", re.I)
 
 
@@ -265,20 +267,63 @@ def _first_echo(
 ) -> int | None:
     """The first agent step after the span whose text repeats the instruction."""
     grams = _grams(" ".join(span.directives))
-    tokens = {t.casefold() for d in span.directives for t in _VALUE_TOKEN.findall(d) if len(t) >= 6}
+    tokens = {t.casefold() for t in _directive_values(span)}
     for pos in range(at + 1, len(steps)):
         step = steps[pos]
         if channels[pos] is not Channel.agent or step.kind is StepKind.tool_call or not step.content:
             continue
-        text = step.content.casefold()
-        if grams & _grams(step.content) or any(t in text for t in tokens):
+        own = _authored(step.content)
+        if grams & _grams(own) or any(_holds_token(own.casefold(), t) for t in tokens):
             return pos
     return None
 
 
+def _directive_values(span: InstructionSpan) -> list[str]:
+    """The values a span's directives name (six characters or more), without the punctuation
+    that ends a sentence after one."""
+    values = (t.rstrip(".,;:") for d in span.directives for t in _VALUE_TOKEN.findall(d))
+    return [t for t in values if len(t) >= 6]
+
+
+def _holds_token(text: str, token: str) -> bool:
+    """Whether ``text`` holds ``token`` whole: an address, number or URL that runs on (the
+    organisation's URL inside a link to one of its issues) is another value, no echo."""
+    return re.search(rf"(?<![\w@/:+-]){re.escape(token)}(?![\w@/:+-])", text) is not None
+
+
+def _authored(text: str) -> str:
+    """The agent's own words in a step: a unified diff's headers, context and removed lines quote
+    the files it changed (a submitted patch shows the lines around each change), so an instruction
+    a file holds is not echoed by showing it there; the lines the diff adds are the agent's."""
+    if not _HUNK.search(text):
+        return text
+    out, in_hunk = [], False
+    for line in text.splitlines():
+        if _HUNK.match(line):
+            in_hunk = True
+        elif line.startswith(_DIFF_HEADERS):
+            in_hunk = False
+        elif in_hunk and line.startswith("+"):
+            out.append(line[1:])
+        elif not (in_hunk and line[:1] in ("", " ", "-", "\\")):
+            in_hunk = False
+            out.append(line)
+    return "\n".join(out)
+
+
 def _grams(text: str) -> set[tuple[str, ...]]:
-    words = _WORDS.findall(text.casefold())
-    return {tuple(words[i : i + ECHO_WORDS]) for i in range(len(words) - ECHO_WORDS + 1)}
+    """Every run of ``ECHO_WORDS`` words within one stretch of prose: values (a URL, an address,
+    a number) are compared whole as tokens, so their parts ('https github com …') are no words."""
+    return set(_word_runs(text))
+
+
+def _word_runs(text: str) -> list[tuple[str, ...]]:
+    """Each run of ``ECHO_WORDS`` words between values, in order."""
+    out = []
+    for stretch in _VALUE_TOKEN.split(text):
+        words = _WORDS.findall(stretch.casefold())
+        out += [tuple(words[i : i + ECHO_WORDS]) for i in range(len(words) - ECHO_WORDS + 1)]
+    return out
 
 
 def _first_served(
@@ -336,15 +381,15 @@ def _call_units(
 
 
 def _echo_quote(step: TraceStep, span: InstructionSpan) -> str | None:
-    tokens = [t for d in span.directives for t in _VALUE_TOKEN.findall(d) if len(t) >= 6]
+    own = _authored(step.content)
+    tokens = _directive_values(span)
     for t in tokens:
-        if t in step.content:
+        if _holds_token(own, t):
             return t
-    words = _WORDS.findall(step.content.casefold())
     shared = _grams(" ".join(span.directives))
-    for i in range(len(words) - ECHO_WORDS + 1):
-        if tuple(words[i : i + ECHO_WORDS]) in shared:
-            m = re.search(r"\W+".join(map(re.escape, words[i : i + ECHO_WORDS])), step.content, re.I)
-            if m:
+    for gram in _word_runs(own):
+        if gram in shared:
+            m = re.search(r"\W+".join(map(re.escape, gram)), own, re.I)
+            if m and m.group() in step.content:
                 return m.group()
     return None

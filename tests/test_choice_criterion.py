@@ -8,10 +8,16 @@ other quantities, in other words.
 from __future__ import annotations
 
 import csv
+import json
+import re
+import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from auditor.audit.detectors.choice_criterion import criteria
+from auditor.audit.detectors.choice_criterion import criteria, visible
+from auditor.audit.engine import run_rules_audit
 from schemas import AuditReport, Trace
 from tests.conftest import DATA
 from tests.test_detector_injected_instruction import FIXTURES, chat, load, review
@@ -206,3 +212,75 @@ def test_a_booking_call_is_the_choice_when_the_answer_names_no_one() -> None:
 
 def test_the_booking_the_records_select_is_not_filed() -> None:
     assert breaches(review(plumbers("Ace Plumbing"))) == []
+
+
+# -- reasoning markup, read in linear time -------------------------------------------------------
+
+_MARKUP = re.compile(r"(?is)<(thinking|think|reasoning)>.*?</\1>")  # the meaning, quadratic on hostile text
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<think>",
+                "</think>",
+                "<THINKING>",
+                "</thinking>",
+                "<reasoning>",
+                "</Reasoning>",
+                "İ",
+                " a ",
+                "<thin",
+                ">",
+                "\n",
+            ]
+        ),
+        max_size=40,
+    )
+)
+def test_visible_text_is_what_the_markup_pattern_leaves(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert visible(text) == _MARKUP.sub(" ", text)
+
+
+def test_unclosed_reasoning_tags_cost_linear_time() -> None:
+    """A final message of unclosed ``<think>`` tags (a hostile agent's, 280 KB) took the lazy
+    pattern a minute; twice as many tags must take about twice as long (best of three)."""
+
+    def best(n: int) -> float:
+        text = "<think>" * n
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            visible(text)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    assert best(80_000) < 3 * best(40_000) + 0.01
+
+
+def test_a_long_request_many_records_and_a_long_answer_cost_linear_time() -> None:
+    """A request repeating a bounded superlative, a tool result of n hotels and an answer naming one
+    of them n times: every bound, record and name is compared once (a set intersection per bound
+    and a substring search per record made it quadratic). Twice the size, about twice the time."""
+
+    def run(n: int) -> Trace:
+        records = {f"Hotel {i}": f"Rating: {i % 5}\nPrice: {100 + i}\nOpen: Monday, Sunday" for i in range(n)}
+        return chat(
+            ("system", "You book hotels."),
+            ("user", "Please book the hotel with the best rating under 200. " * n),
+            ("call", {"get_hotels": {"city": "Paris"}}),
+            ("result", json.dumps(records)),
+            ("assistant", "<think>" * n + " The best is Hotel 3. " * n),
+        )
+
+    def best(trace: Trace) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            run_rules_audit(trace, detectors=["choice_criterion"])
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    assert best(run(2_000)) < 3 * best(run(1_000))

@@ -37,6 +37,7 @@ import ast
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized
@@ -60,9 +61,11 @@ _BUDGET = re.compile(r"(?i)\bbudget\b[^.\n]{0,20}?\d")
 _UPPER = {"under", "below", "less than", "at most", "no more than", "up to", "cheaper than"}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+_TOKEN = re.compile(r"\w+")
 _LABELLED = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,30}):\s*(.+?)\s*$")
 _NUMBER = re.compile(r"^[$€£]?\s*(-?\d+(?:\.\d+)?)(?:\s*-\s*[$€£]?\s*(-?\d+(?:\.\d+)?))?$")
-_REASONING = re.compile(r"(?is)<(thinking|think|reasoning)>.*?</\1>")
+_REASONING_OPEN = re.compile(r"(?i)<(thinking|think|reasoning)>")
+_REASONING_CLOSE = {name: re.compile(rf"(?i)</{name}>") for name in ("thinking", "think", "reasoning")}
 _SPACE = re.compile(r"\s+")
 _FUNCTION = {
     "the", "and", "for", "with", "that", "this", "from", "per", "get", "set", "all", "any", "are", "you",
@@ -106,8 +109,9 @@ class Field:
     words: dict[str, set[str]] = field(default_factory=dict)
     read_at: dict[str, int] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def entities(self) -> set[str]:
+        """Read once ``records`` has filled the field: every condition and choice compares it."""
         return set(self.numbers) | set(self.words)
 
     @property
@@ -329,8 +333,22 @@ class ChoiceCriterionDetector:
 
 
 def visible(text: str) -> str:
-    """What the user reads of a message: the text outside reasoning markup."""
-    return _REASONING.sub(" ", text)
+    """What the user reads of a message: the text outside reasoning markup. Each opening tag's
+    close is looked for once, and a name found unclosed is not looked for again: linear in the
+    text, where a lazy pattern with a back-reference is quadratic in unclosed tags."""
+    kept, at, start = [], 0, 0
+    unclosed: set[str] = set()
+    while (opening := _REASONING_OPEN.search(text, start)) is not None:
+        name = opening.group(1).lower()
+        close = None if name in unclosed else _REASONING_CLOSE[name].search(text, opening.end())
+        if close is None:
+            unclosed.add(name)
+            start = opening.end()
+            continue
+        kept.append(text[at : opening.start()])
+        at = start = close.end()
+    kept.append(text[at:])
+    return " ".join(kept)
 
 
 def _said(b: Condition) -> str:
@@ -427,8 +445,9 @@ def _conditions(
 ) -> list[Condition]:
     """The request's conditions on the measured set (the module doc)."""
     out = []
+    overlapping = {id(f) for f in fields.values() if f.entities & measure.entities}
     for sentence, m, f in placed:
-        if f.entities & measure.entities and f is not measure and (alone or sentence == own):
+        if id(f) in overlapping and f is not measure and (alone or sentence == own):
             num, num2 = float(m.group("num")), m.group("num2")
             cmp = m.group("cmp").lower()
             if cmp == "between" and num2:
@@ -438,7 +457,7 @@ def _conditions(
             else:
                 out.append(Condition(f, low=num, sentence=sentence))
     for f in fields.values():
-        if not f.categorical or not f.entities & measure.entities:
+        if not f.categorical or id(f) not in overlapping:
             continue
         vocabulary = set().union(*f.words.values())
         shared = set.intersection(*f.words.values())
@@ -473,7 +492,8 @@ def _judge(choice: Choice, answer: str, unplaced: bool, others: set[str]) -> Bre
     if not choice.best:
         return None
     pool = measure.entities | _condition_entities(conditions)
-    named = [e for e in pool - others if normal(e) in answer]
+    said = set(_TOKEN.findall(answer))  # a name the answer holds has all its tokens there: test those only
+    named = [e for e in pool - others if said.issuperset(_TOKEN.findall(normal(e))) and normal(e) in answer]
     if not named or any(e in named for e in choice.best):
         return None
     for e in named:

@@ -188,3 +188,21 @@ def test_no_finding_on_any_succeeded_tau_bench_run() -> None:
         assert report.findings == [] or all(f.detector == "failure_attribution" for f in report.findings), (
             name
         )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "value", "named"),
+    [
+        ("I refunded $150 to your card.", "150", True),
+        ("I refunded $1500 to your card.", "150", False),  # a longer number is another amount
+        ("Order #W1234567 is cancelled.", "#W1234567", True),
+        ("Order #W12345678 is cancelled.", "#W1234567", False),
+        ("Reservation ZFA04Y (for 2 passengers) is updated.", "ZFA04Y", True),
+        ("Flights on 2024-05-01, as asked.", "2024-05-01", True),
+        ("Flights on 2024-05-011.", "2024-05-01", False),
+    ],
+)
+def test_a_value_is_named_whole_not_inside_a_longer_id(sentence: str, value: str, named: bool) -> None:
+    from auditor.audit.detectors.failure_contradiction import names
+
+    assert names(sentence, value) is named

@@ -24,6 +24,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
@@ -43,6 +44,7 @@ from schemas import ActorKind, RiskClass, StepKind
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WORD = re.compile(r"[A-Za-z]+")
+_TOKEN = re.compile(r"\w+")
 _NAME_WORD = re.compile(r"[_\W]|(?<=[a-z])(?=[A-Z])")
 # closed-class words that make a sentence other than a statement of fact (negation, condition)
 _NOT_A_CLAIM = re.compile(r"(?i)\b(?:not|never|no|if|once|unless|until|whether|when)\b|n't\b|\?")
@@ -109,33 +111,54 @@ def _error(facts: RunFacts, pos: int) -> str | None:
 @dataclass
 class _Said:
     """One actor's sentences that may state an action done (not negated, not a question), in
-    order, joined by NUL so that an object's value is found by one substring search."""
+    order, with the sentences each word token stands in, so that an object's value is found
+    through its longest token rather than by reading every later sentence."""
 
     positions: list[int] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
     words: list[list[str]] = field(default_factory=list)
-    starts: list[int] = field(default_factory=list)
-    text: str = ""
+    tokens: dict[str, list[int]] = field(default_factory=dict)  # token -> sentence indices, ascending
+
+    def add(self, pos: int, sentence: str) -> None:
+        index = len(self.sentences)
+        self.positions.append(pos)
+        self.sentences.append(sentence)
+        self.words.append(_WORD.findall(sentence))
+        for token in set(_TOKEN.findall(sentence)):
+            self.tokens.setdefault(token, []).append(index)
 
     def holding(self, values: set[str], after: int) -> Iterable[int]:
-        """The sentences after position ``after`` that hold one of ``values``, in order. A few
-        values are each found in the joined text; many (a bulk call's ids) are looked for sentence
+        """The sentences after position ``after`` that name one of ``values``, in order. A few
+        values are each looked up by their token; many (a bulk call's ids) are looked for sentence
         by sentence, as one is usually named early and the caller stops at the first claim."""
         if len(values) <= FEW_VALUES:
             return sorted({i for v in values for i in self.naming(v, after)})
         first = bisect_right(self.positions, after)
-        return (i for i in range(first, len(self.sentences)) if any(v in self.sentences[i] for v in values))
+        return (
+            i for i in range(first, len(self.sentences)) if any(names(self.sentences[i], v) for v in values)
+        )
 
     def naming(self, value: str, after: int) -> Iterator[int]:
-        """The sentences after position ``after`` that hold ``value``, by index."""
-        first = bisect_right(self.positions, after)
-        if "\x00" in value:  # it could straddle two sentences of the joined text: one by one
-            yield from (i for i in range(first, len(self.sentences)) if value in self.sentences[i])
-            return
-        at = self.starts[first] if first < len(self.starts) else len(self.text)
-        while (at := self.text.find(value, at)) >= 0:
-            yield bisect_right(self.starts, at) - 1
-            at += 1
+        """The sentences after position ``after`` that name ``value``, by index: those holding its
+        longest token (every value holds a digit, so it has one), each checked whole."""
+        core = max(_TOKEN.findall(value), key=len)
+        found = self.tokens.get(core, [])
+        for i in found[bisect_left(found, bisect_right(self.positions, after)) :]:
+            if names(self.sentences[i], value):
+                yield i
+
+
+def names(sentence: str, value: str) -> bool:
+    """Whether ``sentence`` names ``value`` whole: not as part of a longer id or number ('150' is
+    not named by '$1500', 'W123' not by 'W1234')."""
+    return _whole(value).search(sentence) is not None
+
+
+@lru_cache(maxsize=4096)
+def _whole(value: str) -> re.Pattern[str]:
+    before = r"(?<!\w)" if value[:1].isalnum() or value[:1] == "_" else ""
+    after = r"(?!\w)" if value[-1:].isalnum() or value[-1:] == "_" else ""
+    return re.compile(before + re.escape(value) + after)
 
 
 class _Run:
@@ -150,17 +173,8 @@ class _Run:
                 continue
             said = self.said.setdefault(step.actor, _Said())
             for m in _SENTENCE.finditer(prose(step.content)):
-                if _NOT_A_CLAIM.search(m.group()):
-                    continue
-                said.positions.append(pos)
-                said.sentences.append(m.group())
-                said.words.append(_WORD.findall(m.group()))
-        for said in self.said.values():
-            offset = 0
-            for sentence in said.sentences:
-                said.starts.append(offset)
-                offset += len(sentence) + 1
-            said.text = "\x00".join(said.sentences)
+                if not _NOT_A_CLAIM.search(m.group()):
+                    said.add(pos, m.group())
         self.done: dict[tuple[str, str], list[tuple[int, int, set[str]]]] = {}  # (actor, tool) -> calls
         self.first_done: dict[tuple[str, str], int] = {}  # (actor, leading verb) -> first such call
         for p in facts.acts:
@@ -183,7 +197,7 @@ class _Run:
             return
         for i in said.holding(objects, failed):
             pos, sentence = said.positions[i], said.sentences[i]
-            named = {v for v in objects if v in sentence}
+            named = {v for v in objects if names(sentence, v)}
             done = next((w for w in said.words[i] for a in words if past_form(a, w)), None)
             if done is not None and self.done_since(call, failed, pos, named) is None:
                 yield pos, sentence.strip(), done, named

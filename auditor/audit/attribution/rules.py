@@ -38,9 +38,8 @@ W_PROVENANCE = 0.5
 W_ALTERNATIVE = 0.4
 W_DECLARED = 0.3
 W_CLAIM = 1.3
-CLAIM_VALUES = (
-    2  # one new word can be a word choice; a stated fact brings a figure or a name with its context
-)
+# one new word can be a word choice; a stated fact brings a figure or a name with its context
+CLAIM_VALUES = 2
 
 
 class RulesStrategy:

@@ -36,7 +36,10 @@ BELOW_SURFACES = set(MAY_IMPORT)
 MAY_IMPORT["auditor.surfaces"] = BELOW_SURFACES
 MAY_IMPORT["auditor.surfaces.server"] = BELOW_SURFACES
 MAY_IMPORT["auditor.surfaces.evidence_report"] = BELOW_SURFACES
-MAY_IMPORT["auditor.surfaces.cli"] = BELOW_SURFACES | {"auditor.surfaces.server", "auditor.surfaces.evidence_report"}
+MAY_IMPORT["auditor.surfaces.cli"] = BELOW_SURFACES | {
+    "auditor.surfaces.server",
+    "auditor.surfaces.evidence_report",
+}
 
 
 def floor(module: str) -> str:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,21 +98,30 @@ def redaction(redact: bool, items: list[str]) -> tuple[bool, dict[str, str]]:
     return redact or bool(patterns), patterns
 
 
-def spool_stdin(suffix: str = ".jsonl") -> Path:
-    """Copy stdin to a temporary file (inputs are validated in full before anything is stored),
-    no larger than the document size limit. The caller removes it in a ``finally``; from here on
-    SIGTERM and SIGHUP unwind the stack so that it runs (``ingest.spool``)."""
-    from ingest.spool import copy_limited, unwind_terminations
+@contextmanager
+def input_file(path: str | Path, from_stdin: bool, suffix: str = ".jsonl") -> Iterator[Path]:
+    """The file a command reads: ``path``, or stdin copied to a temporary file (inputs are validated
+    in full before anything is stored), no larger than the document size limit, and removed on
+    every exit. From the copy on, SIGTERM and SIGHUP unwind the stack (``ingest.spool``); they are
+    held from the copy's creation until its removal is armed, and while it is removed, so no
+    signal falls in between."""
+    if not from_stdin:
+        yield Path(path)
+        return
+    from ingest.spool import SIGNALS, copy_limited, unwind_terminations
 
     unwind_terminations()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     fd, name = tempfile.mkstemp(prefix="auditor-stdin-", suffix=suffix)
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         with os.fdopen(fd, "wb") as tmp:
             copy_limited(sys.stdin.buffer, tmp, "stdin")
-    except BaseException:
+        yield Path(name)
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # a signal now waits until the copy is gone
         Path(name).unlink(missing_ok=True)
-        raise
-    return Path(name)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def output_target(path: Path) -> Path:

@@ -22,11 +22,11 @@ from auditor.surfaces.cli.common import (
     console,
     err_console,
     importer_name,
+    input_file,
     open_cli_store,
     print_json,
     print_table,
     redaction,
-    spool_stdin,
 )
 
 
@@ -156,12 +156,8 @@ def ingest(
         if code:
             raise typer.Exit(code)
         return
-    file = spool_stdin() if path == "-" else target
-    try:
+    with input_file(target, from_stdin=path == "-") as file:
         _ingest_file(file, fmt, redact, patterns, as_json, "stdin" if path == "-" else None, trace_id)
-    finally:
-        if path == "-":
-            file.unlink(missing_ok=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,9 +20,9 @@ from auditor.surfaces.cli.common import (
     REDACT_PATTERN,
     console,
     err_console,
+    input_file,
     open_cli_store,
     print_json,
-    spool_stdin,
     write_atomic,
 )
 from auditor.surfaces.cli.review_request import AgentRequest, ReviewRequest
@@ -156,28 +156,27 @@ def _reviewed(request: ReviewRequest) -> list[ReviewOutcome]:
     that holds no trace is an input error."""
     from auditor.audit.review import review_file
 
-    file = spool_stdin() if request.from_stdin else Path(request.path)
-    try:
-        with _frozen_heap(), _phase_line(quiet=request.as_json) as phases:
-            outcomes = review_file(
-                open_cli_store(),
-                file,
-                fmt=request.input_format,
-                mode=request.mode,
-                engine=request.engine,
-                policy=request.policy,
-                detectors=request.detectors,
-                agent=request.agent,
-                redact=request.redact,
-                patterns=request.patterns,
-                source="stdin" if request.from_stdin else None,
-                trace_id=request.trace_id,
-                outcome=request.outcome,
-                phases=phases,
-            )
-    finally:
-        if request.from_stdin:
-            file.unlink(missing_ok=True)
+    with (
+        input_file(request.path, request.from_stdin) as file,
+        _frozen_heap(),
+        _phase_line(quiet=request.as_json) as phases,
+    ):
+        outcomes = review_file(
+            open_cli_store(),
+            file,
+            fmt=request.input_format,
+            mode=request.mode,
+            engine=request.engine,
+            policy=request.policy,
+            detectors=request.detectors,
+            agent=request.agent,
+            redact=request.redact,
+            patterns=request.patterns,
+            source="stdin" if request.from_stdin else None,
+            trace_id=request.trace_id,
+            outcome=request.outcome,
+            phases=phases,
+        )
     if not outcomes:
         raise InputError(
             "the input holds no trace: nothing was audited, nothing written", path=str(request.path)

@@ -39,17 +39,12 @@ def test_the_longest_messages_are_cut_first_to_one_common_length() -> None:
 
 
 @pytest.mark.model
-def test_a_cut_prompt_fits_its_allowance_and_keeps_each_message_s_ends() -> None:
+def test_a_cut_prompt_fits_its_allowance_and_keeps_each_message_s_ends(smollm2) -> None:  # type: ignore[no-untyped-def]
     """With SmolLM2's own tokenizer and chat template: the tool protocol at the end of the system
     message and a data block's closing tag survive the cut, the short question stays whole."""
-    _smollm2_installed()
-    from transformers import AutoTokenizer
-
     from auditor.core.local_generate import fit
-    from auditor.core.local_model import SMOLLM2_GGUF, LoadedModel, smollm2_dir
 
-    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir(), gguf_file=SMOLLM2_GGUF)
-    loaded = LoadedModel("smollm2", None, tokenizer, "cpu", "float32")
+    tokenizer, loaded = smollm2.tokenizer, smollm2
     record = MAST_METAGPT.read_text()
     chat = [
         {"role": "system", "content": "You audit traces. " * 40 + 'Reply with {"tool": NAME}.'},
@@ -95,13 +90,15 @@ def _smollm2_installed() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_cold_model_is_stopped_while_loading_at_the_budget(sqlite_store) -> None:
-    """Loading takes 15-30 s here: a 3 s audit ends at 3 s, inconclusive, saying why."""
+    """A fresh child takes seconds to start (importing torch and transformers alone, before the
+    model, converted once and kept, is read; 15-35 s when it is read from the GGUF file): a 1 s
+    audit ends at 1 s, inconclusive, saying why."""
     _smollm2_installed()
     from auditor.core.local_worker import worker
 
     worker("smollm2").stop()  # cold: the child must load the model inside the budget
-    report, wall = _audit(sqlite_store, 3.0)
-    assert wall <= 3.0 + TOLERANCE_S, wall
+    report, wall = _audit(sqlite_store, 1.0)
+    assert wall <= 1.0 + TOLERANCE_S, wall
     assert report.decision.value == "inconclusive"
     [cut] = [n for n in report.notes if n.startswith("budget exhausted (wall time)")]
     assert "without a reply" in cut

@@ -149,6 +149,14 @@ def test_a_runner_that_collected_nothing_reached_no_project_test():
     assert facts.project_test(replace(nothing, passed=1, exit=0))
 
 
+def test_a_runner_the_shell_could_not_find_is_no_run():
+    """``pytest`` not installed (exit 127, the shell's not found): nothing ran, no check failed."""
+    facts = TestRunFacts(trace_of(NARROWED))
+    missing = next(p for p, (command, _) in facts.calls.items() if command.startswith("pytest "))
+    assert facts.steps[missing + 1].raw["exit_code"] == 127
+    assert missing not in {r.call for r in facts.runs} and any(r.runner == "sympy" for r in facts.runs)
+
+
 def test_failed_test_ids_come_from_the_runners_own_lines():
     assert parse_output((RUNS / "pytest_failed.txt").read_text())[4] == (
         "lib/matplotlib/tests/test_axes.py::test_hist_density[png]",

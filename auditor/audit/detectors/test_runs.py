@@ -19,7 +19,8 @@ Everything is decided by structure, never by what a run is about:
   -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
   utilities that read, search, edit or manage files) with no runner summary in its output: a
   reproduction; it passed when its exit code is 0 and it printed no traceback (a command the
-  harness killed, as at a timeout, did not);
+  harness killed, as at a timeout, did not). A lone command the shell could not start (exit 127
+  or 126: a runner not installed) ran nothing and is no run;
 - an *edit* is a command that writes files: ``sed -i``, a shell redirect or ``tee`` to a file, a
   ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
   ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
@@ -183,6 +184,8 @@ _ACI = frozenset(
         "str_replace_editor",
     }
 )
+# the shell's own exit codes for a program it could not start: not found (127), not executable (126)
+_NOT_RUN = frozenset({126, 127})
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
 
@@ -605,6 +608,8 @@ class TestRunFacts:
                 runner, summary, failed, passed, ids = parsed
                 runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
             elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
+                if code in _NOT_RUN and len(_words(command)) == 1:
+                    continue  # the shell found no program to run (a runner not installed): no run
                 # a command the harness killed (a timeout: status error, no exit code) did not pass
                 killed = code is None and out.raw.get("status") == "error"
                 bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(out.content)))

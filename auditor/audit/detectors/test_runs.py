@@ -11,10 +11,11 @@ Everything is decided by structure, never by what a run is about:
   ``FAILED (failures=…, errors=…)``; SymPy ``bin/test``'s ``tests finished: N passed, M failed,
   K exceptions`` (wrapped anywhere at the terminal's width); tox's ``commands succeeded/failed``
   (tox 3) or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was
-  successful / failed``. Failed test ids come from the runner's own lines (pytest ``FAILED id`` / ``ERROR id`` and verbose ``id FAILED``;
-  unittest ``FAIL: name (module.Class)``; SymPy's ``___ path:test ___`` headers). Outputs are read
-  without a terminal's colour codes, and summaries quoted verbatim with them. A run that collected
-  no test (a path not found) reached none of the project's;
+  successful / failed``. Failed test ids come from the runner's own lines (pytest ``FAILED id`` /
+  ``ERROR id`` and verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___
+  path:test ___`` headers). Outputs are read without a terminal's colour codes, and summaries
+  quoted verbatim with them. A run that collected no test (a path not found) reached none of the
+  project's;
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
   -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
   utilities that read, search, edit or manage files) with no runner summary in its output: a
@@ -339,7 +340,7 @@ def parse_output(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
     """(runner, summary line, failed, passed, failed ids) from a command's output, the last
     summary in it; None when no runner summarised anything. Read without the terminal's colour
     codes (a coloured summary is still one); the summary is quoted verbatim, codes and all."""
-    plain = _COLOUR.sub("", text)
+    plain = uncoloured(text)
     parsed = _parse_plain(plain)
     if parsed is None or plain == text:
         return parsed
@@ -365,6 +366,7 @@ def _verbatim(text: str, start: int, length: int) -> str:
 
 
 def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None:
+    """``parse_output`` on an output without colour codes, whose summary it returns as read."""
     found: list[tuple[int, tuple[str, str, int, int, tuple[str, ...]]]] = []
     for m in _PYTEST.finditer(text):
         c = _counts(m.group(1))

@@ -6,11 +6,18 @@ run to its change, on frozen real runs (tests/fixtures/real/SOURCES.md)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from auditor.audit.detectors.test_runs import TestRunFacts, parse_output, writes_files
+from auditor.audit.detectors.test_runs import (
+    TestRun,
+    TestRunFacts,
+    parse_output,
+    uncoloured,
+    writes_files,
+)
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
@@ -103,6 +110,9 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("pytest_passed.txt", "pytest", 0, 11),
         ("pytest_interrupted.txt", "pytest", 2, 0),
         ("pytest_old_seconds.txt", "pytest", 1, 3),
+        ("pytest_coloured.txt", "pytest", 0, 201),
+        ("pytest_nothing_collected.txt", "pytest", 0, 0),
+        ("sympy_wrapped.txt", "sympy", 1, 212),
         ("sympy_failed.txt", "sympy", 1, 8),
         ("sympy_exception.txt", "sympy", 1, 1623),
         ("unittest_failed.txt", "unittest", 2, 1),
@@ -120,6 +130,31 @@ def test_runner_summaries_are_read_from_real_outputs(name, runner, failed, passe
     found = parse_output(text)
     assert found is not None and found[:1] == (runner,) and found[2:4] == (failed, passed)
     assert found[1] in text  # the summary is a verbatim quote
+
+
+def test_a_coloured_summary_is_read_and_quoted_verbatim():
+    """pytest --color: the counts sit between colour codes; the quote keeps them, the prose drops them."""
+    text = (RUNS / "pytest_coloured.txt").read_text()
+    summary = parse_output(text)[1]
+    assert summary in text and "\x1b[" in summary
+    assert uncoloured(summary).strip("= ") == "201 passed, 4 skipped in 0.59s"
+
+
+def test_a_runner_that_collected_nothing_reached_no_project_test():
+    """pytest on a path not found (exit 4, ``collected 0 items``) ran no test of the project."""
+    facts = TestRunFacts(trace_of(REPLAYED))
+    runner, summary, failed, passed, ids = parse_output((RUNS / "pytest_nothing_collected.txt").read_text())
+    nothing = TestRun(0, 1, runner, "pytest tests/test_domain_python.py", summary, failed, passed, ids, 4)
+    assert not nothing.ok and not facts.project_test(nothing)
+    assert facts.project_test(replace(nothing, passed=1, exit=0))
+
+
+def test_a_runner_the_shell_could_not_find_is_no_run():
+    """``pytest`` not installed (exit 127, the shell's not found): nothing ran, no check failed."""
+    facts = TestRunFacts(trace_of(NARROWED))
+    missing = next(p for p, (command, _) in facts.calls.items() if command.startswith("pytest "))
+    assert facts.steps[missing + 1].raw["exit_code"] == 127
+    assert missing not in {r.call for r in facts.runs} and any(r.runner == "sympy" for r in facts.runs)
 
 
 def test_failed_test_ids_come_from_the_runners_own_lines():

@@ -55,6 +55,7 @@ from auditor.audit.detectors.test_runs import (
     file_of_test,
     is_test_file,
     output_body,
+    uncoloured,
 )
 from schemas import EvidenceUnit, PropagationHop, RiskClass, StepKind
 
@@ -163,7 +164,7 @@ class CodingVerificationDetector:
         )
         mechanism = (
             f"After the change at step {step.step_id} ('{edit.quote[:80]}'), the test run at step "
-            f"{facts.steps[run.result].step_id} reported '{run.summary}'; no later run passed it and no run on the "
+            f"{facts.steps[run.result].step_id} reported '{uncoloured(run.summary)}'; no later run passed it and no run on the "
             "original code showed those failures"
         )
         if dismissed:
@@ -306,7 +307,7 @@ class CodingVerificationDetector:
             mechanism=(
                 f"After the change at step {step.step_id} ('{last.quote[:80]}') no test of the project ran, "
                 f"and no check that failed on the original code passed on the changed code: the agent's own "
-                f"checks (last: '{ran.summary[:80]}' at step {facts.steps[ran.result].step_id}) show no "
+                f"checks (last: '{uncoloured(ran.summary)[:80]}' at step {facts.steps[ran.result].step_id}) show no "
                 "failure going away, yet the run submitted it as a fix."
             ),
             violated="a fix is submitted on output that shows it: the project's tests, or a failure that disappears",
@@ -384,7 +385,7 @@ class CodingVerificationDetector:
             end,
             title=f"{step.actor}'s check printed the same before and after its change, and it submitted",
             mechanism=(
-                f"'{after.summary[:80]}' printed the same output on the original code (step "
+                f"'{uncoloured(after.summary)[:80]}' printed the same output on the original code (step "
                 f"{facts.steps[before.result].step_id}) and after the last change at step {step.step_id} "
                 f"(step {facts.steps[after.result].step_id}), and no other check ran on both: the run shows "
                 "no effect of the change it submitted as a fix."

@@ -6,18 +6,22 @@ Everything is decided by structure, never by what a run is about:
 
 - a *test run* is a command result that holds a test runner's summary line: pytest's
   ``== 1 failed, 3 passed in 0.12s ==`` (``in 0.12 seconds`` before pytest 5.1; also without the
-  rules, as ``-q`` prints it) or its
-  ``no tests ran`` / ``Interrupted: N errors``; unittest's and Django ``runtests.py``'s
-  ``Ran N tests`` followed by ``OK`` or ``FAILED (failures=…, errors=…)``; SymPy ``bin/test``'s
-  ``tests finished: N passed, M failed, K exceptions``; tox's ``commands succeeded/failed`` (tox 3)
-  or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was successful / failed``. Failed test ids come
-  from the runner's own lines (pytest ``FAILED id`` / ``ERROR id`` and verbose ``id FAILED``;
-  unittest ``FAIL: name (module.Class)``; SymPy's ``___ path:test ___`` headers);
+  rules, as ``-q`` prints it) or its ``no tests ran`` / ``Interrupted: N errors`` / ``N warnings
+  in 0.01s``; unittest's and Django ``runtests.py``'s ``Ran N tests`` followed by ``OK`` or
+  ``FAILED (failures=…, errors=…)``; SymPy ``bin/test``'s ``tests finished: N passed, M failed,
+  K exceptions`` (wrapped anywhere at the terminal's width); tox's ``commands succeeded/failed``
+  (tox 3) or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was
+  successful / failed``. Failed test ids come from the runner's own lines (pytest ``FAILED id`` /
+  ``ERROR id`` and verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___
+  path:test ___`` headers). Outputs are read without a terminal's colour codes, and summaries
+  quoted verbatim with them. A run that collected no test (a path not found) reached none of the
+  project's;
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
   -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
   utilities that read, search, edit or manage files) with no runner summary in its output: a
   reproduction; it passed when its exit code is 0 and it printed no traceback (a command the
-  harness killed, as at a timeout, did not);
+  harness killed, as at a timeout, did not). A lone command the shell could not start (exit 127
+  or 126: a runner not installed) ran nothing and is no run;
 - an *edit* is a command that writes files: ``sed -i``, a shell redirect or ``tee`` to a file, a
   ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
   ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
@@ -58,13 +62,15 @@ _PYTEST_ID = re.compile(r"(?m)^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - [^\n]*)?$"
 _PYTEST_VERBOSE = re.compile(r"(?m)^(\S+::\S+) (FAILED|ERROR)\b")
 _UNITTEST = re.compile(r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK\b[^\n]*|FAILED \(([^)]*)\))")
 _UNITTEST_ID = re.compile(r"(?m)^(FAIL|ERROR): (\w+) \(([\w.]+)\)")
-_SYMPY = re.compile(r"(?m)^[= ]*tests finished: ([^\n]*?),?\s*\n?\s*in [\d.]+ seconds\b[ =]*$")
+# the summary wraps at the terminal's width, anywhere in it (before "in N seconds" or between counts)
+_SYMPY = re.compile(r"(?m)^[= ]*tests finished: ((?:[^\n]*\n)??[^\n]*?),?\s*in [\d.]+ seconds\b[ =]*$")
 _SYMPY_ID = re.compile(r"(?m)^_+ (\S+\.py:\S+) _+$")
 _TOX = re.compile(
     r"(?m)^(?:ERROR: +)?\s*(\S+): commands (succeeded|failed)\b[^\n]*$"
     r"|^\s*(\S+): (OK|FAIL)(?: code -?\d+)? \(\d[^\n]*$"
 )
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
+_COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and cursor codes (pytest --color)
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 _IMPORT = re.compile(r"(?m)^\s*(?:from|import)\s+([\w.]+)")
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
@@ -179,6 +185,8 @@ _ACI = frozenset(
         "str_replace_editor",
     }
 )
+# the shell's own exit codes for a program it could not start: not found (127), not executable (126)
+_NOT_RUN = frozenset({126, 127})
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
 
@@ -330,11 +338,40 @@ def _counts(text: str) -> dict[str, int]:
 
 def parse_output(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None:
     """(runner, summary line, failed, passed, failed ids) from a command's output, the last
-    summary in it; None when no runner summarised anything."""
+    summary in it; None when no runner summarised anything. Read without the terminal's colour
+    codes (a coloured summary is still one); the summary is quoted verbatim, codes and all."""
+    plain = uncoloured(text)
+    parsed = _parse_plain(plain)
+    if parsed is None or plain == text:
+        return parsed
+    runner, summary, failed, passed, ids = parsed
+    return runner, _verbatim(text, plain.rfind(summary), len(summary)), failed, passed, ids
+
+
+def uncoloured(text: str) -> str:
+    """Text without a terminal's colour codes: what a quote says, for prose."""
+    return _COLOUR.sub("", text)
+
+
+def _verbatim(text: str, start: int, length: int) -> str:
+    """The span of ``text`` that reads, without its colour codes, as the plain text's
+    ``[start, start + length)``."""
+    kept: list[int] = []
+    at = 0
+    for m in _COLOUR.finditer(text):
+        kept += range(at, m.start())
+        at = m.end()
+    kept += range(at, len(text))
+    return text[kept[start] : kept[start + length - 1] + 1]
+
+
+def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None:
+    """``parse_output`` on an output without colour codes, whose summary it returns as read."""
     found: list[tuple[int, tuple[str, str, int, int, tuple[str, ...]]]] = []
     for m in _PYTEST.finditer(text):
         c = _counts(m.group(1))
-        if {"passed", "failed", "error"} & c.keys() or c.keys() <= {"skipped", "deselected"}:
+        # a run that ran no test still summarises (only skipped, deselected or warnings counted)
+        if {"passed", "failed", "error"} & c.keys() or c.keys() <= {"skipped", "deselected", "warning"}:
             ids = tuple(
                 dict.fromkeys(
                     [i for _, i in _PYTEST_ID.findall(text)] + [i for i, _ in _PYTEST_VERBOSE.findall(text)]
@@ -573,6 +610,8 @@ class TestRunFacts:
                 runner, summary, failed, passed, ids = parsed
                 runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
             elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
+                if code in _NOT_RUN and len(_words(command)) == 1:
+                    continue  # the shell found no program to run (a runner not installed): no run
                 # a command the harness killed (a timeout: status error, no exit code) did not pass
                 killed = code is None and out.raw.get("status") == "error"
                 bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(out.content)))
@@ -883,9 +922,10 @@ class TestRunFacts:
         return any(path == s or path.startswith(s + "/") for s in self.scratch)
 
     def project_test(self, run: TestRun) -> bool:
-        """A runner run that reached the project's tests: it names a test path that is no scratch,
-        or names no scratch path at all (a whole suite, a module by name)."""
-        if not run.is_test:
+        """A runner run that reached the project's tests: one ran (a run that collected none, as
+        on a path not found, reached nothing), and it names a test path that is no scratch, or names
+        no scratch path at all (a whole suite, a module by name)."""
+        if not run.is_test or not (run.passed or run.failed):
             return False
         if any(not self._is_scratch(t) for t in run.targets):
             return True

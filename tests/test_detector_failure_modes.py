@@ -437,6 +437,18 @@ def test_mast_harness_on_the_real_traces(capsys: pytest.CaptureFixture[str]) -> 
     assert {row["file"][:2] for row in result["per_trace"]} == {f"{i:02d}" for i in range(19)}
 
 
+@pytest.mark.slow
+def test_mast_harness_split_by_round_partitions_the_traces(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each round is scored on its own traces; the parts' counts add up to the whole."""
+    assert mast_main(["--json", "--split-by", "round"]) == 0
+    result = json.loads(capsys.readouterr().out)["mast"]
+    parts = result["parts"]
+    assert set(parts) == {"Round1", "Round2", "Round3", "Generlazability"}
+    assert sum(p["traces"] for p in parts.values()) == result["traces"] == 19
+    for key in ("tp", "fp", "fn", "tn"):
+        assert sum(p["pooled_covered"][key] for p in parts.values()) == result["pooled_covered"][key]
+
+
 # -- what makes two messages the same act -----------------------------------------------------------
 def _status_loop(texts: list[str]) -> list[str]:
     """The repetition findings' first anomalous steps when one agent posts ``texts`` in turn, with

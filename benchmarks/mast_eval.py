@@ -1,7 +1,7 @@
 """The failure-mode detectors against human labels: MAST per mode, Who&When culprits, τ-bench outcomes.
 
     python benchmarks/mast_eval.py [--mast DIR] [--whowhen DIR] [--taubench DIR --outcomes CSV]
-        [--actionable] [--json]
+        [--actionable] [--split-by round|framework] [--json]
 
 MAST (``DIR`` holds ``traces/`` and ``human_labels_mast14.jsonl``, the 19 human-labelled traces of
 Cemri et al. 2025): each trace is imported with the project's importers and reviewed by the rules
@@ -12,6 +12,8 @@ trace-level; pooled over the modes the detectors cover, and over all fourteen. L
 after the reviews and never reach the importer's steps (the importer keeps them in its sidecar).
 Caveats the data carries (FORMAT.md): traces 3 and 8 are the same log, and the 19 label vectors
 are only 8 distinct blocks, shared across frameworks: the effective sample is small.
+``--split-by round`` (or ``framework``, both read from the file name ``NN_<round>_<mas>_<bench>``)
+adds the per-mode scores of each part, so a rule built on one part is measured on the others.
 
 Who&When (``--whowhen``, the failed runs with ``mistake_agent`` / ``mistake_step``): the share of
 runs where the failure-mode detectors alone file an actionable finding, and whether the earliest
@@ -153,7 +155,35 @@ def load_mast_labels(path: Path) -> dict[int, dict[str, bool]]:
     return out
 
 
-def mast(root: Path, actionable: bool) -> dict[str, Any]:
+def part_of(name: str, split_by: str) -> str:
+    """A trace file's part: its round or its framework, from ``NN_<round>_<mas>_<bench>``."""
+    fields = name.split("_")
+    return fields[1] if split_by == "round" else fields[2]
+
+
+def mode_table(rows: list[tuple[str, dict[str, bool], set[str]]]) -> dict[str, Any]:
+    """Per-mode and pooled scores of (file, majority labels, predicted modes) rows."""
+    scores = {code: ModeScore() for code in MAST_MODES}
+    for _name, gold, pred in rows:
+        for code in MAST_MODES:
+            scores[code].add(code in pred, gold.get(code, False))
+    covered, every = ModeScore(), ModeScore()
+    for code, s in scores.items():
+        every.merge(s)
+        if code in COVERED:
+            covered.merge(s)
+    return {
+        "traces": len(rows),
+        "modes": {
+            code: {"name": MAST_MODES[code], "covered": code in COVERED, **s.row()}
+            for code, s in scores.items()
+        },
+        "pooled_covered": covered.row(),
+        "pooled_all": every.row(),
+    }
+
+
+def mast(root: Path, actionable: bool, split_by: str | None = None) -> dict[str, Any]:
     labels = load_mast_labels(root / "human_labels_mast14.jsonl")
     files = sorted((root / "traces").glob("*"))
     if not files:
@@ -165,13 +195,12 @@ def mast(root: Path, actionable: bool) -> dict[str, Any]:
             rows.append(
                 (path.name, int(path.name.split("_", 1)[0]), predicted(report, actionable), len(trace.steps))
             )
-    scores = {code: ModeScore() for code in MAST_MODES}
     per_trace = []
     groups: dict[tuple[str, ...], str] = {}  # a label set -> its letter, in order of first appearance
+    scored = []
     for name, tid, pred, n_steps in rows:
         gold = labels[tid]
-        for code in MAST_MODES:
-            scores[code].add(code in pred, gold.get(code, False))
+        scored.append((name, gold, pred))
         majority = tuple(sorted(c for c, v in gold.items() if v))
         per_trace.append(
             {
@@ -182,21 +211,14 @@ def mast(root: Path, actionable: bool) -> dict[str, Any]:
                 "label_group": groups.setdefault(majority, chr(ord("A") + len(groups))),
             }
         )
-    covered, every = ModeScore(), ModeScore()
-    for code, s in scores.items():
-        every.merge(s)
-        if code in COVERED:
-            covered.merge(s)
+    parts: dict[str, list[tuple[str, dict[str, bool], set[str]]]] = {}
+    for row in scored if split_by else []:
+        parts.setdefault(part_of(row[0], split_by), []).append(row)
     return {
-        "traces": len(rows),
+        **mode_table(scored),
         "counting": "actionable findings" if actionable else "any finding",
-        "modes": {
-            code: {"name": MAST_MODES[code], "covered": code in COVERED, **s.row()}
-            for code, s in scores.items()
-        },
-        "pooled_covered": covered.row(),
-        "pooled_all": every.row(),
         "per_trace": per_trace,
+        "parts": {part: mode_table(part_rows) for part, part_rows in parts.items()},
     }
 
 
@@ -328,6 +350,14 @@ def print_mast(res: dict[str, Any]) -> None:
         print(
             f"{label:42} {p['tp']:3d} {p['fp']:3d} {p['fn']:3d} {p['tn']:3d}  {fmt(p['precision'])} {fmt(p['recall'])} {fmt(p['kappa'])}"
         )
+    for part, table in res["parts"].items():
+        pooled = table["pooled_covered"]
+        print(
+            f"part {part} ({table['traces']} traces): pooled κ, modes with a detector {fmt(pooled['kappa'])}; "
+            + ", ".join(
+                f"{code} {fmt(m['kappa']).strip()}" for code, m in table["modes"].items() if m["covered"]
+            )
+        )
     print("per trace (predicted | majority [label group: traces that share one label set]):")
     for row in res["per_trace"]:
         print(
@@ -374,12 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--taubench", type=Path, default=None, help="folder of τ-bench run files")
     ap.add_argument("--outcomes", type=Path, default=None, help="CSV file,outcome for --taubench")
     ap.add_argument("--actionable", action="store_true", help="count only actionable findings on MAST")
+    ap.add_argument("--split-by", choices=("round", "framework"), default=None, help="scores per part too")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if (args.taubench is None) != (args.outcomes is None):
         ap.error("--taubench and --outcomes go together")
     try:
-        result: dict[str, Any] = {"mast": mast(args.mast, args.actionable)}
+        result: dict[str, Any] = {"mast": mast(args.mast, args.actionable, args.split_by)}
         if args.whowhen is not None:
             result["whowhen"] = whowhen(args.whowhen)
         if args.taubench is not None:

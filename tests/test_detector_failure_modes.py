@@ -345,6 +345,46 @@ def test_which_endings_take_the_outcome_on_a_report(last: list, taken: bool) -> 
     assert bool(_taken(report)) is taken
 
 
+def _unchecked(report: AuditReport) -> list:
+    return [f for f in mine(report, "failure_verification") if "computation's output" in f.title]
+
+
+@pytest.mark.slow
+def test_a_computed_answer_delivered_straight_off_its_one_run() -> None:
+    """AG2 GSM-Plus (MAST traces 7 and 12): the assistant's code runs once (trace 12: once more
+    after a NameError) and the assistant boxes the printed number at once, with nothing between:
+    an outcome nobody checked (3.3), a lead. Trace 2 boxes no computed number: nothing."""
+    for prefix, number in (("07", "29"), ("12", "0")):
+        trace = _mast(prefix)
+        report = run_rules_audit(trace, detectors=["failure_verification"])
+        (unchecked,) = _unchecked(report)
+        assert unchecked.failure_mode == "3.3" and unchecked.disposition.value == "lead"
+        assert unchecked.responsible_participant == "assistant"
+        printed, delivered = (u.quote for u in unchecked.evidence)
+        assert printed.startswith(number) and f"\\boxed{{{number}}}" in delivered
+        assert validate_report(report.model_dump(mode="json"), trace).ok
+    assert _unchecked(run_rules_audit(_mast("02"), detectors=["failure_verification"])) == []
+
+
+@pytest.mark.slow
+def test_a_computed_answer_another_run_showed_too_is_checked() -> None:
+    """MAST trace 7 with a second computation of the same number (the proxy's run of another
+    program) before the answer: the number was shown twice, so it was cross-checked."""
+    steps = _mast("07").steps
+    check = [
+        _step(
+            3,
+            "assistant",
+            "message",
+            "Let me check another way.\n```python\nprint((150 + 200 - 60) // 10)\n```",
+        ),
+        _step(4, "mathproxyagent", "message", "29"),
+    ]
+    last = steps[3].model_copy(update={"step_id": "s5", "index": 5})
+    trace = Trace(header=_mast("07").header, steps=[*steps[:3], *check, last])
+    assert _unchecked(run_rules_audit(trace, detectors=["failure_verification"])) == []
+
+
 @pytest.mark.slow
 def test_a_failed_call_the_agent_replaced_is_no_premature_end() -> None:
     """AppWorld (MAST trace 11): show_personal_info does not exist; the supervisor uses show_profile
@@ -395,6 +435,18 @@ def test_mast_harness_on_the_real_traces(capsys: pytest.CaptureFixture[str]) -> 
     pooled = result["pooled_covered"]
     assert pooled["tp"] + pooled["fp"] + pooled["fn"] + pooled["tn"] == 19 * 8
     assert {row["file"][:2] for row in result["per_trace"]} == {f"{i:02d}" for i in range(19)}
+
+
+@pytest.mark.slow
+def test_mast_harness_split_by_round_partitions_the_traces(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each round is scored on its own traces; the parts' counts add up to the whole."""
+    assert mast_main(["--json", "--split-by", "round"]) == 0
+    result = json.loads(capsys.readouterr().out)["mast"]
+    parts = result["parts"]
+    assert set(parts) == {"Round1", "Round2", "Round3", "Generlazability"}
+    assert sum(p["traces"] for p in parts.values()) == result["traces"] == 19
+    for key in ("tp", "fp", "fn", "tn"):
+        assert sum(p["pooled_covered"][key] for p in parts.values()) == result["pooled_covered"][key]
 
 
 # -- what makes two messages the same act -----------------------------------------------------------

@@ -10,6 +10,7 @@ raw JSON here with independent logic.
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,33 @@ def test_mast_gold_patch_and_notes_are_withheld():
         ("reference_patch", "source field 'other_data.patch'"),
         ("annotator_note", "source field 'note'"),
     }
+
+
+def test_appworld_evaluation_verdict_is_withheld():
+    """The harness appends its grading after the last execution output; it is the grader's, not
+    an observation of the finishing call (MAST trace 0 failed, trace 5 passed)."""
+    for name, success in (("00_Round1_AppWorld_Test-C.txt", False), ("05_Round2_AppWorld_Test-C.txt", True)):
+        [trace] = open_traces(MAST_TRACES / name)
+        steps = list(trace.steps())
+        verdict = trace.labels.labels["evaluation"]
+        assert verdict["success"] is success and verdict["passes"]
+        assert all('"num_tests"' not in s.content and "Evaluation\n" not in s.content for s in steps)
+        assert steps[-1].content.strip() == "Code executed successfully."
+        assert ("evaluation", "source field 'evaluation'") in {
+            (w.what, w.where) for w in trace.header.withheld
+        }
+
+
+def test_hyperagent_logging_echoes_are_one_step():
+    """MAST trace 1: after the k-th 'Initialized HyperAgent instance' (logged k times) every record
+    is logged k times; each reads as one step, and no two neighbouring steps are the same record."""
+    raw = json.loads((MAST_TRACES / "01_Round1_HyperAgent_SWE-Bench-Lite.json").read_text())["trajectory"]
+    planner = [line for line in raw if line.startswith("HyperAgent_") and "Planner's Response" in line]
+    [trace] = open_traces(MAST_TRACES / "01_Round1_HyperAgent_SWE-Bench-Lite.json")
+    steps = list(trace.steps())
+    assert all((a.actor, a.content) != (b.actor, b.content) for a, b in pairwise(steps))
+    kept = [s for s in steps if s.actor == "Planner"]
+    assert len(set(planner)) <= len(kept) < len(planner)
 
 
 def test_mad_corpus_annotations_go_to_labels():

@@ -46,6 +46,45 @@ def test_a_charge_above_every_amount_quoted_is_filed(airline: Policy) -> None:
     assert any('"amount": 340' in u.quote and u.step_id == "s38" for u in finding.evidence)
 
 
+def test_a_refund_the_quote_told_otherwise(airline: Policy) -> None:
+    """task022-trial1: the agent told the customer the upgrade left $234 to pay from the gift card;
+    the flight change went through and the reservation gave $114 back. The accepted quote accounts
+    for no such refund."""
+    (finding,) = _quantities(_real("airline-task022-trial1"), airline)
+    assert (
+        finding.title == "update_reservation_flights refunded $114; the accepted proposal quoted $224, $234"
+    )
+    assert finding.first_anomalous_step == "s34" and finding.disposition.value == "realized"
+    quotes = [u.quote for u in finding.evidence]
+    assert '{"payment_id": "gift_card_9823297", "amount": -114}' in quotes
+    assert any("remaining cost of $234" in q for q in quotes)
+
+
+@pytest.mark.parametrize(
+    ("run", "why"),
+    [
+        ("airline-task007-trial3", "the refund quoted ($2544)"),
+        ("airline-task022-trial2", "quoted per passenger ($38 x 3)"),
+        ("airline-task003-trial1", "the new flights' fares quoted ($112, $130)"),
+        ("airline-task003-trial2", "the new flights' total quoted ($242)"),
+        ("airline-task008-trial1", "a cancellation gives back all that was paid"),
+        (
+            "airline-task019-trial3",
+            "a bag added after a flight change: judged against what the change returned",
+        ),
+    ],
+)
+def test_refunds_the_quote_accounts_for(run: str, why: str, airline: Policy) -> None:
+    assert _quantities(_real(run), airline) == [], why
+
+
+def test_a_refund_unlike_its_quote_on_a_run_that_had_it_right(airline: Policy) -> None:
+    """task007-trial3 with the record's refund changed from $2544 (quoted) to $2044."""
+    trace = _charged(_real("airline-task007-trial3"), "s27", '"amount": -2544', '"amount": -2044')
+    (finding,) = _quantities(trace, airline)
+    assert "refunded $2044" in finding.title and "$2544" in finding.title
+
+
 def test_the_agent_taking_the_customers_tier_over_the_record(airline: Policy) -> None:
     """task037-trial0: the customer says they are a Gold member, the user record says regular, and
     the agent answers 'As a valued Gold member, I've issued a $200 certificate' after a write."""

@@ -5,6 +5,7 @@ refused, a certificate nobody asked for, and a certificate of the wrong amount."
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -77,14 +78,21 @@ def test_a_handoff_passes_the_request_on(airline: Policy) -> None:
 @needs_runs
 def test_a_certificate_nobody_asked_for(airline: Policy) -> None:
     """The customer complained about a delay and never asked for compensation; the $200 is 50 per
-    passenger of the four-passenger reservation read, so the amount itself is not filed."""
+    passenger of the four-passenger reservation read, so the amount itself is not filed. No flight
+    status was read: the delay rests on the customer's word (the facts were never confirmed)."""
     report = _review(_real("airline-task037-trial0"), airline, ["policy_actions"])
     rules = sorted(f.policy_rule or "" for f in report.findings)
-    assert rules == ["compensation-only-on-request"]
-    assert report.findings[0].disposition.value == "realized"
+    assert rules == ["compensation-facts-confirmed", "compensation-only-on-request"]
+    assert all(f.disposition.value == "realized" for f in report.findings)
+    unconfirmed = next(f for f in report.findings if f.policy_rule == "compensation-facts-confirmed")
+    assert unconfirmed.title == (
+        "send_certificate without reading the flight record that rule compensation-facts-confirmed depends on"
+    )
 
 
-def _certificate_run(amount: int, ask: str) -> Trace:
+def _certificate_run(amount: int, ask: str, status: str | None = "cancelled") -> Trace:
+    """A certificate after the user and reservation reads and, unless ``status`` is None, a read of
+    the flight's status (get_flight_status answers with the bare status)."""
     reservation = {
         "reservation_id": "K2PL9Q",
         "user_id": "ivy_chen_12",
@@ -98,13 +106,14 @@ def _certificate_run(amount: int, ask: str) -> Trace:
         ("system", "system", "The current time is 2024-05-15 15:00:00 EST.", {}),
         ("user", "human", f"The airline cancelled my flight on K2PL9Q, I'm ivy_chen_12. {ask}", {}),
     ]
-    for i, (tool, args, result) in enumerate(
-        [
-            ("get_user_details", {"user_id": "ivy_chen_12"}, user),
-            ("get_reservation_details", {"reservation_id": "K2PL9Q"}, reservation),
-            ("send_certificate", {"user_id": "ivy_chen_12", "amount": amount}, "Certificate added"),
-        ]
-    ):
+    reads: list[tuple[str, dict, Any]] = [
+        ("get_user_details", {"user_id": "ivy_chen_12"}, user),
+        ("get_reservation_details", {"reservation_id": "K2PL9Q"}, reservation),
+    ]
+    if status is not None:
+        reads.append(("get_flight_status", {"flight_number": "HAT9", "date": "2024-05-14"}, status))
+    certificate = ("send_certificate", {"user_id": "ivy_chen_12", "amount": amount}, "Certificate added")
+    for i, (tool, args, result) in enumerate([*reads, certificate]):
         call = {"name": tool, "arguments": args, "call_id": f"c{i}"}
         rows.append(("assistant", "agent", json.dumps(args), {"kind": "tool_call", "tool": call}))
         content = result if isinstance(result, str) else json.dumps(result)
@@ -128,15 +137,20 @@ def _certificate_run(amount: int, ask: str) -> Trace:
 
 
 @pytest.mark.parametrize(
-    ("amount", "ask", "rules"),
+    ("amount", "ask", "status", "rules"),
     [
-        (200, "Can I get some compensation?", []),  # $100 x 2 passengers, asked for
-        (150, "Can I get some compensation?", ["compensation-amount"]),
-        (200, "That was awful.", ["compensation-only-on-request"]),
+        (200, "Can I get some compensation?", "cancelled", []),  # $100 x 2 passengers, asked for
+        (150, "Can I get some compensation?", "cancelled", ["compensation-amount"]),
+        (200, "That was awful.", "cancelled", ["compensation-only-on-request"]),
+        # the facts: no status read, or one that shows no disruption
+        (200, "Can I get some compensation?", None, ["compensation-facts-confirmed"]),
+        (200, "Can I get some compensation?", "on time", ["compensation-facts-confirmed"]),
     ],
 )
-def test_certificate_amount_and_request(amount: int, ask: str, rules: list[str], airline: Policy) -> None:
-    report = _review(_certificate_run(amount, ask), airline, ["policy_actions"])
+def test_certificate_amount_request_and_facts(
+    amount: int, ask: str, status: str | None, rules: list[str], airline: Policy
+) -> None:
+    report = _review(_certificate_run(amount, ask, status), airline, ["policy_actions"])
     assert sorted(f.policy_rule or "" for f in report.findings) == rules
 
 

@@ -73,6 +73,13 @@ class RecordSpec(_Rule):
     name: str = Field(min_length=1)
     tools: list[str] = Field(min_length=1, description="Read tools whose results hold the record.")
     key: str = Field(min_length=1, description="Field of the record (and argument of actions) naming it.")
+    value_field: str | None = Field(
+        default=None,
+        description=(
+            "For a read tool that returns one bare value, not a JSON object (a flight's status): the "
+            "field that value fills; the key then comes from the call's argument of that name."
+        ),
+    )
 
 
 class ClaimSpec(_Rule):

@@ -5,15 +5,23 @@ Supervisor``). ``Message to X`` is the supervisor's delegated message when it op
 message loop, and otherwise an execution output returned to X (actor ``environment``, a tool
 result). ``apis.<app>.<fn>(…)`` and ``send_message(…)`` calls inside response code are the
 structured tool calls. The task block (``*** Task i/N (<id>) ***``) becomes the header's task.
+
+Segment rule (withheld into the labels record, recorded in ``header.withheld``): the
+``Evaluation`` block the harness appends after the last execution output (the benchmark's
+verdict: ``success``, passed and failed requirements) — rule ``appworld.evaluation``. It is the
+grader's, not anything an agent saw; left in the output it reads as a failed observation of the
+agent's finishing call.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from ingest.base import Facts, StepBuilder
-from ingest.frameworks.common import Source, blocks, pack_raw
+from ingest.frameworks.common import Source, blocks, pack_raw, withhold
 from ingest.frameworks.pycalls import calls_raw, find_calls, tool_of
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceStep
 
@@ -26,10 +34,20 @@ _HEADER = re.compile(
     r"|Exiting (?P<exit>.+) message loop"
     r"|Message to (?P<msg>.+)"
     r"|Reply from (?P<reply>.+) to (?P<reply_to>.+)"
+    r"|(?P<eval>Evaluation)"
     r")\s*$"
 )
 _CALL = re.compile(r"(?<![\w.])(?P<name>apis\.\w+\.\w+|send_message)\s*\(")
 ENV = "environment"
+EVALUATION_RULE = "appworld.evaluation: the harness's verdict block (success, passes, failures) after the run"
+
+
+def verdict(text: str) -> Any:
+    """The evaluation block as the JSON it holds, else its text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 class AppWorldFormat:
@@ -69,7 +87,9 @@ class AppWorldFormat:
                 if text:
                     yield b.add(actor=ENV, actor_kind=ActorKind.environment, content=text, raw=raw)
                 continue
-            if m.group("task"):
+            if m.group("eval"):
+                withhold(facts, facts.labels, "evaluation", verdict(text), "evaluation", EVALUATION_RULE)
+            elif m.group("task"):
                 facts.task = text or None
                 facts.metadata.update(task_id=m.group("task_id"), task_number=m.group("task_no"))
             elif m.group("enter"):

@@ -5,6 +5,12 @@ A step starts at ``HyperAgent_<instance> - INFO - <Speaker>'s Response: …`` or
 with ``Intern Name: <intern>`` (a handoff to that named intern); ``<tool>._run(…)`` inside an
 ``Action:`` block is a structured tool call.
 
+Echoes: each ``Initialized HyperAgent instance`` in one process adds a logging handler, so after
+the k-th (logged k times in a row) every record until the next comes out k times, back to back.
+Those copies are one step: a record equal to the one before it (header and body) is dropped while
+fewer than k copies of it have been read. A step an agent really repeats reads once per repeat
+and k times each, so it survives.
+
 Segment rules (withheld into the labels record, recorded in ``header.withheld``):
 ``other_data.patch`` (the gold SWE-bench patch) and ``other_data.hints_text`` (benchmark-side
 hints) — rule ``hyperagent.other_data``; ``note`` (annotator text and votes) — rule ``mast.note``.
@@ -13,10 +19,10 @@ hints) — rule ``hyperagent.other_data``; ``note`` (annotator text and votes) �
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ingest.base import Facts, StepBuilder
-from ingest.frameworks.common import Source, blocks, mast_record, pack_raw
+from ingest.frameworks.common import Block, Source, blocks, mast_record, pack_raw
 from ingest.frameworks.pycalls import calls_raw, find_calls, tool_of
 from ingest.jsonstream import JsonReader
 from schemas.trace import ActorKind, StepKind, TraceStep
@@ -26,7 +32,25 @@ _RESPONSE = re.compile(r"^(?P<who>[\w\-]+(?: [\w\-]+)*)'s Response: ?(?P<text>.*
 _ROUTE = re.compile(r"^(?P<src>[\w\-]+)->(?P<dst>[\w\-]+): ?(?P<text>.*)$", re.S)
 _INTERN = re.compile(r"^Intern Name: *(?P<intern>.+?)\s*$", re.M)
 _CALL = re.compile(r"(?<![\w.])(?P<name>\w+)\._run\s*\(")
+_INIT = re.compile(r"^Initialized HyperAgent instance\b")
 PATCH_RULE = "hyperagent.other_data: benchmark evaluation fields (gold patch, hints) beside the log"
+
+
+def unechoed(records: Iterable[Block]) -> Iterator[Block]:
+    """The log's records with the handler echoes dropped (module doc)."""
+    handlers, copies, previous = 1, 0, None
+    for blk in records:
+        key = (blk.match.group("msg") if blk.match else None, blk.text())
+        is_init = blk.match is not None and _INIT.match(blk.match.group("msg")) is not None
+        if key == previous and (copies < handlers or is_init):
+            copies += 1
+            if is_init:
+                handlers = copies
+            continue
+        previous, copies = key, 1
+        if is_init:
+            handlers = 1
+        yield blk
 
 
 class HyperAgentFormat:
@@ -48,7 +72,7 @@ class HyperAgentFormat:
         return mast_record(source, facts, trajectory, what, PATCH_RULE)
 
     def _steps(self, lines: Iterator[str], b: StepBuilder) -> Iterator[TraceStep]:
-        for blk in blocks(lines, _LINE.match):
+        for blk in unechoed(blocks(lines, _LINE.match)):
             if blk.match is None:
                 yield b.add(actor="HyperAgent", actor_kind=ActorKind.system, content=blk.text())
                 continue

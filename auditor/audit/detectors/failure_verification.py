@@ -50,7 +50,15 @@ trace's observations (``failure_facts``) show before the claim:
   work as the outcome without looking. An answer delivered must stand in that report (it was
   adopted from it); a report of a failed check or of being unable to go on reports no outcome.
   Filed at the declaration, by the declarer; a lead (whether the report was right is not in the
-  trace).
+  trace);
+- *an output taken as the outcome unchecked* (3.3, the same "omission of proper checking or
+  confirmation of task outcomes"): the run's last delivering declaration states a number that the
+  observation right before it printed, that observation answered the declarer's own code, and no
+  other execution in the run showed that number: the outcome is the raw output of one run of the
+  declarer's own computation, delivered with nothing that could have caught a wrong computation
+  (no second computation, no substitution back, no check of it). A failed execution fixed and run
+  again is still one computation of the outcome. Filed at the declaration, by the declarer; a lead
+  (whether the computation was right is not in the trace).
 
 Failed checks relayed by *another* participant are the relay detector's; this one files the
 claimant's own. Disposition: a later observation that shows the claimed value or passes the
@@ -95,6 +103,7 @@ _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,60})[\"”]|(?<!\w)'([^'\n]{2,60})'(
 _ANSWER = re.compile(r"FINAL ANSWER:\s*([^\n]+)|\\boxed\{([^{}\n]+)\}")
 # an answer a step delivers, its braces nested or not (``\boxed{\text{…}}``): up to the line's last brace
 _DELIVERED = re.compile(r"FINAL ANSWER:\s*([^\n]+)|\\boxed\{([^\n]*)\}")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
 _SENTENCE_END = ".!?\n"
 _VERIFYING = re.compile(r"(?i)verif|confirm|validat|checked")
 _TEST_CODE = re.compile(r"(?m)^\s*(?:async\s+)?def test_\w*\s*\(|\bunittest\.TestCase\b|^\s*import pytest\b")
@@ -105,6 +114,11 @@ _PREDICTED = re.compile(
     r"```[^\n]*\n([\s\S]*?)```"
 )
 MIN_OUTPUT_LINE = 8
+
+
+def numbers(text: str) -> set[float]:
+    """The numbers a text states (``29`` and ``29.0`` are one number)."""
+    return {float(n) for n in _NUMBER.findall(text.replace(",", ""))}
 
 
 def claim_of(text: str) -> tuple[str, str] | None:
@@ -252,6 +266,8 @@ class FailureVerificationDetector:
             drafts.append(predicted)
         if (taken := self._taken_on_report(facts)) is not None:
             drafts.append(taken)
+        if (unchecked := self._output_unchecked(facts)) is not None:
+            drafts.append(unchecked)
         for pos in facts.acts:
             step = facts.steps[pos]
             if pos == 0 or step.kind is StepKind.tool_call or facts.tf.ledger(step):
@@ -461,12 +477,9 @@ class FailureVerificationDetector:
 
     # -- an outcome taken on another agent's word -------------------------------------------------
     def _taken_on_report(self, facts: RunFacts) -> FindingDraft | None:
-        delivering = [
-            d.pos for d in facts.declarations if facts.is_agent(d.pos) and self._delivers(facts, d.pos)
-        ]
-        if not delivering:
+        end = self._last_delivery(facts)
+        if end is None:
             return None
-        end = delivering[-1]
         declarer = agent_name(facts.steps[end].actor)
         report = next(
             (p for p in reversed(facts.acts) if p < end and not facts.tf.ledger(facts.steps[p])), None
@@ -496,6 +509,52 @@ class FailureVerificationDetector:
             ),
             path=[facts.hop(report, "work reported"), facts.hop(end, "accepted as the outcome")],
         )
+
+    # -- an output taken as the outcome unchecked ------------------------------------------------
+    def _output_unchecked(self, facts: RunFacts) -> FindingDraft | None:
+        end = self._last_delivery(facts)
+        if not end:
+            return None
+        output = end - 1
+        m = _DELIVERED.search(facts.steps[end].content)
+        if m is None or output not in facts.observations or not facts.succeeded(output):
+            return None
+        value = numbers(m.group(1) or m.group(2))
+        if len(value) != 1:
+            return None
+        declarer = facts.steps[end].actor
+        computed = facts.last_act_between(declarer, -1, output)
+        if computed is None or computed not in facts.code_acts or facts.answer_of(computed) != output:
+            return None
+        showing = [
+            p for p in sorted(facts.observations) if p < end and value <= numbers(facts.steps[p].content)
+        ]
+        if showing != [output]:
+            return None  # not the output's number, or another execution showed it too
+        step, ran = facts.steps[end], facts.steps[output]
+        number = next(iter(value))
+        return failure_draft(
+            facts,
+            mode="3.3",
+            pos=end,
+            title=f"{step.actor} delivered its computation's output as the outcome without checking it",
+            mechanism=(
+                f"The execution at step {ran.step_id} printed {number:g} for the code {step.actor} wrote at step "
+                f"{facts.steps[computed].step_id}; {step.actor} delivered that number at step {step.step_id} "
+                "with nothing between and no other execution showing it: no check could have caught a wrong computation."
+            ),
+            violated="a task's outcome must be confirmed before it is delivered, not taken from one unchecked run",
+            evidence=[facts.unit(output), facts.unit(end, m.group())],
+            effect=unestablished("whether the computation was right is not in the trace: nothing checked it"),
+            path=[facts.hop(output, "output printed"), facts.hop(end, "delivered unchecked")],
+        )
+
+    def _last_delivery(self, facts: RunFacts) -> int | None:
+        """The run's last delivering declaration by an agent, or None."""
+        delivering = [
+            d.pos for d in facts.declarations if facts.is_agent(d.pos) and self._delivers(facts, d.pos)
+        ]
+        return delivering[-1] if delivering else None
 
     @staticmethod
     def _delivers(facts: RunFacts, pos: int) -> bool:

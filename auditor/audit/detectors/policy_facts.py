@@ -2,9 +2,11 @@
 tools returned, the domain's clock, and the claimants' replies.
 
 A record is the JSON object a read tool returned (``records`` in the policy), indexed by its key
-field; a write is a call of a tool a rule or a confirmation names; a call failed when its result
-is marked failed by the source (``raw.status``) or is an error by its structure: a JSON object
-with an ``error`` key, or text that begins ``Error:`` — the tool's own refusal.
+field — or, for a tool that returns one bare value (a flight's status) and a spec naming its
+``value_field``, that value under that field, keyed by the call's argument; a write is a call of
+a tool a rule or a confirmation names; a call failed when its result is marked failed by the
+source (``raw.status``) or is an error by its structure: a JSON object with an ``error`` key, or
+text that begins ``Error:`` — the tool's own refusal.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ class PolicyFacts:
             if spec is None or call.result is None or call.failed:
                 continue
             body = json_value(call.result.content)
+            if not isinstance(body, dict) and spec.value_field and call.result.content.strip():
+                body = {spec.key: call.arguments.get(spec.key), spec.value_field: call.result.content.strip()}
             if isinstance(body, dict):
                 key = body.get(spec.key, call.arguments.get(spec.key))
                 if key is not None:

@@ -17,6 +17,10 @@ lands on both alike. Each round gives a ratio per row; the table shows the media
 the lowest and highest ratio.
 
     python benchmarks/store_bench.py [--pg postgresql://auditor:auditor@127.0.0.1:5432/auditor_test]
+
+The SQLite files go to the temporary directory (TMPDIR): on a disk, the rows time fsync as well; with
+TMPDIR=/dev/shm they time the CPU alone. ``--without guard`` / ``--without type-index`` drop that part
+of the schema from our SQLite stores (scratch files, never a real store) to measure what it costs.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ from schemas import NewEvent
 
 SINGLE, BATCHES, BATCH, READS = 300, 100, 100, 3
 OPERATIONS = {"single": "append, 1 event", "batch100": "append, batches of 100", "read": "read global stream"}
+
+# What --without drops from our scratch SQLite stores: the insert guard (a BEFORE INSERT row
+# trigger) and the index of event types.
+WITHOUT = {"guard": "DROP TRIGGER events_refuse_overwrite", "type-index": "DROP INDEX ix_events_type"}
 
 Step = Callable[[], int]  # one unit of work; returns the events it wrote or read
 Workload = dict[str, list[Step]]  # the steps of each operation, in order
@@ -213,6 +221,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default=os.environ.get("AUDITOR_TEST_PG_URL"), help="PostgreSQL URL")
     parser.add_argument("--rounds", type=int, default=5, help="rounds on fresh stores; medians are printed")
+    parser.add_argument(
+        "--without",
+        action="append",
+        choices=sorted(WITHOUT),
+        default=[],
+        help="drop this part of our SQLite stores' schema, to measure what it costs (repeatable)",
+    )
     args = parser.parse_args()
     results: list[tuple[str, dict[str, list]]] = []
     with tempfile.TemporaryDirectory() as d, ExitStack() as opened:
@@ -220,6 +235,9 @@ def main() -> None:
             opened.enter_context(closing(open_store(f"sqlite:///{Path(d) / f'ours{r}.db'}")))
             for r in range(args.rounds)
         ]
+        for store in stores:
+            for part in args.without:
+                store.raw_sql(WITHOUT[part])
         recorders = [sqlite_recorder(Path(d) / f"es{r}.db") for r in range(args.rounds)]
         results.append(
             (
@@ -233,6 +251,11 @@ def main() -> None:
             print(
                 f"sqlite: ours {durability(lambda name: ours.execute(f'PRAGMA {name}')[0][0])}; "
                 f"eventsourcing {durability(their_pragma(cur))}"
+                + (
+                    f"; ours WITHOUT {', '.join(args.without)} (not the store as shipped)"
+                    if args.without
+                    else ""
+                )
             )
     if args.pg:
         with pg_schemas(args.pg, 2 * args.rounds) as schemas, ExitStack() as opened:

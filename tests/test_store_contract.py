@@ -79,6 +79,21 @@ def test_bad_event_late_in_batch_appends_nothing(store):
     assert store.stream_version("s") == 1  # nothing of the failed batch landed
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_number_is_refused_and_its_spelling_in_text_is_kept(store, value):
+    """The fast encoder writes a non-finite float as NaN or Infinity, which is no JSON: wherever it
+    sits (deep in the payload, in the metadata) the append is refused; the same words in text are
+    stored as written."""
+    with pytest.raises(ValueError):
+        store.append("s", [NewEvent(type="Thing", payload={"deep": [1, {"x": value}]})])
+    with pytest.raises(ValueError):
+        store.append("s", [NewEvent(type="Thing", payload={}, metadata={"score": value})])
+    text = {"a": "NaN", "b": "-Infinity", "c": "Not a number, Inf"}
+    (recorded,) = store.append("s", [NewEvent(type="Thing", payload=text)], expected_version=0)
+    assert recorded.payload == text == next(store.read_stream("s")).payload
+    assert verify_chain(store).ok
+
+
 def test_large_batch_reads_back_in_order_and_chained(store):
     # 127 events: SQLite inserts them by multi-row statements of every size it has (64 … 1 rows)
     recorded = store.append("s", [ev(i, f"k{i}") for i in range(127)], expected_version=0)

@@ -12,6 +12,7 @@ from pydantic_core import to_jsonable_python
 GENESIS_HASH = "0" * 64
 _EMPTY_KEY = "\x00"  # how an empty idempotency key is hashed: apart from no key (see event_hash)
 _JOIN_BELOW = 1 << 20  # payload characters hashed in one joined buffer; larger ones are streamed
+_sha256 = hashlib.sha256
 
 
 def canonical_json(value: Any) -> str:
@@ -30,9 +31,17 @@ def compact_json(value: Any) -> str:
     float, or those words inside a string) the standard encoder decides, and refuses the float
     (models in the value go to it as their plain data, non-finite floats kept as such)."""
     text = _fast_json(value).decode()
-    if "NaN" in text or "Infinity" in text:
+    if _may_hold_non_finite(text):
         return _compact(to_jsonable_python(value, inf_nan_mode="constants"))
     return text
+
+
+def _may_hold_non_finite(text: str) -> bool:
+    """Whether ``text`` holds NaN or Infinity. A one-character search runs as memchr, a word search
+    scans character by character (0.4 µs for both words in a 400-character payload, a tenth of an
+    append's Python time): a text without a capital N skips the search for NaN, one without a
+    capital I the search for Infinity."""
+    return ("N" in text and "NaN" in text) or ("I" in text and "Infinity" in text)
 
 
 def event_hash(
@@ -53,11 +62,14 @@ def event_hash(
     can hold, so that a key changed between the two breaks the chain. A large payload (a report of a million steps is ~100 MB) is fed on its
     own, never copied into a joined text first: the digest is the same either way."""
     key = _EMPTY_KEY if idempotency_key == "" else idempotency_key or ""
+    if len(payload_json) < _JOIN_BELOW:  # one text built at once: no head and tail joined again
+        return _sha256(
+            f"{prev_hash}\x1f{global_position}\x1f{stream_id}\x1f{stream_version}\x1f{type}\x1f"
+            f"{schema_version}\x1f{payload_json}\x1f{metadata_json}\x1f{key}\x1f{recorded_at}".encode()
+        ).hexdigest()
     head = f"{prev_hash}\x1f{global_position}\x1f{stream_id}\x1f{stream_version}\x1f{type}\x1f{schema_version}\x1f"
     tail = f"\x1f{metadata_json}\x1f{key}\x1f{recorded_at}"
-    if len(payload_json) < _JOIN_BELOW:
-        return hashlib.sha256(f"{head}{payload_json}{tail}".encode()).hexdigest()
-    digest = hashlib.sha256(head.encode())
+    digest = _sha256(head.encode())
     digest.update(payload_json.encode("utf-8"))
     digest.update(tail.encode())
     return digest.hexdigest()

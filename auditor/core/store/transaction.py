@@ -83,7 +83,11 @@ class Transaction(Reader):
         keys = [e.idempotency_key for e in new_events if e.idempotency_key] if look_up_keys else []
         rows = self._recorder.by_keys(self._cur, keys) if keys else []
         existing = {r[7]: row_to_event(r) for r in rows}
-        fresh = [e for e in new_events if not (e.idempotency_key and e.idempotency_key in existing)]
+        fresh = (
+            [e for e in new_events if not (e.idempotency_key and e.idempotency_key in existing)]
+            if existing
+            else new_events
+        )
         if not fresh:
             return [existing[e.idempotency_key] for e in new_events]  # type: ignore[index]
         self._cur.execute(self._recorder.heads, (stream_id,))

@@ -142,6 +142,7 @@ def test_the_summary_is_the_last_thing_printed(tmp_path: Path) -> None:
                 **os.environ,
                 "EXPECT": expect,
                 "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # the plugins' imports: 2 s a run, none needed
             },
             capture_output=True,
             text=True,

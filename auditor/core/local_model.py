@@ -109,9 +109,10 @@ def _converted_dir(gguf: Path) -> Path:
 
 
 def _keep(loaded: LoadedModel, folder: Path) -> None:
-    """Save the converted model where the next load finds it: written in a temporary folder and
-    renamed, so a reader (another process loading at the same time) sees all of it or nothing. A
-    cache that cannot be written costs only the next load's time."""
+    """Save the converted model where the next load finds it, once the saved copy reads back as the
+    same model (``_same``): written in a temporary folder and renamed, so a reader (another process
+    loading at the same time) sees all of it or nothing. A cache that cannot be written, or a copy
+    that reads back differently, costs only the next load's time."""
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
@@ -119,12 +120,42 @@ def _keep(loaded: LoadedModel, folder: Path) -> None:
         return
     try:
         _save(loaded, scratch)
-        (scratch / _COMPLETE).write_text("auditor.core.local_model\n")
-        os.replace(scratch, folder)
+        if _same(loaded, _load(loaded.name, scratch, {}, "cpu", "float32")):
+            (scratch / _COMPLETE).write_text("auditor.core.local_model\n")
+            os.replace(scratch, folder)
     except OSError:  # another process renamed its copy first, or the disk is full
         pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+_PROBE = [
+    {"role": "system", "content": "You audit what agents did."},
+    {
+        "role": "user",
+        "content": "Which tool call moved the money — and who asked for it? Ünïcode, tabs\tand 42.",
+    },
+]
+
+
+def _same(source: LoadedModel, copy: LoadedModel) -> bool:
+    """The copy has the source's vocabulary, special tokens and chat template, and gives the same
+    logits on a probe chat: with tied embeddings, logits over the whole vocabulary read every row."""
+    import torch
+
+    if (
+        copy.tokenizer.get_vocab() != source.tokenizer.get_vocab()
+        or copy.tokenizer.all_special_tokens != source.tokenizer.all_special_tokens
+        or copy.tokenizer.chat_template != source.tokenizer.chat_template
+        or copy.model.generation_config.to_dict() != source.model.generation_config.to_dict()
+    ):
+        return False
+    text = source.tokenizer.apply_chat_template(_PROBE, add_generation_prompt=True, tokenize=False)
+    ids = source.tokenizer(text, return_tensors="pt").input_ids
+    if not torch.equal(copy.tokenizer(text, return_tensors="pt").input_ids, ids):
+        return False
+    with torch.no_grad():
+        return torch.equal(copy.model(ids).logits, source.model(ids).logits)
 
 
 @cache

@@ -70,7 +70,11 @@ _WORD = re.compile(
 # A sentence ends at . ! ? (or a colon, after which an instruction often starts) or at a line break (also one escaped as \n inside a JSON or YAML string)
 # after which the text goes on with a capital, a bullet, markup or a value: a line broken inside a
 # sentence (a folded YAML string) goes on in lower case.
-_SENTENCE_END = re.compile(r"[.!?:]+(?=\s|$|\\n)|(?:\s|\\n)*(?:\r?\n|\\n)(?:\s|\\n)*(?=[^a-z]|$)")
+# a line break's blank run is matched from the run's start only (?<!…): tried at every blank of a long
+# run of spaces, the leading (?:\s|\\n)* read the rest of the run each time (quadratic)
+_SENTENCE_END = re.compile(
+    r"[.!?:]+(?=\s|$|\\n)|(?<!\s)(?<!\\n)(?:\s|\\n)*(?:\r?\n|\\n)(?:\s|\\n)*(?=[^a-z]|$)"
+)
 
 
 @dataclass(frozen=True)

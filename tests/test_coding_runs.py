@@ -538,3 +538,18 @@ def test_a_changed_file_named_in_a_comment_is_not_written():
     assert script.call not in facts.editing and facts.on_original_code(script)
     assert all(e.quote.startswith("sed -i") for e in facts.source_edits)
     assert "without reproducing" not in " ".join(f.title for f in coding_findings(trace))
+
+
+@pytest.mark.parametrize("gap", [" ", ", ", " \n"])
+def test_a_sympy_summary_head_before_a_long_gap_is_read_in_linear_time(gap: str) -> None:
+    """One pattern over the summary's two lines was cubic in a run of spaces after its head (10,000
+    spaces: five minutes, a command's output of a megabyte: never). Twice the gap, about twice
+    the time; a closed summary after the gap is still read."""
+    from tests.timing import best_seconds
+
+    def output(n: int) -> str:
+        return "tests finished: " + gap * n + "x\n" + "tests finished: 3 passed, 1 failed,\nin 0.5 seconds\n"
+
+    small, large = output(20_000), output(40_000)
+    assert best_seconds(lambda: parse_output(large)) < 3 * best_seconds(lambda: parse_output(small)) + 0.005
+    assert parse_output(large) == ("sympy", "tests finished: 3 passed, 1 failed,", 1, 3, ())

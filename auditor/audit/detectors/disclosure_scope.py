@@ -25,8 +25,11 @@ _SCOPE_TEXT = re.compile(
     r"(?i)(?:fields? (?:they|the requester|he|she) (?:may|can) (?:receive|see)|authori[sz]ed fields|allowed fields)"
     r"\s*:\s*(?P<list>[\w ,/-]+)"
 )
-_LABEL_LINE = re.compile(r"(?m)^\s*(?P<label>[A-Za-z][\w ()/-]{1,40}?)\s*:\s*(?P<value>\S[^\n]*?)\s*$")
-_PAREN = re.compile(r"\s*\(([^)]*)\)")
+# a line's own blanks ([^\S\n]), not \s: a leading \s* ran over every blank line below each line
+# start, a lazy value before \s*$ over every blank inside the line (both quadratic)
+_LABEL_LINE = re.compile(
+    r"(?m)^[^\S\n]*(?P<label>[A-Za-z][\w ()/-]{1,40}?)\s*:\s*(?P<value>\S(?:[^\n]*\S)?)[^\S\n]*$"
+)
 _TOKEN = re.compile(r"[$€£]?\d[\d,.:/-]*\d%?|\b[A-Z]{2,}-\d{3,}\b")
 
 
@@ -132,14 +135,26 @@ def _leaves(body: Any, key: str = "") -> list[tuple[str, str]]:
     return []
 
 
+def _parenthesised(value: str) -> tuple[str, list[str]]:
+    """The value without its parenthesised parts (nor the blanks before each), stripped, and those
+    parts: each '(' to the next ')'. One scan: a pattern retried at every '(' of an unclosed run, and
+    at every blank before one, was quadratic."""
+    kept, parts, at = [], [], 0
+    while (opening := value.find("(", at)) >= 0 and (closing := value.find(")", opening)) >= 0:
+        kept.append(value[at:opening].rstrip())
+        parts.append(value[opening + 1 : closing])
+        at = closing + 1
+    return "".join([*kept, value[at:]]).strip(), parts
+
+
 def carriers_of(value: str) -> list[str]:
     """Strings whose presence downstream shows the value crossed: the value, its core without
     parenthetical references, the references, and its distinctive tokens (numbers, ids)."""
     out = [value] if len(value) >= 4 else []
-    core = _PAREN.sub("", value).strip()
+    core, references = _parenthesised(value)
     if len(core) >= 8 and core != value:
         out.append(core)
-    out += [p.strip() for p in _PAREN.findall(value) if len(p.strip()) >= 6]
+    out += [p.strip() for p in references if len(p.strip()) >= 6]
     out += [t.lstrip("$€£") for t in _TOKEN.findall(value) if len(t.lstrip("$€£")) >= 5]
     return list(dict.fromkeys(out))
 

@@ -106,7 +106,9 @@ _DELIVERED = re.compile(r"FINAL ANSWER:\s*([^\n]+)|\\boxed\{([^\n]*)\}")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
 _SENTENCE_END = ".!?\n"
 _VERIFYING = re.compile(r"(?i)verif|confirm|validat|checked")
-_TEST_CODE = re.compile(r"(?m)^\s*(?:async\s+)?def test_\w*\s*\(|\bunittest\.TestCase\b|^\s*import pytest\b")
+_TEST_CODE = re.compile(  # a line's own indentation: ^\s* ran over every blank line below (quadratic)
+    r"(?m)^[^\S\n]*(?:async\s+)?def test_\w*\s*\(|\bunittest\.TestCase\b|^[^\S\n]*import pytest\b"
+)
 _ERROR_CLASS = re.compile(r"(?m)^[ \t]*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:Error|Exception))\b:?")
 _BROAD = ("Exception", "BaseException")
 _PREDICTED = re.compile(

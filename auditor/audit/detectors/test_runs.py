@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
@@ -62,17 +63,21 @@ _PYTEST_ID = re.compile(r"(?m)^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - [^\n]*)?$"
 _PYTEST_VERBOSE = re.compile(r"(?m)^(\S+::\S+) (FAILED|ERROR)\b")
 _UNITTEST = re.compile(r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK\b[^\n]*|FAILED \(([^)]*)\))")
 _UNITTEST_ID = re.compile(r"(?m)^(FAIL|ERROR): (\w+) \(([\w.]+)\)")
-# the summary wraps at the terminal's width, anywhere in it (before "in N seconds" or between counts)
-_SYMPY = re.compile(r"(?m)^[= ]*tests finished: ((?:[^\n]*\n)??[^\n]*?),?\s*in [\d.]+ seconds\b[ =]*$")
+# the summary wraps at the terminal's width, anywhere in it (before "in N seconds" or between counts):
+# its head, then its end looked for in that line and the next (one pattern over both lines was
+# cubic in a run of spaces after the head: 10,000 spaces took five minutes)
+_SYMPY = re.compile(r"(?m)^[= ]*tests finished: ")
+_SYMPY_END = re.compile(r"(?m)\bin [\d.]+ seconds\b[ =]*$")
 _SYMPY_ID = re.compile(r"(?m)^_+ (\S+\.py:\S+) _+$")
 _TOX = re.compile(
-    r"(?m)^(?:ERROR: +)?\s*(\S+): commands (succeeded|failed)\b[^\n]*$"
-    r"|^\s*(\S+): (OK|FAIL)(?: code -?\d+)? \(\d[^\n]*$"
+    r"(?m)^(?:ERROR: +)?[^\S\n]*(\S+): commands (succeeded|failed)\b[^\n]*$"
+    r"|^[^\S\n]*(\S+): (OK|FAIL)(?: code -?\d+)? \(\d[^\n]*$"
 )
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
 _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and cursor codes (pytest --color)
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
-_IMPORT = re.compile(r"(?m)^\s*(?:from|import)\s+([\w.]+)")
+# a line's own indentation ([^\S\n]): ^\s* ran over every blank line below each line start (quadratic)
+_IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from|import)\s+([\w.]+)")
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)\r?$")
 _CREATE = re.compile(r"(?<![\d&<>])>\s*([^\s;&|<>()]+)")  # a ">" redirect (not ">>"): a new file
@@ -365,6 +370,21 @@ def _verbatim(text: str, start: int, length: int) -> str:
     return text[kept[start] : kept[start + length - 1] + 1]
 
 
+def _sympy_summaries(text: str) -> Iterator[tuple[int, str, str]]:
+    """(where, the summary's first line, its counts) of each SymPy ``bin/test`` summary: a head,
+    then ``in N seconds`` closing a line, in the head's line or the next (the terminal wraps it)."""
+    for head in _SYMPY.finditer(text):
+        first_end = text.find("\n", head.end())
+        first_end = len(text) if first_end < 0 else first_end
+        second_end = text.find("\n", first_end + 1) if first_end < len(text) else -1
+        window = text[head.end() : len(text) if second_end < 0 else second_end]
+        end = _SYMPY_END.search(window)
+        if end is None:
+            continue
+        counts = window[: end.start()].rstrip().rstrip(",")
+        yield head.start(), text[head.start() : first_end].strip(), counts
+
+
 def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None:
     """``parse_output`` on an output without colour codes, whose summary it returns as read."""
     found: list[tuple[int, tuple[str, str, int, int, tuple[str, ...]]]] = []
@@ -402,20 +422,10 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
         found.append(
             (m.start(), ("unittest", m.group().strip().splitlines()[-1], bad, int(m.group(1)) - bad, ids))
         )
-    for m in _SYMPY.finditer(text):
-        c = _counts(m.group(1).replace("exceptions", "errors").replace("exception", "error"))
-        found.append(
-            (
-                m.start(),
-                (
-                    "sympy",
-                    m.group().strip().splitlines()[0].strip(),
-                    c.get("failed", 0) + c.get("error", 0),
-                    c.get("passed", 0),
-                    tuple(_SYMPY_ID.findall(text)),
-                ),
-            )
-        )
+    for start, head, counts in _sympy_summaries(text):
+        c = _counts(counts.replace("exceptions", "errors").replace("exception", "error"))
+        failed = c.get("failed", 0) + c.get("error", 0)
+        found.append((start, ("sympy", head, failed, c.get("passed", 0), tuple(_SYMPY_ID.findall(text)))))
     for m in _TOX.finditer(text):
         bad = m.group(2) == "failed" or m.group(4) == "FAIL"
         found.append((m.start(), ("tox", m.group().strip(), int(bad), int(not bad), ())))

@@ -1,0 +1,60 @@
+"""Patterns that read whole step texts grow linearly on blank-heavy text (padded tables, pages of
+blank lines, fixed-width logs): each of these was quadratic or worse there — a ``\\s*`` at a line
+start ran over every blank line below it, one before a required character over the rest of a blank
+run, at every position of it (the SymPy summary's, over two lines, was cubic: 10,000 spaces took
+five minutes). Twice the text, about twice the time; each still finds what it is for."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from auditor.audit.detectors.disclosure_scope import _LABEL_LINE, carriers_of
+from auditor.audit.detectors.failure_verification import _TEST_CODE
+from auditor.audit.detectors.test_runs import _IMPORT, _TOX, parse_output
+from graph.instructions import _SENTENCE_END
+from tests.timing import best_seconds
+
+BLANKS = {
+    "blank lines": lambda n: " \n" * n,
+    "tabs and breaks": lambda n: "\t\n " * n,
+    "a run of spaces": lambda n: " " * (2 * n),
+    "a label's gap": lambda n: "Label: a" + " " * (2 * n) + "b\n",
+    "parentheses never closed": lambda n: "(" * (2 * n),
+}
+PATTERNS = {  # each with a text it must still read, put before the blanks (a match after them would
+    # take the whole run in one step and hide the cost)
+    "disclosure label line": (_LABEL_LINE, "\nAccount holder: Jane Roe (primary)\n"),
+    "test code": (_TEST_CODE, "\n    def test_refund(self):\n"),
+    "tox summary": (_TOX, "\n  py311: commands failed\n"),
+    "import": (_IMPORT, "\nimport numpy\n"),
+    "sentence end": (_SENTENCE_END, "Done.\nNext"),
+}
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("shape", BLANKS)
+def test_a_pattern_reads_blank_heavy_text_in_linear_time(pattern: str, shape: str) -> None:
+    regex, tail = PATTERNS[pattern]
+    small, large = tail + BLANKS[shape](4_000) + "x", tail + BLANKS[shape](8_000) + "x"
+    assert any(regex.finditer(large)), "what the pattern is for is still read"
+
+    def scan(text: str) -> list[re.Match[str]]:
+        return list(regex.finditer(text))
+
+    assert best_seconds(lambda: scan(large)) < 3 * best_seconds(lambda: scan(small)) + 0.002
+
+
+def test_a_runner_summary_after_blank_lines_is_still_the_summary() -> None:
+    blank = " \n" * 5_000
+    assert parse_output(blank + "py311: commands failed\n")[:3] == ("tox", "py311: commands failed", 1)
+
+
+@pytest.mark.parametrize("shape", BLANKS)
+def test_a_value_s_references_are_read_in_linear_time(shape: str) -> None:
+    """A value's parenthesised references (a pattern retried at every '(' never closed, and at every
+    blank before one, was quadratic)."""
+    small, large = "Jane Roe (primary)" + BLANKS[shape](4_000), "Jane Roe (primary)" + BLANKS[shape](8_000)
+    assert "primary" in carriers_of(large)
+    assert best_seconds(lambda: carriers_of(large)) < 3 * best_seconds(lambda: carriers_of(small)) + 0.002

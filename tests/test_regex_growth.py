@@ -10,7 +10,9 @@ import re
 
 import pytest
 
+from auditor.audit.detectors.choice_criterion import _LABELLED
 from auditor.audit.detectors.disclosure_scope import _LABEL_LINE, carriers_of
+from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
 from auditor.audit.detectors.test_runs import _IMPORT, _TOX, parse_output
 from graph.instructions import _SENTENCE_END
@@ -22,6 +24,7 @@ BLANKS = {
     "a run of spaces": lambda n: " " * (2 * n),
     "a label's gap": lambda n: "Label: a" + " " * (2 * n) + "b\n",
     "parentheses never closed": lambda n: "(" * (2 * n),
+    "one long word": lambda n: "a" * (2 * n),
 }
 PATTERNS = {  # each with a text it must still read, put before the blanks (a match after them would
     # take the whole run in one step and hide the cost)
@@ -30,6 +33,7 @@ PATTERNS = {  # each with a text it must still read, put before the blanks (a ma
     "tox summary": (_TOX, "\n  py311: commands failed\n"),
     "import": (_IMPORT, "\nimport numpy\n"),
     "sentence end": (_SENTENCE_END, "Done.\nNext"),
+    "a call in code": (_CALLED, "finish(answer)\n"),
 }
 
 
@@ -58,3 +62,14 @@ def test_a_value_s_references_are_read_in_linear_time(shape: str) -> None:
     small, large = "Jane Roe (primary)" + BLANKS[shape](4_000), "Jane Roe (primary)" + BLANKS[shape](8_000)
     assert "primary" in carriers_of(large)
     assert best_seconds(lambda: carriers_of(large)) < 3 * best_seconds(lambda: carriers_of(small)) + 0.002
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", " \t"])
+def test_a_labelled_line_is_read_in_linear_time(blank: str) -> None:
+    """A record's labelled line (a lazy value before \\s*$ was quadratic in the line's inner blanks)."""
+    small, large = (f"Rating: 4{blank * n}stars " for n in (8_000, 16_000))
+    assert _LABELLED.match(large).groups() == ("Rating", f"4{blank * 16_000}stars")  # type: ignore[union-attr]
+    assert (
+        best_seconds(lambda: _LABELLED.match(large))
+        < 3 * best_seconds(lambda: _LABELLED.match(small)) + 0.002
+    )

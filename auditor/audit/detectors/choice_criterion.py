@@ -62,7 +62,8 @@ _UPPER = {"under", "below", "less than", "at most", "no more than", "up to", "ch
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
 _TOKEN = re.compile(r"\w+")
-_LABELLED = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,30}):\s*(.+?)\s*$")
+# the value up to its last non-blank (a lazy value before \s*$ was quadratic in a line's inner blanks)
+_LABELLED = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,30}):\s*(\S(?:.*\S)?|\s)\s*$")
 _NUMBER = re.compile(r"^[$€£]?\s*(-?\d+(?:\.\d+)?)(?:\s*-\s*[$€£]?\s*(-?\d+(?:\.\d+)?))?$")
 _REASONING_OPEN = re.compile(r"(?i)<(thinking|think|reasoning)>")
 _REASONING_CLOSE = {name: re.compile(rf"(?i)</{name}>") for name in ("thinking", "think", "reasoning")}

@@ -75,7 +75,9 @@ _CANNOT = re.compile(
     r"|\b(?:unsolvable|unanswerable|insufficient (?:data|information)|not enough (?:data|information)"
     r"|(?:need|needs|require|requires) (?:more|additional|the missing) (?:data|information|details|context))\b"
 )
-_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+# from a word's start ((?<!\w), past digits and non-ASCII letters to its first [A-Za-z_]): tried at
+# every letter of a long word, \w* read the rest of the word each time (quadratic)
+_CALLED = re.compile(r"(?<!\w)[^\W_A-Za-z]*([A-Za-z_]\w*)\s*\(")
 _CODE_OPENING = re.compile(r"(?:def|class|import|from|async def)\b")
 _IF = re.compile(r"(?i)\b(?:if|unless|whether|in case|once)\b")
 FINISHING_TOOLS = frozenset({"terminate", "complete_task", "final_answer", "finish", "submit"})

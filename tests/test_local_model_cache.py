@@ -65,7 +65,9 @@ def test_a_copy_that_reads_back_differently_is_not_kept(
     assert list(folder.parent.iterdir()) == []  # neither kept nor left as scratch
 
 
-def test_a_changed_gguf_file_gets_a_new_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_gguf_file_gets_a_new_folder_and_a_copy_of_it_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from auditor.core.local_model import _converted_dir
 
     monkeypatch.setenv("AUDITOR_CACHE_DIR", str(tmp_path / "cache"))
@@ -73,11 +75,12 @@ def test_a_changed_gguf_file_gets_a_new_folder(tmp_path: Path, monkeypatch: pyte
     gguf.write_bytes(b"GGUF one")
     first = _converted_dir(gguf)
     assert first.parent == tmp_path / "cache" / "models" and first.name.startswith("model-")
-    assert _converted_dir(gguf) == first
-    gguf.write_bytes(b"GGUF two!")  # replaced: another size
-    second = _converted_dir(gguf)
-    os.utime(gguf, ns=(1, 1))  # same size, another time
-    assert len({first, second, _converted_dir(gguf)}) == 3
+    os.utime(gguf, ns=(1, 1))  # touched, same bytes
+    (tmp_path / "venv2").mkdir()
+    (tmp_path / "venv2" / "model.gguf").write_bytes(b"GGUF one")  # another environment's install
+    assert _converted_dir(gguf) == first == _converted_dir(tmp_path / "venv2" / "model.gguf")
+    gguf.write_bytes(b"GGUF two")  # replaced: same size, other bytes
+    assert _converted_dir(gguf) != first
 
 
 def test_a_cache_that_cannot_be_written_leaves_nothing_and_raises_nothing(tmp_path: Path, smollm2) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from auditor.audit.detectors.choice_criterion import _LABELLED
 from auditor.audit.detectors.disclosure_scope import _LABEL_LINE, carriers_of
 from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
-from auditor.audit.detectors.test_runs import _IMPORT, _TOX, parse_output
+from auditor.audit.detectors.test_runs import _IMPORT, _PY_WRITE, _TOX, parse_output
 from graph.instructions import _SENTENCE_END
 from tests.timing import best_seconds
 
@@ -34,6 +34,7 @@ PATTERNS = {  # each with a text it must still read, put before the blanks (a ma
     "import": (_IMPORT, "\nimport numpy\n"),
     "sentence end": (_SENTENCE_END, "Done.\nNext"),
     "a call in code": (_CALLED, "finish(answer)\n"),
+    "a file written": (_PY_WRITE, "out.write_text(data)\n"),
 }
 
 

@@ -83,8 +83,8 @@ _DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)\r?$")
 _CREATE = re.compile(r"(?<![\d&<>])>\s*([^\s;&|<>()]+)")  # a ">" redirect (not ">>"): a new file
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 _REDIRECT = re.compile(r"(?<![\d&<>])>>?\s*([^\s;&|<>()]+)")
-_PY_WRITE = re.compile(
-    r"""open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]|(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|\w+)\.write_text\("""
+_PY_WRITE = re.compile(  # a variable's write_text from its word's start: tried at every letter, \w+ was quadratic
+    r"""open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]|(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|(?<!\w)\w+)\.write_text\("""
 )
 _WRITES = re.compile(
     r"""\bsed\s+(?:-\w+\s+)*-i|>\s*\S|\btee\b|\bpatch\b|\bgit apply\b|\.write\(|write_text\(|\bperl\s+-\w*i"""

@@ -154,6 +154,18 @@ def test_appworld_evaluation_verdict_is_withheld():
         }
 
 
+def test_an_appworld_verdict_nested_past_the_decoder_is_withheld_as_text(tmp_path: Path) -> None:
+    """A verdict block nested deeper than Python's JSON decoder reaches (a RecursionError, not a
+    ValueError) is withheld as its text: the import goes on, nothing of it reaches a step."""
+    text = (MAST_TRACES / "00_Round1_AppWorld_Test-C.txt").read_text()
+    head, _, _ = text.rpartition("\nEvaluation\n")
+    nested = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "appworld.txt").write_text(f"{head}\nEvaluation\n{nested}\n")
+    [trace] = open_traces(tmp_path / "appworld.txt")
+    assert trace.labels.labels["evaluation"] == nested
+    assert all("[[[" not in s.content for s in trace.steps())
+
+
 def test_hyperagent_logging_echoes_are_one_step():
     """MAST trace 1: after the k-th 'Initialized HyperAgent instance' (logged k times) every record
     is logged k times; each reads as one step, and no two neighbouring steps are the same record."""

@@ -15,11 +15,10 @@ agent's finishing call.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
+from auditor.core.json_text import json_value
 from ingest.base import Facts, StepBuilder
 from ingest.frameworks.common import Source, blocks, pack_raw, withhold
 from ingest.frameworks.pycalls import calls_raw, find_calls, tool_of
@@ -40,14 +39,6 @@ _HEADER = re.compile(
 _CALL = re.compile(r"(?<![\w.])(?P<name>apis\.\w+\.\w+|send_message)\s*\(")
 ENV = "environment"
 EVALUATION_RULE = "appworld.evaluation: the harness's verdict block (success, passes, failures) after the run"
-
-
-def verdict(text: str) -> Any:
-    """The evaluation block as the JSON it holds, else its text."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 class AppWorldFormat:
@@ -88,7 +79,9 @@ class AppWorldFormat:
                     yield b.add(actor=ENV, actor_kind=ActorKind.environment, content=text, raw=raw)
                 continue
             if m.group("eval"):
-                withhold(facts, facts.labels, "evaluation", verdict(text), "evaluation", EVALUATION_RULE)
+                # the JSON it holds (bounded: nesting past the decoder is kept as text), else its text
+                verdict = json_value(text, text)
+                withhold(facts, facts.labels, "evaluation", verdict, "evaluation", EVALUATION_RULE)
             elif m.group("task"):
                 facts.task = text or None
                 facts.metadata.update(task_id=m.group("task_id"), task_number=m.group("task_no"))

@@ -360,14 +360,17 @@ def uncoloured(text: str) -> str:
 
 def _verbatim(text: str, start: int, length: int) -> str:
     """The span of ``text`` that reads, without its colour codes, as the plain text's
-    ``[start, start + length)``."""
-    kept: list[int] = []
-    at = 0
-    for m in _COLOUR.finditer(text):
-        kept += range(at, m.start())
-        at = m.end()
-    kept += range(at, len(text))
-    return text[kept[start] : kept[start + length - 1] + 1]
+    ``[start, start + length)``: codes before its first character and after its last left out."""
+
+    def raw(at: int) -> int:  # where the plain text's character ``at`` stands in ``text``
+        shift = 0
+        for m in _COLOUR.finditer(text):
+            if m.start() - shift > at:
+                break
+            shift += m.end() - m.start()
+        return at + shift
+
+    return text[raw(start) : raw(start + length - 1) + 1]
 
 
 def _sympy_summaries(text: str) -> Iterator[tuple[int, str, str]]:

@@ -150,11 +150,7 @@ def browser(profile: Path) -> Iterator[Page]:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not port_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        port = port_file.read_text().split()[0]
+        port = _devtools_port(profile / "DevToolsActivePort", proc)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list") as r:
             target = next(t for t in json.load(r) if t["type"] == "page")
         with websockets_sync.connect(target["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024) as ws:
@@ -164,6 +160,18 @@ def browser(profile: Path) -> Iterator[Page]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _devtools_port(port_file: Path, proc: subprocess.Popen[str]) -> str:
+    """The port chromium wrote, once the file holds it: chromium creates the file before it writes
+    the port, so an existing but empty file is not an answer yet."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        lines = port_file.read_text().split() if port_file.exists() else []
+        if lines:
+            return lines[0]
+        time.sleep(0.05)
+    raise RuntimeError(f"chromium gave no debugging port in 30 s (exit {proc.poll()}): {port_file}")
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,7 @@ SAME = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7590.traj.json"  # unresolv
 NARROWED = REAL / "mini-swe-agent" / "sympy__sympy-18763.traj.json"  # unresolved; failures, then -k reruns
 SAME_UNTESTED = REAL / "mini-swe-agent" / "astropy__astropy-7671.traj.json"  # resolved; same output, no test
 SHOWN = REAL / "mini-swe-agent" / "sympy__sympy-19954.traj.json"  # resolved; a failing check then clean
+EXTENDED = REAL / "mini-swe-agent" / "sympy__sympy-20438.traj.json"  # unresolved; a script extended by >>
 REPLAYED = (
     REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7440.traj.json"
 )  # resolved; git checkout X, edits redone
@@ -361,6 +362,25 @@ def test_outcome_eval_prints_the_development_and_held_out_groups_apart(tmp_path)
     assert result["held_out"]["failed_with_actionable"]["hits"] == 1  # the unsupported fix
     with pytest.raises(SystemExit, match="--held-out names no repo"):
         by_outcome(tmp_path, table, None, "repo", held_out=frozenset({"django"}))
+
+
+def test_a_script_extended_by_an_appending_heredoc_runs_its_first_cases_too():
+    """``cat <<'EOF' >> reproduce.py`` adds cases to the reproduction: the run after it runs the
+    file's first code and the added code, not the added code alone (read as the whole script, it
+    hid the imports and the cases written first)."""
+    trace = trace_of(EXTENDED)
+    facts = TestRunFacts(trace)
+    last = max((r for r in facts.runs if r.command.startswith("python")), key=lambda r: r.call)
+    script = last.command.split()[-1]
+    heads = {p: c.split("\n")[0] for p, (c, _) in facts.calls.items()}
+    writes = {
+        p: c for p, (c, _) in facts.calls.items() if "<<" in heads[p] and heads[p].endswith(" " + script)
+    }
+    first, added = sorted(writes)  # cat <<'EOF' > script, then cat <<'EOF' >> script
+    assert " > " in heads[first] and " >> " in heads[added]
+    assert first < added < last.call
+    bodies = ["\n".join(writes[p].split("\n")[1:-1]) for p in (first, added)]
+    assert facts.code_run(last.call) == "\n".join(bodies)
 
 
 def test_a_check_that_never_imports_the_changed_code_is_no_same_output_finding():

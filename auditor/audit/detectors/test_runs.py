@@ -528,9 +528,9 @@ def _head_lines(command: str) -> str:
     return "\n".join(out)
 
 
-def _heredoc_writes(command: str) -> dict[str, str]:
-    """Files a command writes with a heredoc (``cat <<'EOF' > f.py``): path -> body."""
-    out: dict[str, str] = {}
+def _heredocs(command: str) -> Iterator[tuple[str, str, bool]]:
+    """The files a command writes with a heredoc (``cat <<'EOF' > f.py``): (path, body, whether it
+    appends: ``>>``)."""
     lines = command.splitlines()
     i = 0
     while i < len(lines):
@@ -543,9 +543,24 @@ def _heredoc_writes(command: str) -> dict[str, str]:
                 body.append(lines[i])
                 i += 1
             if target:
-                out[target.group(1).strip("'\"")] = "\n".join(body)
+                yield target.group(1).strip("'\""), "\n".join(body), target.group().startswith(">>")
         i += 1
-    return out
+
+
+def _heredoc_writes(command: str) -> dict[str, str]:
+    """Files a command writes with a heredoc: path -> the body it writes."""
+    return {path: body for path, body, _ in _heredocs(command)}
+
+
+def _write_heredocs(scripts: dict[str, list[str]], command: str) -> None:
+    """Record a command's heredocs in ``scripts`` (path -> the bodies its code is made of, joined
+    only when read: appends stay linear): ``>`` replaces a file's code, ``>>`` adds to it (a
+    reproduction extended with more cases still runs the first ones)."""
+    for path, body, appends in _heredocs(command):
+        if appends and path in scripts:
+            scripts[path].append(body)
+        else:
+            scripts[path] = [body]
 
 
 def _program(words: list[str]) -> bool:
@@ -678,7 +693,7 @@ class TestRunFacts:
     def _edits(self, kept: tuple[str, ...]) -> list[Edit]:
         """Every command that writes a file, with the paths it names as written (and the ``kept``
         paths its writing code names)."""
-        written: dict[str, str] = {}  # script files written by heredoc -> their code
+        written: dict[str, list[str]] = {}  # script files written by heredoc -> their code
         backups: dict[str, str] = {}  # backup path -> the file it copied
         edits = []
         for pos, (command, _) in self.calls.items():
@@ -689,9 +704,8 @@ class TestRunFacts:
                 continue
             if not command:
                 continue
-            bodies = _heredoc_writes(command)
-            written.update(bodies)
-            targets = list(bodies)
+            _write_heredocs(written, command)
+            targets = list(_heredoc_writes(command))
             code = command
             restore = False
             for words in _words(command):
@@ -711,7 +725,7 @@ class TestRunFacts:
                     targets += words[2:3]
                 runs_py, script = _script(words)
                 if runs_py and script in written:
-                    code += "\n" + written[script]
+                    code += "\n" + "\n".join(written[script])
             for m in _REDIRECT.finditer(_head_lines(command)):
                 if not m.group(1).startswith(("/dev/", "&")):
                     targets.append(m.group(1).strip("'\""))
@@ -882,22 +896,22 @@ class TestRunFacts:
         hold (a script written outside it, a program other than Python)."""
         if run.is_test:
             return True
-        code = self._code_run(run.call)
+        code = self.code_run(run.call)
         if code is None:
             return None
         names = {part.removesuffix(".py") for p in self.changed if self._source(p) for part in p.split("/")}
         imported = {m.group(1).split(".")[0] for m in _IMPORT.finditer(code)}
         return bool(imported & names)
 
-    def _code_run(self, pos: int) -> str | None:
-        """The Python code the command at ``pos`` ran: its inline code and the last body written by
+    def code_run(self, pos: int) -> str | None:
+        """The Python code the command at ``pos`` ran: its inline code and the code written by
         heredoc (at or before it) of each script it runs; None when it runs a script the trace never
         wrote, or no Python."""
         command = self.calls[pos][0]
-        bodies: dict[str, str] = {}
+        bodies: dict[str, list[str]] = {}
         for p, (earlier, _) in self.calls.items():
             if p <= pos:
-                bodies.update(_heredoc_writes(earlier))
+                _write_heredocs(bodies, earlier)
         code, any_python = [], False
         for words in _words(command):
             runs_py, script = _script(words)
@@ -905,7 +919,7 @@ class TestRunFacts:
             if runs_py and script is not None:
                 if script not in bodies:
                     return None
-                code.append(bodies[script])
+                code.append("\n".join(bodies[script]))
             elif runs_py:
                 code.append(command)
         return "\n".join(code) if any_python else None

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from graph.alternation import Alternation, Alternative
 from graph.channels import NO_DECLARATIONS, Channel, ChannelDeclarations, channel_of
 from schemas import Trace, TraceStep
 
@@ -60,7 +61,20 @@ _OBLIGATION = re.compile(
 _AGENT_NOUNS = frozenset({"assistant", "ai", "llm", "chatbot", "bot"})
 _CONVERSATION_NOUNS = frozenset({"task", "tasks", "request", "prompt", "instruction", "instructions"})
 _CODE = re.compile(r"[=;{}]|\w\(|^\s*(?:return|def|class|import|from)\b")
-_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.I)
+# a URL or an e-mail address: the alternation (?:[a-z][a-z0-9+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+
+# (re.I), scanned from the starts where each branch matches (tried at every letter of a long word, it
+# was quadratic there)
+_URL = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S+", re.I)
+_ADDRESS = Alternation(
+    Alternative(  # a scheme: each letter of the run before a '://'
+        _URL, re.compile(r"(?<![a-z0-9+.-])[a-z0-9+.-]++(?=://\S)", re.I), within=re.compile(r"[a-z]", re.I)
+    ),
+    Alternative(_URL, re.compile(r"(?=www\.\S).", re.I)),
+    Alternative(  # an e-mail address: each position of the run before an '@' that a domain follows
+        re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.I),
+        re.compile(r"(?<![\w.+-])[\w.+-]++(?=@[\w-]++\.[\w-])", re.I),
+    ),
+)
 _VOCATIVE = re.compile(r"^\s*(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[A-Za-z])")
 _PROSE_START = re.compile(r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?[A-Za-z]")  # a bullet or number, then a word
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)

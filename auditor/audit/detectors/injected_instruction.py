@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.policy_facts import result_failed
 from auditor.audit.detectors.tool_effects import ArgValue, arg_values, normal_text, side_effecting
+from graph.alternation import Alternation, Alternative
 from graph.channels import Channel, ChannelDeclarations, channel_of
 from graph.instructions import InstructionSpan, instruction_spans
 from schemas import Criteria, Criterion, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
@@ -44,7 +45,18 @@ _WORDS = re.compile(r"[a-z0-9]+")
 ECHO_WORDS = 4  # a run of this many words of a directive, repeated by the agent, is an echo
 _HUNK = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 _DIFF_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "new file mode", "deleted file mode")
-_VALUE_TOKEN = re.compile(r"[\w.@/:+-]*\d[\w.@/:+-]*|[\w.+-]+@[\w.-]+|(?:https?://|www\.)\S+", re.I)
+# a value: a word with a digit in it, an e-mail address or a URL; the alternation
+# [\w.@/:+-]*\d[\w.@/:+-]*|[\w.+-]+@[\w.-]+|(?:https?://|www\.)\S+ (re.I), scanned from the starts
+# where each branch matches (tried at every letter of a long word, it was quadratic there)
+_VALUE_TOKEN = Alternation(
+    Alternative(  # a word with a digit: each of its positions up to its last digit starts one
+        re.compile(r"[\w.@/:+-]*\d[\w.@/:+-]*", re.I), re.compile(r"(?<![\w.@/:+-])[\w.@/:+-]*\d", re.I)
+    ),
+    Alternative(  # an address: each position of the run before an '@' that a name follows
+        re.compile(r"[\w.+-]+@[\w.-]+", re.I), re.compile(r"(?<![\w.+-])[\w.+-]++(?=@[\w.-])", re.I)
+    ),
+    Alternative(re.compile(r"(?:https?://|www\.)\S+", re.I), re.compile(r"(?=(?:https?://|www\.)\S).", re.I)),
+)
 
 
 @dataclass

@@ -22,6 +22,10 @@ if not DATA.exists():  # a clone elsewhere: fall back to the workspace's shared 
 REPO = Path(__file__).resolve().parents[1]
 # a test that imports litellm itself (importorskip) must not make it fetch its price map: no network here
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Test processes (pytest-xdist workers) share the cores: torch's threads spin on a busy core, and a
+# model test that took 25 s alone took 117 s beside another busy process; each worker gets its share.
+if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(workers))))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -313,14 +315,47 @@ def _kafka_local(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_broker_restart_during_consumption_loses_and_duplicates_nothing(bootstrap: str, pg_store) -> None:
-    from ingest.stream import StreamConsumer
+def _free_port_pair() -> int:
+    """A loopback port that is free, and the next one too (kafka-local's controller listens there)."""
+    for _ in range(100):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+        return port
+    raise RuntimeError("no two adjacent free loopback ports")
 
+
+@pytest.fixture
+def own_broker(bootstrap: str) -> Iterator[str]:
+    """A broker of the test's own, started by scripts/kafka-local on free ports and removed after: a
+    test that restarts its broker must not restart the one the tests in other processes are using."""
     port = bootstrap.rsplit(":", 1)[1]
     if _kafka_local("status", "--port", port).returncode != 0:
         if os.environ.get("AUDITOR_REQUIRE_KAFKA") == "1":
             pytest.fail(f"the broker on port {port} is not managed by scripts/kafka-local")
-        pytest.skip("the broker is not managed by scripts/kafka-local, so it cannot be restarted here")
+        pytest.skip(
+            "the broker is not managed by scripts/kafka-local, so no broker of its own can start here"
+        )
+    own = str(_free_port_pair())
+    started = _kafka_local("start", "--port", own, "--fresh")
+    try:
+        assert started.returncode == 0, started.stderr
+        yield f"127.0.0.1:{own}"
+    finally:
+        _kafka_local("stop", "--port", own)
+        cache = Path(os.environ.get("KAFKA_LOCAL_CACHE", REPO / ".cache" / "kafka"))
+        shutil.rmtree(cache / "run" / own, ignore_errors=True)
+
+
+def test_broker_restart_during_consumption_loses_and_duplicates_nothing(own_broker: str, pg_store) -> None:
+    from ingest.stream import StreamConsumer
+
+    bootstrap, port = own_broker, own_broker.rsplit(":", 1)[1]
     topics = new_topics(bootstrap, 2, "steps", "dlq", "closed")
     before = {f"rb-a{i}": 40 for i in range(20)}
     after = {f"rb-b{i}": 40 for i in range(20)}

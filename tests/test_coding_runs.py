@@ -383,6 +383,48 @@ def test_a_script_extended_by_an_appending_heredoc_runs_its_first_cases_too():
     assert facts.code_run(last.call) == "\n".join(bodies)
 
 
+def _scripted_run(commands: int) -> Trace:
+    """A coding run of ``commands`` commands: reproductions written by heredoc, the source edited by
+    sed, the reproductions run, and a submitted diff."""
+    steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
+    for k in range(commands):
+        command = (
+            f"cat <<'EOF' > r{k % 7}.py\nimport pkg.mod\nprint(pkg.mod.x)\nEOF",
+            "sed -i 's/x = 1/x = 2/' pkg/mod.py",
+            f"python r{k % 7}.py",
+        )[k % 3]
+        call = {"name": "bash", "call_id": f"c{k}"}
+        steps += [
+            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "",
+             "tool": call | {"arguments": {"command": command}}},
+            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": "<returncode>0</returncode>\n2",
+             "tool": call, "refs": {"call_id": f"c{k}"}},
+        ]  # fmt: skip
+    diff = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
+    header = {"trace_id": "scripted", "source": "generated", "framework": "handwritten"}
+    return Trace.model_validate(
+        {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+    )
+
+
+def test_what_each_check_ran_is_read_in_time_linear_in_the_run():
+    """The code a check ran was rebuilt from every heredoc before it, for each check: a run of many
+    commands was quadratic (1,200 commands 0.39 s, twice the 600's 0.11 s times 3.5). Each written
+    file's history is now built once."""
+    from tests.timing import best_seconds
+
+    def read(trace: Trace) -> list[bool | None]:
+        facts = TestRunFacts(trace)
+        return [facts.exercises(r) for r in facts.runs]
+
+    small, large = _scripted_run(1_000), _scripted_run(2_000)
+    checks = read(small)
+    assert checks[0] is None  # r2.py runs before a heredoc writes it
+    assert set(checks[10:]) == {True}  # once all seven are written, each imports the changed module
+    assert best_seconds(lambda: read(large), runs=2) < 3 * best_seconds(lambda: read(small), runs=2)
+
+
 def test_a_check_that_never_imports_the_changed_code_is_no_same_output_finding():
     """The reproduction imports only a dependency (never the changed package): that it printed the
     same before and after says nothing of the change. The agent's own checks that import the

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -552,15 +553,30 @@ def _heredoc_writes(command: str) -> dict[str, str]:
     return {path: body for path, body, _ in _heredocs(command)}
 
 
-def _write_heredocs(scripts: dict[str, list[str]], command: str) -> None:
-    """Record a command's heredocs in ``scripts`` (path -> the bodies its code is made of, joined
-    only when read: appends stay linear): ``>`` replaces a file's code, ``>>`` adds to it (a
-    reproduction extended with more cases still runs the first ones)."""
-    for path, body, appends in _heredocs(command):
-        if appends and path in scripts:
-            scripts[path].append(body)
-        else:
-            scripts[path] = [body]
+class _ScriptHistory:
+    """The code of one file written by heredocs as it stood after each write: ``>`` starts it anew,
+    ``>>`` adds to it (a reproduction extended with more cases still runs the first ones). The
+    pieces are shared by the versions, and a version is found by bisection, so reading the code a
+    command ran costs its own length, not the run's history."""
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self._positions: list[int] = []  # the command of each write, ascending
+        self._spans: list[tuple[int, int]] = []  # the pieces of the file after each write
+
+    def write(self, pos: int, body: str, appends: bool) -> None:
+        start = self._spans[-1][0] if appends and self._spans else len(self._pieces)
+        self._pieces.append(body)
+        self._positions.append(pos)
+        self._spans.append((start, len(self._pieces)))
+
+    def at(self, pos: int) -> str | None:
+        """The file's code once the command at ``pos`` ran; None before its first write."""
+        i = bisect_right(self._positions, pos) - 1
+        if i < 0:
+            return None
+        start, end = self._spans[i]
+        return "\n".join(self._pieces[start:end])
 
 
 def _program(words: list[str]) -> bool:
@@ -693,7 +709,6 @@ class TestRunFacts:
     def _edits(self, kept: tuple[str, ...]) -> list[Edit]:
         """Every command that writes a file, with the paths it names as written (and the ``kept``
         paths its writing code names)."""
-        written: dict[str, list[str]] = {}  # script files written by heredoc -> their code
         backups: dict[str, str] = {}  # backup path -> the file it copied
         edits = []
         for pos, (command, _) in self.calls.items():
@@ -704,7 +719,6 @@ class TestRunFacts:
                 continue
             if not command:
                 continue
-            _write_heredocs(written, command)
             targets = list(_heredoc_writes(command))
             code = command
             restore = False
@@ -724,8 +738,8 @@ class TestRunFacts:
                 elif words[0] == "str_replace_editor" and words[1:2] and words[1] in _EDITOR_COMMANDS:
                     targets += words[2:3]
                 runs_py, script = _script(words)
-                if runs_py and script in written:
-                    code += "\n" + "\n".join(written[script])
+                if runs_py and (body := self._script_code(script, pos)) is not None:
+                    code += "\n" + body
             for m in _REDIRECT.finditer(_head_lines(command)):
                 if not m.group(1).startswith(("/dev/", "&")):
                     targets.append(m.group(1).strip("'\""))
@@ -908,21 +922,33 @@ class TestRunFacts:
         heredoc (at or before it) of each script it runs; None when it runs a script the trace never
         wrote, or no Python."""
         command = self.calls[pos][0]
-        bodies: dict[str, list[str]] = {}
-        for p, (earlier, _) in self.calls.items():
-            if p <= pos:
-                _write_heredocs(bodies, earlier)
         code, any_python = [], False
         for words in _words(command):
             runs_py, script = _script(words)
             any_python = any_python or runs_py
             if runs_py and script is not None:
-                if script not in bodies:
+                body = self._script_code(script, pos)
+                if body is None:
                     return None
-                code.append("\n".join(bodies[script]))
+                code.append(body)
             elif runs_py:
                 code.append(command)
         return "\n".join(code) if any_python else None
+
+    def _script_code(self, script: str | None, pos: int) -> str | None:
+        """The code of a file written by heredoc once the command at ``pos`` ran; None for a file
+        no heredoc wrote by then."""
+        history = self._scripts.get(script) if script is not None else None
+        return history.at(pos) if history is not None else None
+
+    @cached_property
+    def _scripts(self) -> dict[str, _ScriptHistory]:
+        """Every file written by heredoc, with its history."""
+        out: dict[str, _ScriptHistory] = {}
+        for pos, (command, _) in self.calls.items():
+            for path, body, appends in _heredocs(command):
+                out.setdefault(path, _ScriptHistory()).write(pos, body, appends)
+        return out
 
     @cached_property
     def scratch(self) -> frozenset[str]:

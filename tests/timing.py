@@ -4,10 +4,9 @@ A ratio of two sizes in one process says whether work grows linearly; the collec
 belong in it: their cost follows the whole heap (in a full suite, the loaded model and every test's
 leftovers), so a bigger input that allocates more meets more of them and a linear detector measured
 3.2x for twice the size in the suite, 2.0x alone. Before each run the young generations are
-collected (what the previous run left, held in them while the collector was off, is freed for reuse:
-without it a run that allocates much measured 3.6x for twice the size), not the whole heap: a full
-collection of a suite's heap takes half a second, and six of them per test made each of 50 growth
-tests take 4 s in the suite and 0.25 s alone.
+collected (what the previous run left while the collector was held is freed, so each run starts
+from the same state), not the whole heap: a full collection of a suite's heap takes half a second,
+and six of them per test made each of 50 growth tests take 4 s in the suite and 0.25 s alone.
 """
 
 from __future__ import annotations

@@ -57,7 +57,6 @@ class Recorder:
         self.next_position = f"SELECT MIN(global_position) FROM events WHERE global_position > {p}"
         row = "(" + ", ".join([p] * 11) + ")"
         self.insert = f"INSERT INTO events ({COLUMNS}) VALUES {row}"
-        self.insert_returning = f"{self.insert} RETURNING global_position, hash"
         self.insert_many = {
             n: f"INSERT INTO events ({COLUMNS}) VALUES " + ", ".join([row] * n) for n in _ROWS_PER_INSERT
         }
@@ -131,11 +130,11 @@ class Recorder:
     def insert_rows(self, cur: Any, rows: list[tuple]) -> tuple:
         """Insert chained rows; returns what the table then holds from the first of them on
         (count, last position, its hash), read back in the same transaction."""
-        if len(rows) == 1:  # RETURNING is the read-back: no row when a trigger skipped it
-            cur.execute(self.insert_returning, rows[0])
-            written = cur.fetchall()
-            return (len(written), *written[0]) if written else (0, None, None)
-        return self.insert_batch(cur, rows)
+        return self.insert_one(cur, rows[0]) if len(rows) == 1 else self.insert_batch(cur, rows)
+
+    def insert_one(self, cur: Any, row: tuple) -> tuple:
+        """Insert one row; (1, its position, its hash) when the table holds it, else (0, None, None)."""
+        raise NotImplementedError
 
     def insert_batch(self, cur: Any, rows: list[tuple]) -> tuple:
         """Insert rows by multi-row INSERTs, a statement for up to 64 rows, where ``executemany``
@@ -189,6 +188,13 @@ class SQLiteRecorder(Recorder):
     def begin(self, cur: Any) -> None:
         cur.execute("BEGIN IMMEDIATE")
 
+    def insert_one(self, cur: Any, row: tuple) -> tuple:
+        # The count of rows the statement inserted is the read-back: SQLite's RETURNING would only
+        # echo the values bound (a trigger cannot change NEW here) and costs 2 µs of a 45 µs
+        # append; a trigger that skips the row leaves the count at 0, as it leaves RETURNING empty.
+        cur.execute(self.insert, row)
+        return (1, row[0], row[9]) if cur.rowcount == 1 else (0, None, None)
+
     def json_text(self, column: str, *path: str) -> str:
         return f"json_extract({column}, '$.{'.'.join(path)}')"
 
@@ -202,6 +208,7 @@ class PostgresRecorder(Recorder):
     def __init__(self) -> None:
         super().__init__()
         self.copy = f"COPY events ({COLUMNS}) FROM STDIN"
+        self.insert_returning = f"{self.insert} RETURNING global_position, hash"
         self.versions_query = (
             "SELECT s, (SELECT MAX(stream_version) FROM events WHERE stream_id = s) "
             "FROM unnest(%s::text[]) AS s"
@@ -248,6 +255,13 @@ class PostgresRecorder(Recorder):
             self.execute(cur, self.versions_query, (list(streams[i : i + _CHUNK]),))
             out.update({s: int(v) for s, v in cur.fetchall() if v})
         return out
+
+    def insert_one(self, cur: Any, row: tuple) -> tuple:
+        # RETURNING is the read-back: no row when a trigger skipped it, an error where a rule
+        # replaced the insert
+        cur.execute(self.insert_returning, row)
+        written = cur.fetchall()
+        return (len(written), *written[0]) if written else (0, None, None)
 
     def insert_batch(self, cur: Any, rows: list[tuple]) -> tuple:
         # COPY: no per-row statement parsing, and no rules (only triggers) apply. A single row

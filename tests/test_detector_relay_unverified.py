@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from auditor.audit.detectors.unverified_relay import success_claim
+from auditor.audit.detectors.unverified_relay import outcome_of, success_claim
 from auditor.audit.engine import run_rules_audit
+from ingest import open_traces
+from schemas import TraceStep
 from tests.detector_paraphrase import SETS, assert_injection_ignored, audit_case, cases, load
 
 DETECTOR = "unverified_relay"
@@ -74,3 +79,44 @@ def test_success_claims_are_read_from_prose_only(text: str, claim: str | None) -
 
 def test_injected_instruction_changes_nothing() -> None:
     assert_injection_ignored(DETECTOR)
+
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "mini-swe-agent"
+LISTED_SIZE = re.compile(r"\b[45]\d\d [A-Z][a-z]+")  # a size before a month in `ls -l`: the old false status
+
+
+def _results(name: str) -> list[tuple[int, TraceStep]]:
+    steps = list(next(iter(open_traces(REAL / f"{name}.traj.json"))).steps())
+    return [(p, s) for p, s in enumerate(steps) if s.kind.value == "tool_result"]
+
+
+def test_a_recorded_exit_status_decides_a_results_outcome_save_what_it_hides() -> None:
+    """Real mini-SWE-agent runs, whose importer records each command's exit code as the status: a
+    listing (file sizes before months) or a printed docstring ('... is not found') under exit code
+    0 is no failure; a non-zero exit code is one, quoted by its error line where it prints one; an
+    exception the script printed and survived still is (an exit status hides it)."""
+    listings = [(p, s) for p, s in _results("sphinx-doc__sphinx-7440") if LISTED_SIZE.search(s.content)]
+    assert listings and all(s.raw["status"] == "ok" and not outcome_of(s, p).failed for p, s in listings)
+    printed = {s.step_id: outcome_of(s, p) for p, s in _results("astropy__astropy-7671")}
+    assert "is not found" in REAL.joinpath("astropy__astropy-7671.traj.json").read_text()
+    assert not printed["s5"].failed and not printed["s27"].failed
+    errors = [
+        (s, outcome_of(s, p)) for p, s in _results("astropy__astropy-7671") if s.raw.get("status") == "error"
+    ]
+    assert errors and all(o.failed and o.surface and o.surface in s.content for s, o in errors)
+    caught = {s.step_id: outcome_of(s, p) for p, s in _results("astropy__astropy-7606")}["s23"]
+    assert caught.failed and caught.surface == "TypeError: "
+
+
+@pytest.mark.parametrize(
+    ("text", "failed"),
+    [
+        ("payment provider returned 503 Service Unavailable", True),
+        ("GET /v1/orders/77: 404 Not Found", True),
+        ('{"address": "410 River Street", "note": "503 Gate B"}', False),
+        ("-rw-r--r--  1 root root    591 Oct 24  2024 CONTRIBUTING.rst", False),
+    ],
+)
+def test_without_a_recorded_status_an_http_error_is_its_registered_status(text: str, failed: bool) -> None:
+    step = TraceStep(step_id="s1", index=1, actor="api", actor_kind="tool", kind="tool_result", content=text)
+    assert outcome_of(step, 1).failed is failed

@@ -107,16 +107,22 @@ def test_the_object_decides_an_earlier_refund_of_another_order_does_not_cover_th
     assert "refund_order call failed" in finding.title
 
 
-def test_a_failure_only_the_final_state_shows_is_named_at_the_decisive_step(tmp_path: Path) -> None:
-    """The run ends on the failed tool span, the agent says nothing: no detector explains the
-    failure, and the report still names it, at the decisive step, citing the failed result."""
+def test_a_failure_only_the_final_state_shows_is_named_citing_the_failed_result(tmp_path: Path) -> None:
+    """The run ends on the failed tool span (status ERROR), the agent says nothing: the report names
+    the tool's failure from the span's status (its message holds no failure word), citing the
+    failed result, and attributes the run to the call. (A failure no detector names gets the
+    decisive step's own finding: tests/test_incident_review.py.)"""
     trace = refund_run(tmp_path, [({"order_id": "1234"}, "403 amount exceeds agent limit")], None)
     report = run_rules_audit(trace)
     assert report.outcome is not None and report.outcome.source.value == "inferred"
     assert report.attribution is not None
     [named] = report.findings
-    assert named.disposition is Disposition.operational_failure
-    assert named.first_anomalous_step == report.attribution.step_id
+    assert (
+        named.disposition is Disposition.operational_failure
+        and named.responsible_participant == "issue_refund"
+    )
+    call = next(s for s in trace.steps if s.kind is StepKind.tool_call)
+    assert report.attribution.step_id == call.step_id
     result = next(s for s in trace.steps if s.kind is StepKind.tool_result)
     assert (result.step_id, "403 amount exceeds agent limit") in [
         (u.step_id, u.quote) for u in named.evidence

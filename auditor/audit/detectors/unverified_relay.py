@@ -22,16 +22,25 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
+from http import HTTPStatus
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, endpoint_positions, head_unit, hop, windowed
+from auditor.audit.detectors.failure_facts import ERROR_STATUSES, quotable
 from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
+# Failures a recorded exit status can hide (a test runner piped into `tail`, a script that prints
+# its exception and exits 0): a traceback, failed tests, an exception line.
+HIDDEN_FAILURE = re.compile(
+    r"(?i:traceback \(most recent call last\)|\b\d+ failed\b)|(?m:^FAILED\b)|\b[A-Z]\w+(?:Error|Exception): "
+)
+# An HTTP error status with its registered reason phrase ("503 Service Unavailable"): a number
+# before any capitalised word is as often a file's size before a month in a listing, or a street.
+_HTTP_ERROR = "|".join(re.escape(f"{s.value} {s.phrase}") for s in HTTPStatus if s.value >= 400)
 FAILED_RESULT = re.compile(
-    r"(?i:exit ?code:? *[1-9]|exit status [1-9]|execution failed|traceback \(most recent call last\)"
-    r"|\b\d+ failed\b|\bfailure\b|\btimed out\b|^\s*error\b|\bservice unavailable\b|\bnot found\b)"
-    r"|(?m:^FAILED\b)|\b[45]\d\d [A-Z][a-z]+|\b[A-Z]\w+(?:Error|Exception): "
+    r"(?i:exit ?code:? *[1-9]|exit status [1-9]|execution failed|\bfailure\b|\btimed out\b|^\s*error\b"
+    rf"|\bservice unavailable\b|\bnot found\b)|\b(?:{_HTTP_ERROR})\b|{HIDDEN_FAILURE.pattern}"
 )
 FAILED_REPORT = re.compile(
     r"(?i:\b(?:could not|couldn't|cannot|can't|unable to|failed to|was not able to|wasn't able to) "
@@ -133,8 +142,7 @@ def is_result(step: TraceStep) -> bool:
 def outcome_of(step: TraceStep, pos: int) -> _Outcome | None:
     """What a step says about the latest check: a tool result's status, or an agent's report."""
     if is_result(step):
-        m = FAILED_RESULT.search(step.content)
-        return _Outcome(pos, m is not None, step.actor, m.group() if m else "")
+        return _result_outcome(step, pos)
     if step.actor_kind not in (ActorKind.agent, ActorKind.human) or step.kind not in REPORT_KINDS:
         return None
     text = prose(step.content)
@@ -145,6 +153,21 @@ def outcome_of(step: TraceStep, pos: int) -> _Outcome | None:
     if m is None or _EXPECTED_FAILURE.search(text):
         return None
     return _Outcome(pos, True, step.actor, m.group())
+
+
+def _result_outcome(step: TraceStep, pos: int) -> _Outcome:
+    """A tool result's outcome. Where the source recorded the result's status (an exit code, an
+    error flag) that status decides, save for what an exit status hides (``HIDDEN_FAILURE``): a
+    listing or a script's own words ("... NOT FOUND") under exit code 0 are no failure. Without a
+    recorded status, the failure words of ``FAILED_RESULT`` decide."""
+    status = step.raw.get("status") if step.raw else None
+    if isinstance(status, str) and status.lower() in ERROR_STATUSES:  # quoted by its error line
+        m = FAILED_RESULT.search(step.content)
+        quote = m.group() if m else quotable(step, str(step.raw.get("status_message") or ""))
+        if quote:  # a failed result without text has nothing a finding could quote
+            return _Outcome(pos, True, step.actor, quote)
+    m = (HIDDEN_FAILURE if status == "ok" else FAILED_RESULT).search(step.content)
+    return _Outcome(pos, m is not None, step.actor, m.group() if m else "")
 
 
 class UnverifiedRelayDetector:

@@ -36,6 +36,9 @@ NARROWED = REAL / "mini-swe-agent" / "sympy__sympy-18763.traj.json"  # unresolve
 SAME_UNTESTED = REAL / "mini-swe-agent" / "astropy__astropy-7671.traj.json"  # resolved; same output, no test
 SHOWN = REAL / "mini-swe-agent" / "sympy__sympy-19954.traj.json"  # resolved; a failing check then clean
 EXTENDED = REAL / "mini-swe-agent" / "sympy__sympy-20438.traj.json"  # unresolved; a script extended by >>
+SUBMITTED_TESTS = (
+    REAL / "mini-swe-agent" / "sympy__sympy-14531.traj.json"
+)  # resolved; tests run, then in the diff
 REPLAYED = (
     REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7440.traj.json"
 )  # resolved; git checkout X, edits redone
@@ -615,3 +618,17 @@ def test_a_sympy_summary_head_before_a_long_gap_is_read_in_linear_time(gap: str)
     small, large = output(20_000), output(40_000)
     assert best_seconds(lambda: parse_output(large)) < 3 * best_seconds(lambda: parse_output(small)) + 0.005
     assert parse_output(large) == ("sympy", "tests finished: 3 passed, 1 failed,", 1, 3, ())
+
+
+def test_the_tests_a_submitted_diff_holds_are_not_read_as_tests_written_never_run():
+    """The diff a run submits repeats test code its commands wrote and ran (here: a test file edited
+    by sed, run to '10 passed'); being the run's last act, it was read as tests written after
+    every observation: 'wrote tests that never ran'."""
+    trace = trace_of(SUBMITTED_TESTS)
+    assert trace.steps[-1].kind is StepKind.final_output and "def test_" in trace.steps[-1].content
+    facts = TestRunFacts(trace)
+    assert any(r.is_test and r.ok for r in facts.runs)
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    assert not [f for f in report.findings if "never ran" in f.title]
+    assert any("edited the existing test" in f.title for f in report.findings)  # what the run did do

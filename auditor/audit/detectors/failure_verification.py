@@ -13,8 +13,9 @@ trace's observations (``failure_facts``) show before the claim:
   claim (its tool call or its code) got a failed observation, and nothing passed after it;
 - *a check written, never run* (3.2): an agent wrote test code (a fenced or plain code act that
   defines ``test_`` functions, a ``unittest.TestCase`` or imports pytest) and no observation
-  follows it anywhere in the run: the tests were never executed. A lead: whether the untested
-  work holds is not in the trace;
+  follows it anywhere in the run: the tests were never executed. A submitted diff is no such act
+  (it records what earlier acts wrote, where their own results are read). A lead: whether the
+  untested work holds is not in the trace;
 - *the check tested something else* (3.3): the claim names a value (the answer the step
   delivers: ``FINAL ANSWER:``, ``\\boxed{}``; or, for a claim of verification, a quoted term of
   its sentence) that stands in no observation before the claim and not in the task text:
@@ -89,6 +90,7 @@ from auditor.audit.detectors.failure_facts import (
     realized,
     unestablished,
 )
+from auditor.audit.detectors.test_runs import holds_diff
 from auditor.audit.detectors.unverified_relay import prose, success_claim
 from schemas import RiskClass, StepKind
 
@@ -319,8 +321,8 @@ class FailureVerificationDetector:
         last_observed = max(facts.observations, default=-1)
         for pos in facts.acts:
             m = _TEST_CODE.search(facts.steps[pos].content)
-            if m is None or pos < last_observed:
-                continue
+            if m is None or pos < last_observed or holds_diff(facts.steps[pos].content):
+                continue  # a submitted diff's tests were written, and run or not, by earlier acts
             step = facts.steps[pos]
             return failure_draft(
                 facts,

@@ -603,6 +603,12 @@ def _script(words: list[str]) -> tuple[bool, str | None]:
     return (True, rest[0]) if rest and rest[0].endswith(".py") else (False, None)
 
 
+def holds_diff(text: str) -> bool:
+    """A step that holds a unified diff of the repository (``diff --git`` headers): a record of
+    changes already made, not code written there."""
+    return _DIFF.search(text) is not None
+
+
 class TestRunFacts:
     """The test runs, edits and changed files of one trace (see the module doc)."""
 
@@ -614,7 +620,7 @@ class TestRunFacts:
             (
                 s.content
                 for s in reversed(self.steps)
-                if s.kind is StepKind.final_output and _DIFF.search(s.content)
+                if s.kind is StepKind.final_output and holds_diff(s.content)
             ),
             None,
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from auditor.audit.detectors.test_runs import (
     TestRun,
     TestRunFacts,
+    command_of,
     parse_output,
     uncoloured,
     writes_files,
@@ -39,6 +41,7 @@ EXTENDED = REAL / "mini-swe-agent" / "sympy__sympy-20438.traj.json"  # unresolve
 SUBMITTED_TESTS = (
     REAL / "mini-swe-agent" / "sympy__sympy-14531.traj.json"
 )  # resolved; tests run, then in the diff
+REBUILT = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-9229.traj.json"  # unresolved; rebuilt after each edit
 REPLAYED = (
     REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7440.traj.json"
 )  # resolved; git checkout X, edits redone
@@ -632,3 +635,21 @@ def test_the_tests_a_submitted_diff_holds_are_not_read_as_tests_written_never_ru
     assert validate_report(report.model_dump(mode="json"), trace).ok
     assert not [f for f in report.findings if "never ran" in f.title]
     assert any("edited the existing test" in f.title for f in report.findings)  # what the run did do
+
+
+def test_the_same_command_rerun_after_an_edit_is_no_repetition():
+    """A debugging loop: the same build run again and again, a file edited before each rerun (once
+    the build printed the same). Each rerun follows a change of the code it runs, so it is a new
+    experiment (MAST 1.3 is a step reiterated unchanged), not the same act repeated."""
+    trace = trace_of(REBUILT)
+    build = "cd reproduce_issue && sphinx-build -E -a -b html . _build/html"
+    runs = [p for p, s in enumerate(trace.steps) if s.kind is StepKind.tool_call and command_of(s) == build]
+    same = [
+        (a, b)
+        for a, b in pairwise(runs)
+        if any(writes_files(trace.steps[p]) for p in range(a + 1, b))
+        and trace.steps[a + 1].content == trace.steps[b + 1].content
+    ]
+    assert same  # an edit between, and the build printed the same
+    report = run_rules_audit(trace)
+    assert not [f for f in report.findings if f.detector == "failure_repetition"]

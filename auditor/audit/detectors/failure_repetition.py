@@ -10,7 +10,10 @@ between two performances (a log that does not record results) nothing is known a
 back, and no loop is claimed. A loop is ``LOOP_LENGTH`` (3) or more performances of one act by
 one agent with no new information between consecutive ones, except that the first answer may be
 new (the same failing command run three times, with the same error twice); the second
-performance is the first anomalous act.
+performance is the first anomalous act. An act of the same agent that changes files between two
+performances (an edit, a command that writes: ``test_runs.writes_files``) makes the next one a
+new experiment, not the same act again: the build rerun after the code changed is the
+fix-and-rerun loop, whatever it printed.
 
 Disposition: a loop of failing performances is intercepted only where a later performance of
 the same check (the same tool, or the same agent's code) passed, naming that result; otherwise
@@ -38,6 +41,7 @@ from auditor.audit.detectors.failure_facts import (
     intercepted,
     realized,
 )
+from auditor.audit.detectors.test_runs import writes_files
 from schemas import ActorKind, RiskClass
 
 LOOP_LENGTH = 3
@@ -103,7 +107,7 @@ class FailureRepetitionDetector:
 
     def _loops(self, facts: RunFacts, novelty: Novelty, actor: str, acts: array[int]) -> Iterable[list[int]]:
         """Runs of one act of ``actor`` whose consecutive performances had no new information
-        between them, each with the performance just before the run (its answer may have been
+        and no change of files by ``actor`` between them, each with the performance just before the run (its answer may have been
         new: the first answer always is); a loop has at least ``LOOP_LENGTH`` performances in all.
         Only acts performed that often are grouped (a long trace's acts are mostly distinct)."""
         often = {sig for sig, n in Counter(facts.signature(p) for p in acts).items() if n >= LOOP_LENGTH}
@@ -113,10 +117,12 @@ class FailureRepetitionDetector:
             sig = facts.signature(pos)
             if sig in often:
                 by_sig.setdefault(sig, []).append(pos)  # type: ignore[arg-type]
+        writes = array("q", (p for p in acts if writes_files(facts.steps[p])))
         for positions in by_sig.values():
             loop = positions[:1]
             for pos in positions[1:]:
-                if novelty.between(actor, loop[-1] + 1, pos) == 0:
+                wrote = bisect_left(writes, pos) > bisect_right(writes, loop[-1])
+                if novelty.between(actor, loop[-1] + 1, pos) == 0 and not wrote:
                     loop.append(pos)
                     continue
                 if len(loop) >= LOOP_LENGTH:

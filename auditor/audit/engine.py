@@ -140,7 +140,11 @@ def _summary(findings: list[Finding]) -> str:
     for f in findings:
         counts[f.disposition.value] = counts.get(f.disposition.value, 0) + 1
     parts = ", ".join(f"{n} {d.replace('_', ' ')}" for d, n in counts.items())
-    return f"{len(findings)} finding(s): {parts}. First: {findings[0].title}."
+    # the first actionable finding, where an operational failure or a lead comes before it: a
+    # coding run's routine failed commands are no headline
+    lead = next((f for f in findings if f.disposition in ACTIONABLE), findings[0])
+    first = "First" if lead is findings[0] else "First actionable"
+    return f"{len(findings)} finding(s): {parts}. {first}: {lead.title}."
 
 
 def repair_plan_for(findings: list[Finding]) -> list[RepairPlanItem]:

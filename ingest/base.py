@@ -99,7 +99,27 @@ class ImportedTrace:
 
     def steps(self) -> Iterator[TraceStep]:
         """A fresh pass over the steps (re-reads the source; memory stays flat)."""
-        return self._factory(Facts())
+        return self._contracted(self._factory(Facts()))
+
+    def _contracted(self, steps: Iterator[TraceStep]) -> Iterator[TraceStep]:
+        """The steps, a value the step contract refuses reported as the input's error: an importer
+        builds a step's parts (its tool call, its references) from the source's values, and a
+        call id that is an object, or a tool name that is a number, is the file's mistake."""
+        n = 0  # the index of the step being read
+        try:
+            for step in steps:
+                yield step
+                n += 1
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            field = f"{exc.title}.{loc}" if loc else exc.title
+            raise InputError(
+                f"step {n}: the {self.importer} importer read a value the trace contract refuses: {first['msg']}",
+                path=self._base.source or self._base.trace_id,
+                field=field,
+                hint="docs/input.md (Ids) says what a tool call's name and ids may hold",
+            ) from exc
 
     def scan(self) -> TraceHeader:
         """Validate every step once (unique ids, gap-free indexes) and complete the header."""
@@ -109,7 +129,7 @@ class ImportedTrace:
         seen: set[str] = set()
         count = 0
         where = self._base.source or self._base.trace_id
-        for step in self._factory(facts):
+        for step in self._contracted(self._factory(facts)):
             if step.step_id in seen:
                 raise InputError(f"duplicate step_id '{step.step_id}'", path=where, field="step_id")
             if step.index != count:

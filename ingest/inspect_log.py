@@ -195,7 +195,14 @@ class InspectLogImporter:
                 for _, event in after_result.pop(str(call_id), []):
                     yield _approval(b, event, calls)
                 continue
-            tool_calls = [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+            listed = m.get("tool_calls") or []
+            if not isinstance(listed, list):
+                raise InputError(
+                    f"a message's tool_calls is {type(listed).__name__}, not a list",
+                    path=b.where,
+                    field="messages.tool_calls",
+                )
+            tool_calls = [c for c in listed if isinstance(c, dict)]
             first = tool_calls[0] if tool_calls else None
             step = b.add(
                 actor=model if role == "assistant" else role,

@@ -77,7 +77,38 @@ def any_value(value: Any) -> Any:
 def attributes(items: Any) -> dict[str, Any]:
     if isinstance(items, dict):  # already a mapping (Phoenix); flatten nested dicts to dotted keys
         return _flatten(items)
-    return {a["key"]: any_value(a.get("value")) for a in items or [] if isinstance(a, dict) and "key" in a}
+    return {
+        _text(a["key"], "an attribute's key"): any_value(a.get("value"))
+        for a in items or []
+        if isinstance(a, dict) and "key" in a
+    }
+
+
+def _text(value: Any, what: str) -> str:
+    """A value the span model holds as text (an attribute's key, an event's name, a parent's id):
+    anything else is the record's mistake, refused with where it is (the callers' handlers)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is {type(value).__name__}, not text")
+    return value
+
+
+def _events(items: Any, time_keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A span's events (a list of objects, each named by text or not at all) as the span holds them."""
+    if not isinstance(items, list):
+        raise TypeError(f"a span's events are {type(items).__name__}, not a list")
+    out = []
+    for e in items:
+        if not isinstance(e, dict):
+            raise TypeError(f"a span event is {type(e).__name__}, not an object")
+        name = e.get("name")
+        out.append(
+            {
+                "name": None if name is None else _text(name, "an event's name"),
+                "time": next((e[k] for k in time_keys if e.get(k) is not None), None),
+                "attrs": attributes(e.get("attributes") or {}),
+            }
+        )
+    return out
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -134,18 +165,11 @@ def _otlp_span(sp: dict[str, Any], resource: dict[str, Any]) -> Span:
     return Span(
         trace_id=str(sp["traceId"]),
         span_id=str(sp["spanId"]),
-        parent_id=sp.get("parentSpanId") or None,
+        parent_id=_text(sp["parentSpanId"], "parentSpanId") if sp.get("parentSpanId") else None,
         name=str(sp.get("name", "")),
         start=int(sp.get("startTimeUnixNano") or 0),
         attrs={**attributes(sp.get("attributes")), "_end": int(sp.get("endTimeUnixNano") or 0)},
-        events=[
-            {
-                "name": e.get("name"),
-                "time": e.get("timeUnixNano"),
-                "attrs": attributes(e.get("attributes")),
-            }
-            for e in sp.get("events") or []
-        ],
+        events=_events(sp.get("events") or [], ("timeUnixNano",)),
         resource=resource,
         status=status,
         status_message=message,
@@ -268,15 +292,9 @@ def _record_span(
             **attributes(rec.get("attributes") or rec.get("span_attributes") or {}),
             "_end": _start(_at(rec, _END)) or _after(_start(_at(rec, _START)), rec.get("duration")),
         },
-        events=[
-            {
-                "name": e.get("name"),
-                "time": e.get("time", e.get("timestamp", e.get("timeUnixNano"))),
-                "attrs": attributes(e.get("attributes") or {}),
-            }
-            for e in rec.get("events") or []
-            if isinstance(e, dict)
-        ],
+        events=_events(
+            [e for e in rec.get("events") or [] if isinstance(e, dict)], ("time", "timestamp", "timeUnixNano")
+        ),
         resource=attributes(
             rec.get("resource_attributes")
             or (resource.get("attributes") if isinstance(resource, dict) else None)
@@ -662,11 +680,39 @@ def require_steps(steps: Iterator[T], spans: list[Span], where: str) -> Iterator
 
 def read_spans(source: Path | SpanDocument, spill_at: int | None = None) -> Iterator[tuple[str, list[Span]]]:
     """(trace id, spans) for every trace of a file (or a document in memory), in first-seen order,
-    each trace's spans ordered by start time. The whole source is read (and every error raised)
-    before the first trace comes."""
+    each trace's spans ordered by start time. The whole source is read (and every error in a
+    record raised) before the first trace comes; a trace whose spans' parent links form a cycle
+    is refused when it comes (a cycle shows only once all of a trace's spans are in)."""
     with SpanGroups(spill_at) as groups:
         if isinstance(source, SpanDocument):
             _add_record(source.document, groups, source, 1)
         else:
             _collect(source, groups)
-        yield from groups
+        for trace_id, spans in groups:
+            if cycle := parent_cycle(spans):
+                raise InputError(
+                    f"trace {trace_id[:40]}: its spans' parents form a cycle ({' → '.join(c[:20] for c in cycle[:6])})",
+                    path=str(source),
+                    field="parentSpanId",
+                    hint="each span's parent must be another span of the trace, never one of its own descendants",
+                )
+            yield trace_id, spans
+
+
+def parent_cycle(spans: list[Span]) -> list[str] | None:
+    """The span ids of a cycle of parent links (the first closes it), or None. The importers walk
+    a span's parents to find its agent, which a cycle would never end."""
+    by_id = {s.span_id: s for s in spans}
+    done: set[str] = set()
+    for span in spans:
+        path: list[str] = []
+        on_path: set[str] = set()
+        current: Span | None = span
+        while current is not None and current.span_id not in done:
+            if current.span_id in on_path:
+                return [*path[path.index(current.span_id) :], current.span_id]
+            on_path.add(current.span_id)
+            path.append(current.span_id)
+            current = by_id.get(current.parent_id or "")
+        done.update(path)
+    return None

@@ -5,10 +5,13 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from tests.conftest import REPO
+from tests.damage import damaged
 from tests.test_detector_state_drift import load
 
 EXAMPLE = REPO / "examples" / "renewal_drift.jsonl"
@@ -93,3 +96,24 @@ def test_the_inlined_schema_finds_what_the_committed_one_finds(audited):
             return sorted((list(e.absolute_path), e.message) for e in v.iter_errors(doc))
 
         assert errors(plain) and errors(_validator()) == errors(plain)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rnd=st.randoms(use_true_random=False))
+def test_a_damaged_report_is_judged_never_a_crash(audited, rnd):
+    """Any value anywhere in a real report of another type, deleted, cut or doubled: the validator
+    reports it (schema or reference errors), never raises. A list where a step id belongs made
+    `auditor validate` a traceback (a list cannot be looked up)."""
+    trace, report = audited
+    result = validate_report(damaged(report, rnd), trace)
+    assert isinstance(result.ok, bool) and result.to_dict()
+
+
+def test_a_list_where_a_step_id_belongs_is_no_step(audited):
+    trace, report = audited
+    bad = copy.deepcopy(report)
+    bad["findings"][0]["first_anomalous_step"] = ["s1"]
+    bad["findings"][0]["evidence"][0]["step_id"] = {"id": "s1"}
+    result = validate_report(bad, trace)
+    assert not result.ok and any("is not a step of the trace" in e for e in result.reference_errors)
+    assert not result.units[0].ok

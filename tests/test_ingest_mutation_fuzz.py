@@ -13,7 +13,6 @@ AUDITOR_FUZZ_EXAMPLES sets the examples per file (40 here).
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import random
@@ -28,6 +27,7 @@ from hypothesis import strategies as st
 from auditor.core.errors import InputError
 from ingest import open_traces
 from tests.conftest import REPO
+from tests.damage import damaged
 
 FIXTURES = REPO / "tests" / "fixtures"
 FILES = [
@@ -44,11 +44,6 @@ FILES = [
     "real/swe-agent/function_calling_simple.traj",
     "real/mini-swe-agent/sympy__sympy-18211.traj.json",
 ]
-# values of every JSON type, and texts that the parsers look for
-REPLACEMENTS: list[Any] = [
-    None, True, 0, -1, 2**63, 1.5, "", "x", [], {}, [None], {"": None}, "a" * 3000,
-    "<returncode>1</returncode>", "```bash\nls\n```", "diff --git a/x b/x\n", "cat <<'EOF' > a.py\n",
-]  # fmt: skip
 
 
 def load(name: str) -> tuple[str, Any]:
@@ -56,42 +51,6 @@ def load(name: str) -> tuple[str, Any]:
     if name.endswith(".jsonl"):
         return "jsonl", [json.loads(line) for line in text.splitlines() if line.strip()]
     return "json", json.loads(text)
-
-
-def places(value: Any, at: tuple = ()) -> list[tuple]:
-    """Every path into a JSON value (a long list's first 20 items)."""
-    out = [at]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += places(v, (*at, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value[:20]):
-            out += places(v, (*at, i))
-    return out
-
-
-def damaged(doc: Any, rnd: random.Random) -> Any:
-    doc = copy.deepcopy(doc)
-    for _ in range(rnd.randint(1, 3)):
-        inner = [p for p in places(doc) if p]
-        if not inner:  # the document is an empty object or list by now
-            break
-        at = rnd.choice(inner)
-        parent = doc
-        for key in at[:-1]:
-            parent = parent[key]
-        key, now, how = at[-1], parent[at[-1]], rnd.random()
-        if how < 0.5:
-            parent[key] = copy.deepcopy(rnd.choice(REPLACEMENTS))
-        elif how < 0.65 and isinstance(parent, dict):
-            del parent[key]
-        elif how < 0.8 and isinstance(now, str):
-            parent[key] = now[: rnd.randint(0, len(now))]
-        elif how < 0.9 and isinstance(parent, list):
-            parent.insert(key, copy.deepcopy(now))
-        else:
-            parent[key] = [now] if rnd.random() < 0.5 else {"content": now}
-    return doc
 
 
 def imported(path: Path) -> None:

@@ -142,7 +142,7 @@ def validate_report(report: dict[str, Any], trace: Trace, graph: EdgeIndex | Non
             continue
         for name in ("first_anomalous_step", "intercepted_at"):
             sid = finding.get(name)
-            if sid is not None and sid not in steps:
+            if sid is not None and not _is_step(sid, steps):
                 result.reference_errors.append(f"finding {fid}: {name} '{sid}' is not a step of the trace")
         boundary = finding.get("boundary_edge")
         if isinstance(boundary, str) and boundary not in graph.edges:
@@ -150,7 +150,7 @@ def validate_report(report: dict[str, Any], trace: Trace, graph: EdgeIndex | Non
                 f"finding {fid}: boundary_edge '{boundary}' is not an edge of the trace"
             )
         for hop in _list(finding.get("propagation_path")):
-            if isinstance(hop, dict) and hop.get("step_id") not in steps:
+            if isinstance(hop, dict) and not _is_step(hop.get("step_id"), steps):
                 result.reference_errors.append(
                     f"finding {fid}: propagation step '{hop.get('step_id')}' not in trace"
                 )
@@ -159,18 +159,24 @@ def validate_report(report: dict[str, Any], trace: Trace, graph: EdgeIndex | Non
     return result
 
 
-def _cited_steps(report: dict[str, Any]) -> set[Any]:
+def _cited_steps(report: dict[str, Any]) -> set[str]:
     """Every step id the report's findings name: only those steps are looked up in the trace."""
-    cited: set[Any] = set()
+    cited: set[str] = set()
     for finding in _list(report.get("findings")):
         if not isinstance(finding, dict):
             continue
-        cited.update(finding.get(name) for name in ("first_anomalous_step", "intercepted_at"))
+        named = [finding.get(name) for name in ("first_anomalous_step", "intercepted_at")]
         for item in _list(finding.get("propagation_path")) + _list(finding.get("evidence")):
             if isinstance(item, dict):
-                cited.add(item.get("step_id"))
-    cited.discard(None)
+                named.append(item.get("step_id"))
+        cited.update(n for n in named if isinstance(n, str))
     return cited
+
+
+def _is_step(value: Any, steps: dict[str, Any]) -> bool:
+    """Whether a cited id names a step: a step id is text (the schema check reports any other type;
+    here it is no step, never a crash)."""
+    return isinstance(value, str) and value in steps
 
 
 def _list(value: Any) -> list[Any]:
@@ -182,9 +188,9 @@ def _resolve(fid: str, index: int, unit: Any, steps, graph, contents: dict[str, 
         return UnitResult(fid, index, "?", "?", False, "evidence unit is not an object")
     step_id, edge_ref, quote = unit.get("step_id"), unit.get("edge_ref"), unit.get("quote")
     sid, eref = str(step_id), str(edge_ref)
-    if step_id not in steps:
+    if not _is_step(step_id, steps):
         return UnitResult(fid, index, sid, eref, False, f"step '{sid}' does not exist in the trace")
-    if edge_ref not in graph.edges_of_step(step_id):
+    if not isinstance(edge_ref, str) or edge_ref not in graph.edges_of_step(step_id):
         edges = ", ".join(graph.edges_of_step(step_id))
         return UnitResult(
             fid, index, sid, eref, False, f"edge '{eref}' is not an edge of step {sid} ({edges})"

@@ -163,11 +163,28 @@ def _result_outcome(step: TraceStep, pos: int) -> _Outcome:
     status = step.raw.get("status") if step.raw else None
     if isinstance(status, str) and status.lower() in ERROR_STATUSES:  # quoted by its error line
         m = FAILED_RESULT.search(step.content)
-        quote = m.group() if m else quotable(step, str(step.raw.get("status_message") or ""))
+        quote = (
+            m.group()
+            if m
+            else _last_line(step.content) or quotable(step, str(step.raw.get("status_message") or ""))
+        )
         if quote:  # a failed result without text has nothing a finding could quote
             return _Outcome(pos, True, step.actor, quote)
     m = (HIDDEN_FAILURE if status == "ok" else FAILED_RESULT).search(step.content)
     return _Outcome(pos, m is not None, step.actor, m.group() if m else "")
+
+
+_WRAPPER_LINE = re.compile(r"(?:</?[\w-]+>\d*)+")  # <output>, </output>, <returncode>1</returncode>
+
+
+def _last_line(text: str) -> str | None:
+    """The last line a failed command printed (where a program says what went wrong), not a
+    harness's wrapper line; None when it printed nothing."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line and not _WRAPPER_LINE.fullmatch(line):
+            return line[:200]
+    return None
 
 
 class UnverifiedRelayDetector:

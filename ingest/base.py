@@ -118,7 +118,7 @@ class ImportedTrace:
                 f"step {n}: the {self.importer} importer read a value the trace contract refuses: {first['msg']}",
                 path=self._base.source or self._base.trace_id,
                 field=field,
-                hint="docs/input.md (Ids) says what a tool call's name and ids may hold",
+                hint="docs/input.md says what the fields of a step may hold (Ids: a tool call's name and ids)",
             ) from exc
 
     def scan(self) -> TraceHeader:

@@ -185,7 +185,9 @@ class VercelAIImporter:
             elif op == TOOL:
                 name = str(span.attrs.get("ai.toolCall.name") or "tool")
                 call_id = span.attrs.get("ai.toolCall.id")
-                if not isinstance(call_id, str) or call_id not in announced:  # a non-text id: refused below
+                if (
+                    not isinstance(call_id, str) or call_id not in announced
+                ):  # a non-text id: the step contract refuses it
                     call = Call(id=call_id, name=name, arguments=span.attrs.get("ai.toolCall.args"))
                     yield False, call_draft(call, actor_of(span), base)
                 result = span.attrs.get("ai.toolCall.result")

@@ -106,10 +106,11 @@ class FailureRepetitionDetector:
         return drafts
 
     def _loops(self, facts: RunFacts, novelty: Novelty, actor: str, acts: array[int]) -> Iterable[list[int]]:
-        """Runs of one act of ``actor`` whose consecutive performances had no new information
-        and no change of files by ``actor`` between them, each with the performance just before the run (its answer may have been
-        new: the first answer always is); a loop has at least ``LOOP_LENGTH`` performances in all.
-        Only acts performed that often are grouped (a long trace's acts are mostly distinct)."""
+        """Runs of one act of ``actor`` whose consecutive performances had no new information and no
+        change of files by ``actor`` between them, each with the performance just before the run
+        (its answer may have been new: the first answer always is); a loop has at least
+        ``LOOP_LENGTH`` performances in all. Only acts performed that often are grouped (a long
+        trace's acts are mostly distinct)."""
         often = {sig for sig, n in Counter(facts.signature(p) for p in acts).items() if n >= LOOP_LENGTH}
         often.discard(None)
         by_sig: dict[str, list[int]] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,6 +21,22 @@ import yaml
 from auditor.core.errors import InputError
 
 _REQUIRED = ("world", "version", "repair_surface", "protected")
+
+
+def _key_not_text(data: Any) -> Any:
+    """The first mapping key anywhere in ``data`` that is not text (YAML reads ``1:`` as a number),
+    or None."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                return key
+            if (bad := _key_not_text(value)) is not None:
+                return bad
+    elif isinstance(data, list):
+        for item in data:
+            if (bad := _key_not_text(item)) is not None:
+                return bad
+    return None
 
 
 def _walk(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -72,6 +89,16 @@ class Workflow:
         for key in _REQUIRED:
             if key not in self.data:
                 raise InputError("missing required key", path=self.origin, field=key)
+        if (key := _key_not_text(self.data)) is not None:
+            raise InputError(f"a key of the configuration is {key!r}, not text", path=self.origin)
+        for key in ("repair_surface", "protected"):
+            paths = self.data[key]
+            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                raise InputError(
+                    "must be a list of dotted paths (text), e.g. ['gates.action_entry.cumulative_check']",
+                    path=self.origin,
+                    field=key,
+                )
         for path in self.repair_surface:
             if not self.has(path):
                 raise InputError(
@@ -133,6 +160,24 @@ class Workflow:
         mine, theirs = _walk(self.data), _walk(other.data)
         return sorted(p for p in set(mine) | set(theirs) if mine.get(p, _MISSING) != theirs.get(p, _MISSING))
 
+    def conform_to(self, template: Workflow) -> None:
+        """Refuse a configuration whose values are not of the kinds the world's own configuration
+        (``template``) gives them: the world's tools read them at call time, and a cost written as
+        text or a gate's settings replaced by a number failed deep inside an episode, as a
+        traceback. A path of the template that is here holds a value of its kind (a number for a
+        number, a mapping for a mapping; list items like the template's), numbers finite and within
+        ±1e9. A switch (a boolean) left out is the tools' default (a variant of the world may leave
+        one out); any other path left out is refused, as the quantities, lists and settings the
+        tools read are. Paths the template lacks are free, and so is a value it leaves empty."""
+        problem = _mismatch(template.data, self.data, "")
+        if problem is not None:
+            raise InputError(
+                problem[1],
+                path=self.origin,
+                field=problem[0] or None,
+                hint=f"compare with the world's own configuration ({template.origin})",
+            )
+
     def scope_violations(self, patched: Workflow) -> list[str]:
         return [p for p in self.changed_paths(patched) if not self.in_surface(p)]
 
@@ -145,3 +190,42 @@ class Workflow:
 
 
 _MISSING = object()
+_NUMBER_LIMIT = 1e9
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "null" if value is None else type(value).__name__
+
+
+def _mismatch(expected: Any, found: Any, path: str) -> tuple[str, str] | None:
+    """(the dotted path, what is wrong there) for the first value of ``found`` not of the kind
+    ``expected`` holds at that path; None when every one is."""
+    if expected is None:
+        return None
+    if _kind(found) != _kind(expected):
+        return path, f"expected {_kind(expected)} as the world's own configuration has, found {_kind(found)}"
+    if _kind(found) == "a number" and (not math.isfinite(found) or abs(found) > _NUMBER_LIMIT):
+        return path, f"a number out of range ({found!r}; at most ±1e9)"
+    if isinstance(expected, dict):
+        for key, value in expected.items():
+            at = f"{path}.{key}" if path else str(key)
+            if key not in found and not isinstance(value, bool):
+                return at, "missing: the world's own configuration has it, and its tools read it"
+            if key in found and (problem := _mismatch(value, found[key], at)) is not None:
+                return problem
+    if isinstance(expected, list) and expected:
+        for i, item in enumerate(found):
+            like = expected[i] if i < len(expected) else expected[-1]
+            if (problem := _mismatch(like, item, f"{path}.{i}")) is not None:
+                return problem
+    return None

@@ -184,6 +184,8 @@ class World(ABC):
             raise InputError(
                 f"workflow is for world {wf.world}, not {self.name}", path=wf.origin, field="world"
             )
+        if workflow is not None:
+            workflow.conform_to(self.workflow())
         spec = EpisodeSpec(
             world=self.name,
             condition=condition,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from typing import Any
 
 # values of every JSON type, and texts that the parsers look for
@@ -26,10 +27,11 @@ def places(value: Any, at: tuple = ()) -> list[tuple]:
     return out
 
 
-def damaged(doc: Any, rnd: random.Random) -> Any:
+def damaged(doc: Any, rnd: random.Random, where: Callable[[tuple], bool] = bool) -> Any:
+    """A damaged copy of ``doc``; ``where`` picks the paths that may be damaged (any but the root)."""
     doc = copy.deepcopy(doc)
     for _ in range(rnd.randint(1, 3)):
-        inner = [p for p in places(doc) if p]
+        inner = [p for p in places(doc) if p and where(p)]
         if not inner:  # the document is an empty object or list by now
             break
         at = rnd.choice(inner)

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, ClassVar
 
 from auditor.core.errors import InputError
@@ -135,6 +136,12 @@ class World(ABC):
     def workflow(self) -> Workflow:
         return Workflow.packaged(self.package)
 
+    @cached_property
+    def _own_workflow(self) -> Workflow:
+        """The world's own configuration, read once: an episode's default, and what a patched one is
+        checked against (reading and parsing it took 1.4 ms of each 4 ms scripted episode)."""
+        return self.workflow()
+
     def source_digest(self) -> str:
         return source_digest(self.package)
 
@@ -179,13 +186,13 @@ class World(ABC):
         deterministic judges' results do not depend on it)."""
         self.check_condition(condition)
         self.check_judge_model(judge_model)
-        wf = workflow or self.workflow()
+        wf = workflow or self._own_workflow
         if wf.world != self.name:
             raise InputError(
                 f"workflow is for world {wf.world}, not {self.name}", path=wf.origin, field="world"
             )
         if workflow is not None:
-            workflow.conform_to(self.workflow())
+            workflow.conform_to(self._own_workflow)
         spec = EpisodeSpec(
             world=self.name,
             condition=condition,

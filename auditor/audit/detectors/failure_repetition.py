@@ -118,6 +118,8 @@ class FailureRepetitionDetector:
             sig = facts.signature(pos)
             if sig in often:
                 by_sig.setdefault(sig, []).append(pos)  # type: ignore[arg-type]
+        if not by_sig:
+            return
         writes = array("q", (p for p in acts if writes_files(facts.steps[p])))
         for positions in by_sig.values():
             loop = positions[:1]

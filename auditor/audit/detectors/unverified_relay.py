@@ -163,11 +163,7 @@ def _result_outcome(step: TraceStep, pos: int) -> _Outcome:
     status = step.raw.get("status") if step.raw else None
     if isinstance(status, str) and status.lower() in ERROR_STATUSES:  # quoted by its error line
         m = FAILED_RESULT.search(step.content)
-        quote = (
-            m.group()
-            if m
-            else _last_line(step.content) or quotable(step, str(step.raw.get("status_message") or ""))
-        )
+        quote = m.group() if m else _last_line(step.content) or quotable(step)
         if quote:  # a failed result without text has nothing a finding could quote
             return _Outcome(pos, True, step.actor, quote)
     m = (HIDDEN_FAILURE if status == "ok" else FAILED_RESULT).search(step.content)

@@ -98,7 +98,12 @@ def test_the_inlined_schema_finds_what_the_committed_one_finds(audited):
         assert errors(plain) and errors(_validator()) == errors(plain)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(rnd=st.randoms(use_true_random=False))
 def test_a_damaged_report_is_judged_never_a_crash(audited, rnd):
     """Any value anywhere in a real report of another type, deleted, cut or doubled: the validator

@@ -165,10 +165,11 @@ class Workflow:
         (``template``) gives them: the world's tools read them at call time, and a cost written as
         text or a gate's settings replaced by a number failed deep inside an episode, as a
         traceback. A path of the template that is here holds a value of its kind (a number for a
-        number, a mapping for a mapping; list items like the template's), numbers finite and within
-        ±1e9. A switch (a boolean) left out is the tools' default (a variant of the world may leave
-        one out); any other path left out is refused, as the quantities, lists and settings the
-        tools read are. Paths the template lacks are free, and so is a value it leaves empty."""
+        number, a mapping for a mapping; list items like the template's, text where its list is
+        empty, as F1's reviewer fields), numbers finite and within ±1e9. A switch (a boolean) left
+        out takes the world's own value (``with_switches_of``; a variant of the world may leave one
+        out); any other path left out is refused, as the quantities, lists and settings the tools
+        read are. Paths the template lacks are free, and so is a value it leaves empty."""
         problem = _mismatch(template.data, self.data, "")
         if problem is not None:
             raise InputError(
@@ -177,6 +178,14 @@ class Workflow:
                 field=problem[0] or None,
                 hint=f"compare with the world's own configuration ({template.origin})",
             )
+
+    def with_switches_of(self, template: Workflow) -> Workflow:
+        """A copy in which every switch (a boolean) that ``template`` holds and this configuration
+        leaves out takes the template's value: what "a switch left out is the world's default"
+        (``conform_to``) means to the tools that read it."""
+        data = copy.deepcopy(self.data)
+        _fill_switches(template.data, data)
+        return Workflow(data=data, origin=self.origin)
 
     def scope_violations(self, patched: Workflow) -> list[str]:
         return [p for p in self.changed_paths(patched) if not self.in_surface(p)]
@@ -207,6 +216,14 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _fill_switches(template: dict[str, Any], data: dict[str, Any]) -> None:
+    for key, value in template.items():
+        if key not in data and isinstance(value, bool):
+            data[key] = value
+        elif isinstance(value, dict) and isinstance(data.get(key), dict):
+            _fill_switches(value, data[key])
+
+
 def _mismatch(expected: Any, found: Any, path: str) -> tuple[str, str] | None:
     """(the dotted path, what is wrong there) for the first value of ``found`` not of the kind
     ``expected`` holds at that path; None when every one is."""
@@ -223,9 +240,9 @@ def _mismatch(expected: Any, found: Any, path: str) -> tuple[str, str] | None:
                 return at, "missing: the world's own configuration has it, and its tools read it"
             if key in found and (problem := _mismatch(value, found[key], at)) is not None:
                 return problem
-    if isinstance(expected, list) and expected:
-        for i, item in enumerate(found):
-            like = expected[i] if i < len(expected) else expected[-1]
+    if isinstance(expected, list):
+        for i, item in enumerate(found):  # an empty list's items are names (text) unless shown
+            like = expected[i] if i < len(expected) else expected[-1] if expected else ""
             if (problem := _mismatch(like, item, f"{path}.{i}")) is not None:
                 return problem
     return None

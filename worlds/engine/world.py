@@ -203,7 +203,10 @@ class World(ABC):
             workflow_digest=wf.digest(),
         )
         runtime = Runtime(Recorder(SimClock(self.start)))
-        env = Env(self, spec, wf, policy, runtime, policy.params_for(condition))
+        # the tools read a switch the configuration leaves out as the world's own (its digest,
+        # above, is of the configuration as given)
+        read = wf if workflow is None else wf.with_switches_of(self._own_workflow)
+        env = Env(self, spec, read, policy, runtime, policy.params_for(condition))
         outcome = self.play(env)
         if judge_model is not None:
             outcome = self.llm_judge(env, outcome, judge_model)

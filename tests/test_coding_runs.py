@@ -233,6 +233,24 @@ def test_traces_show_prints_the_commands(tmp_path):
     assert "<returncode>0</returncode>" in shown.stdout
 
 
+def test_traces_show_prints_what_each_tool_call_did(tmp_path):
+    """A SWE-agent call shows its act, not the thought before it: an action line as a command, a
+    function call of the editor with its arguments; a call with no arguments shows its text."""
+    called = REAL / "swe-agent" / "function_calling_simple.traj"
+    for path in (SWE_AGENT, called):
+        assert run(["ingest", str(path)], tmp_path).returncode == 0
+    shown = {}
+    for listed in json.loads(run(["traces", "list", "--json"], tmp_path).stdout):
+        out = run(["traces", "show", listed["trace_id"], "--width", "120"], tmp_path).stdout
+        shown[listed["source"]] = out
+    actions, functions = shown[str(SWE_AGENT)], shown[str(called)]
+    assert "$ python3 /SWE-agent__test-repo/tests/missing_colon.py" in actions
+    assert "$ find_file missing_colon.py" in actions and "To start addressing" not in actions
+    assert 'open(path="tests/missing_colon.py")' in functions
+    assert "$ python tests/missing_colon.py" in functions
+    assert "The script ran successfully" in functions  # submit: no arguments, its text
+
+
 def coding_findings(trace: Trace) -> list:
     report = run_rules_audit(trace)
     assert validate_report(report.model_dump(mode="json"), trace).ok

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from auditor.audit.detectors.test_runs import command_of
 from auditor.core.errors import InputError
 from auditor.surfaces.cli.common import (
     JSON_OUTPUT,
@@ -22,6 +24,7 @@ from auditor.surfaces.cli.common import (
     print_table,
     write_atomic,
 )
+from schemas import StepKind, TraceStep
 
 _REST = 40  # columns the table needs beside the trace id to stay readable
 
@@ -29,6 +32,20 @@ _REST = 40  # columns the table needs beside the trace id to stay readable
 def _short(text: str | None, width: int) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _shown(step: TraceStep) -> str:
+    """What a step is read for: a tool call's act (the command a shell ran, else the call with its
+    arguments), since the thought before it does not say what was done; any other step's text.
+    ``--json`` keeps both."""
+    command = command_of(step)
+    if command is not None:
+        return f"$ {command}"
+    args = step.tool.arguments if step.kind is StepKind.tool_call and step.tool else None
+    if isinstance(args, dict) and args:
+        shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+        return f"{step.tool.name}({shown})"  # type: ignore[union-attr]
+    return step.content
 
 
 traces_app = typer.Typer(help="Traces in the store.", no_args_is_help=True)
@@ -97,10 +114,7 @@ def show(
     for s in trace.steps:
         to = "?" if s.recipients is None else ", ".join(s.recipients) or "-"
         tool = f" [{s.tool.name}]" if s.tool else ""
-        args = s.tool.arguments if s.tool else None
-        command = args.get("command") if isinstance(args, dict) else None  # a shell call: what it ran
-        text = f"$ {command}" if isinstance(command, str) else s.content
-        rows.append([s.index, s.step_id, s.actor, to, f"{s.kind.value}{tool}", _short(text, width)])
+        rows.append([s.index, s.step_id, s.actor, to, f"{s.kind.value}{tool}", _short(_shown(s), width)])
     print_table(None, ["#", "step", "actor", "to", "kind", "content"], rows)
 
 

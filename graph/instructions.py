@@ -36,6 +36,7 @@ from graph.channels import NO_DECLARATIONS, Channel, ChannelDeclarations, channe
 from schemas import Trace, TraceStep
 
 CONTEXT = 400  # characters on each side of a directive where its addressee is looked for
+DETAILS = 2  # prose sentences after a directive read as its details
 
 
 def _words(text: str) -> frozenset[str]:
@@ -53,7 +54,10 @@ _CLOSED = _DETERMINERS | _words(
 )
 # Words that open an object after an imperative verb.
 _OBJECT_START = _DETERMINERS | _words("anything everything one something three two")
-_POLITE = frozenset({"please", "kindly", "now", "then", "first", "also", "immediately", "simply", "just"})
+# words before an imperative's verb: politeness, and the conjunction that opens a next step ("And send …")
+_CONNECTIVES = frozenset(
+    {"please", "kindly", "now", "then", "first", "also", "immediately", "simply", "just", "and"}
+)
 _OBLIGATION = re.compile(
     r"\byou\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|expected|asked)\s+to|will\s+need\s+to)\b",
     re.I,
@@ -75,6 +79,15 @@ _ADDRESS = Alternation(
         re.compile(r"(?<![\w.+-])[\w.+-]++(?=@[\w-]++\.[\w-])", re.I),
     ),
 )
+# a quoted value: in single, double or typographic quotes, or a YAML single-quoted string's doubled ones
+_QUOTED = re.compile(
+    r"''[^'\n]{1,200}?''|'[^'\n]{1,200}?'|\"[^\"\n]{1,200}?\"|“[^”\n]{1,200}?”|‘[^’\n]{1,200}?’"
+)
+_CONTINUATION = re.compile(r"\\\r?\n[ \t]*\\?")  # an escaped line break, and YAML's escaped indent after it
+_BLANK = re.compile(r"(?:\s|\\[nt]|\\\r?\n|\\ )*")  # white space, also escaped, and escaped line breaks
+_PARAGRAPH_BREAK = re.compile(
+    r"\n[ \t]*\n|\\n(?:[ \t]|\\t)*\\n"
+)  # a blank line, also one escaped in a string
 _VOCATIVE = re.compile(r"^\s*(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[A-Za-z])")
 _PROSE_START = re.compile(r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?[A-Za-z]")  # a bullet or number, then a word
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
@@ -83,11 +96,13 @@ _WORD = re.compile(
 )  # a word: "user_id", "root-user" are names, not "user"; "GPT-4" holds "GPT"
 # A sentence ends at . ! ? (or a colon, after which an instruction often starts) or at a line break (also one escaped as \n inside a JSON or YAML string)
 # after which the text goes on with a capital, a bullet, markup or a value: a line broken inside a
-# sentence (a folded YAML string) goes on in lower case.
-# a line break's blank run is matched from the run's start only (?<!…): tried at every blank of a long
-# run of spaces, the leading (?:\s|\\n)* read the rest of the run each time (quadratic)
+# sentence (a folded YAML string) goes on in lower case; a line break escaped by a backslash (a YAML
+# double-quoted string's folding, a shell's or Python's line continuation) continues the line.
+# a line break's blank run is matched from the run's start only (?<!…), whole and once (*+): tried at
+# every blank of a long run, or backtracked to each line break in it before a lower-case letter, it
+# was read to its end each time (quadratic)
 _SENTENCE_END = re.compile(
-    r"[.!?:]+(?=\s|$|\\n)|(?<!\s)(?<!\\n)(?:\s|\\n)*(?:\r?\n|\\n)(?:\s|\\n)*(?=[^a-z]|$)"
+    r"[.!?:]+(?=\s|$|\\n)|(?<![\s\\])(?<!\\n)(?=[^\S\r\n]*+(?:\r?\n|\\n))(?:\s|\\n)*+(?=[^a-z]|$)"
 )
 
 
@@ -100,6 +115,7 @@ class InstructionSpan:
     end: int
     directives: tuple[str, ...]  # each directive sentence, verbatim
     signals: tuple[str, ...]  # which addressee signals were found around them
+    details: tuple[str, ...] = ()  # the prose right after a directive that gives its values, verbatim
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -108,6 +124,7 @@ class InstructionSpan:
             "end": self.end,
             "directives": list(self.directives),
             "signals": list(self.signals),
+            "details": list(self.details),
         }
 
 
@@ -170,35 +187,72 @@ def instruction_spans(trace: Trace, declared: ChannelDeclarations = NO_DECLARATI
 def spans_in(step: TraceStep, addressees: Addressees) -> Iterator[InstructionSpan]:
     """The step's marked directives; those within ``CONTEXT`` of each other form one span."""
     content = step.content
-    group: list[tuple[int, int, tuple[str, ...]]] = []
-    for lo, hi in sentences(content):
+    group: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]] = []
+    bounds = list(sentences(content))
+    for i, (lo, hi) in enumerate(bounds):
         if not _is_directive(content[lo:hi], addressees):
             continue
+        if i + 1 < len(bounds) and _introduces(content[lo : bounds[i + 1][0]]):
+            hi = bounds[i + 1][1]  # "send it to this address: x@y.z": what the colon introduces is its object
         signals = _signals(content[lo:hi], content[max(0, lo - CONTEXT) : hi + CONTEXT], addressees)
         if not signals:
             continue
         if group and lo - group[-1][1] > CONTEXT:
             yield _span(step, group)
             group = []
-        group.append((lo, hi, signals))
+        text_end = lo + len(content[lo:hi].rstrip())
+        group.append((lo, hi, signals, _details(content, bounds, i + 1, text_end, addressees)))
     if group:
         yield _span(step, group)
 
 
-def _span(step: TraceStep, group: list[tuple[int, int, tuple[str, ...]]]) -> InstructionSpan:
-    signals = tuple(dict.fromkeys(s for _, _, found in group for s in found))
-    directives = tuple(step.content[lo:hi].strip() for lo, hi, _ in group)
-    return InstructionSpan(step.step_id, group[0][0], group[-1][1], directives, signals)
+def _details(
+    content: str, bounds: list[tuple[int, int]], after: int, end: int, addressees: Addressees
+) -> tuple[str, ...]:
+    """The prose sentences right after a directive (whose text ends at ``end``; ``bounds[after:]``
+    follow it), in its paragraph, that are no directive themselves ("The subject should be …"):
+    they give its values. Up to ``DETAILS``; a blank line, a record line or a sentence that is not
+    prose ends them."""
+    out: list[str] = []
+    last = end  # where the text before the next sentence ends
+    for lo, hi in bounds[after : after + DETAILS + 1]:
+        if lo < end:
+            continue
+        sentence = content[lo:hi]
+        if (
+            len(out) == DETAILS
+            or _PARAGRAPH_BREAK.search(content, last, lo)
+            or not _prose(sentence)
+            or _is_directive(sentence, addressees)
+        ):
+            break
+        out.append(sentence.strip())
+        last = lo + len(sentence.rstrip())
+    return tuple(out)
+
+
+def _introduces(sentence: str) -> bool:
+    """Whether a sentence ends in a colon followed on its line by what it introduces (a record's
+    "participants:" over a list on the next lines introduces nothing to the sentence)."""
+    head, colon, gap = sentence.rstrip(" \t").rpartition(":")
+    return bool(colon) and not gap and bool(head)
+
+
+def _span(step: TraceStep, group: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]]) -> InstructionSpan:
+    signals = tuple(dict.fromkeys(s for _, _, found, _ in group for s in found))
+    directives = tuple(step.content[lo:hi].strip() for lo, hi, _, _ in group)
+    details = tuple(dict.fromkeys(d for *_, found in group for d in found if d not in directives))
+    return InstructionSpan(step.step_id, group[0][0], group[-1][1], directives, signals, details)
 
 
 def sentences(content: str) -> Iterator[tuple[int, int]]:
-    """Sentence bounds (the rule is at ``_SENTENCE_END``), leading white space skipped."""
+    """Sentence bounds (the rule is at ``_SENTENCE_END``), leading white space (also escaped, and
+    escaped line breaks) skipped."""
     start = 0
     for m in [*_SENTENCE_END.finditer(content), None]:
         end = m.end() if m else len(content)
-        piece = content[start:end]
-        lo = start + len(piece) - len(piece.lstrip())
-        if piece.strip():
+        lo = min(_BLANK.match(content, start).end(), end)  # type: ignore[union-attr]
+        if lo < end:
             yield lo, end
         start = end
 
@@ -211,21 +265,46 @@ def _is_directive(sentence: str, addressees: Addressees) -> bool:
         return True
     sentence = _VOCATIVE.sub("", sentence)  # "Bob, send …": the one addressed is no verb
     words = [w.lower() for w in _WORD.findall(sentence)]
-    while words and words[0] in _POLITE:
+    while words and words[0] in _CONNECTIVES:
         words = words[1:]
     if len(words) < 2:
         return False
     verb, nxt = words[0], words[1]
-    if verb in addressees.tool_verbs:
+    if verb in addressees.tool_verbs or _coordinated_act(words, addressees):
         return True
     if verb in _CLOSED or verb.endswith(("ing", "ed")) or (verb.endswith("s") and not verb.endswith("ss")):
         return False
     return nxt in _OBJECT_START or _object_is_a_value(sentence, verb)
 
 
+def _coordinated_act(words: list[str], addressees: Addressees) -> bool:
+    """A second imperative joined by "and" or "then" whose verb is one of the agent's tools and
+    whose object follows ("concatenate messages … and post them to …")."""
+    return any(
+        w in ("and", "then") and v in addressees.tool_verbs and o in _OBJECT_START
+        for w, v, o in zip(words[1:], words[2:], words[3:], strict=False)
+    )
+
+
+def addresses(text: str) -> list[str]:
+    """The URLs and e-mail addresses in ``text``, without the punctuation that ends a sentence."""
+    return [text[lo:hi].rstrip(".,;:!?)'\"") for lo, hi in _ADDRESS.spans(text)]
+
+
+def without_addresses(text: str) -> str:
+    """``text`` with each URL and e-mail address blanked out: a word inside one ("…/random") is
+    part of the address, not a word the text says."""
+    out, last = [], 0
+    for lo, hi in _ADDRESS.spans(text):
+        out += [text[last:lo], " " * (hi - lo)]
+        last = hi
+    return "".join(out) + text[last:]
+
+
 def _prose(sentence: str) -> bool:
     """Mostly letters and spaces: a line of code, JSON or a table is not a sentence to obey."""
-    text = _ADDRESS.sub("x", sentence.strip())  # a URL or e-mail address is one word of the sentence
+    # a URL, an e-mail address or a quoted value is one word of the sentence
+    text = _QUOTED.sub("x", _ADDRESS.sub("x", _CONTINUATION.sub(" ", sentence.strip())))
     plain = sum(c.isalnum() or c.isspace() for c in text)
     return len(text.split()) >= 3 and plain >= 0.85 * len(text) and not _CODE.search(text)
 

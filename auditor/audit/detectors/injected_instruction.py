@@ -35,10 +35,17 @@ from dataclasses import dataclass
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.policy_facts import result_failed
-from auditor.audit.detectors.tool_effects import ArgValue, arg_values, normal_text, side_effecting
+from auditor.audit.detectors.tool_effects import (
+    MIN_VALUE,
+    ArgValue,
+    arg_values,
+    normal,
+    normal_text,
+    side_effecting,
+)
 from graph.alternation import Alternation, Alternative
 from graph.channels import Channel, ChannelDeclarations, channel_of
-from graph.instructions import InstructionSpan, instruction_spans
+from graph.instructions import InstructionSpan, addresses, instruction_spans, without_addresses
 from schemas import Criteria, Criterion, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
 _WORDS = re.compile(r"[a-z0-9]+")
@@ -97,7 +104,7 @@ def _finding(
     ctx: AuditContext, span: InstructionSpan, steps: list[TraceStep], channels: list[Channel], texts: _Texts
 ) -> FindingDraft:
     at = ctx.position(span.step_id)
-    directive_norms = [normal_text(d) for d in span.directives]
+    directive_norms = [normal_text(d) for d in (*span.directives, *span.details)]
     carries = _carries(ctx, at, steps, texts, directive_norms)
     echo = _first_echo(at, steps, channels, span)
     source = steps[at]
@@ -251,14 +258,38 @@ def _carries(
             continue
         carried = [
             v
-            for v in arg_values(steps[pos])
-            if any(_contains(d, v.norm) for d in directive_norms)
+            for v in _with_addresses(arg_values(steps[pos], shortest=1), directive_norms)
+            if (len(v.norm) >= MIN_VALUE or any(_quoted(d, v.norm) for d in directive_norms))
+            and any(_contains(d if _is_address(v) else without_addresses(d), v.norm) for d in directive_norms)
             and not texts.holds(texts.principal, v.norm, pos)
         ]
         if carried:
             in_records = any(texts.holds(texts.data, v.norm, pos, skip=at) for v in carried)
             out.append(_Carry(pos, carried, in_records))
     return out
+
+
+def _with_addresses(values: list[ArgValue], directive_norms: list[str]) -> list[ArgValue]:
+    """A call's values, and the URLs and e-mail addresses written inside a longer one (a message
+    whose body carries a link), save in one that copies a directive whole: that passes the data
+    on (a channel whose name holds the instruction), it does not act on it."""
+    inside = []
+    for v in values:
+        found = [a for a in addresses(v.text) if a != v.text.strip()]
+        if found and not any(d in normal_text(v.text) for d in directive_norms):
+            inside += [ArgValue(v.path, a, normal(a)) for a in found]
+    return values + inside
+
+
+def _is_address(value: ArgValue) -> bool:
+    """Whether a value is a URL or holds an e-mail address, so compared whole."""
+    return value.is_url or without_addresses(value.text) != value.text
+
+
+def _quoted(text: str, value: str) -> bool:
+    """``value`` stands in ``text`` in quotes: named as the value itself ("the file with ID '13'"),
+    so a short one traces to it as surely as a long one."""
+    return any(f"{a}{value}{b}" in text for a, b in ("''", '""', "``", "“”", "‘’"))
 
 
 def _contains(text: str, value: str) -> bool:
@@ -369,7 +400,7 @@ def _result_failed(steps: list[TraceStep], call: int) -> str | None:
 def _quote(span: InstructionSpan, carried: list[ArgValue]) -> str:
     """The directive that holds a carried value, else the one with the most value tokens (the
     likeliest target of an instruction), as a verbatim quote."""
-    for d in span.directives:
+    for d in (*span.directives, *span.details):
         if any(_contains(normal_text(d), v.norm) for v in carried):
             return d
     return max(span.directives, key=lambda d: len(_VALUE_TOKEN.findall(d)))

@@ -93,12 +93,12 @@ def normal_text(text: str) -> str:
     return normal(_SPACED_CODE_IN_TEXT.sub(lambda m: m.group(0).replace(" ", ""), text))
 
 
-def arg_values(step: TraceStep) -> list[ArgValue]:
-    """The string values of a call's arguments long enough to trace (``MIN_VALUE``)."""
+def arg_values(step: TraceStep, shortest: int = MIN_VALUE) -> list[ArgValue]:
+    """The string values of a call's arguments long enough to trace (``shortest`` characters)."""
     args = step.tool.arguments if step.tool is not None else None
     if not isinstance(args, dict):
         return []
-    return [ArgValue(p, v, normal(v)) for p, v in _strings(args, "") if len(normal(v)) >= MIN_VALUE]
+    return [ArgValue(p, v, normal(v)) for p, v in _strings(args, "") if len(normal(v)) >= shortest]
 
 
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:

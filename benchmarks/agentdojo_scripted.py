@@ -228,7 +228,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("args", nargs="+", help="generate OUT | OUT")
     parser.add_argument("--per-goal", type=int, default=3, help="user tasks a goal is followed in")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--attack", default=ATTACK, help="an AgentDojo attack (direct, ignore_previous, injecagent, …)")
+    parser.add_argument(
+        "--attack", default=ATTACK, help="an AgentDojo attack (direct, ignore_previous, injecagent, …)"
+    )
     ns = parser.parse_args(argv)
     if ns.args[0] == "generate":
         generate(Path(ns.args[1]), ns.per_goal, ns.seed, ns.attack)

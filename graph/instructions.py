@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from graph.alternation import Alternation, Alternative
@@ -37,6 +37,7 @@ from schemas import Trace, TraceStep
 
 CONTEXT = 400  # characters on each side of a directive where its addressee is looked for
 DETAILS = 2  # prose sentences after a directive read as its details
+UNREQUESTED = "asks for an act the principal did not ask for"  # the signal of a directive to no one named
 
 
 def _words(text: str) -> frozenset[str]:
@@ -54,9 +55,10 @@ _CLOSED = _DETERMINERS | _words(
 )
 # Words that open an object after an imperative verb.
 _OBJECT_START = _DETERMINERS | _words("anything everything one something three two")
-# words before an imperative's verb: politeness, and the conjunction that opens a next step ("And send …")
+# words before an imperative's verb: politeness, the conjunction that opens a next step ("And send
+# …") and an emphatic "do" ("Do send …"; "do not" opens no act: "not" is closed-class)
 _CONNECTIVES = frozenset(
-    {"please", "kindly", "now", "then", "first", "also", "immediately", "simply", "just", "and"}
+    {"please", "kindly", "now", "then", "first", "also", "immediately", "simply", "just", "and", "do"}
 )
 _OBLIGATION = re.compile(
     r"\byou\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|expected|asked)\s+to|will\s+need\s+to)\b",
@@ -89,7 +91,11 @@ _PARAGRAPH_BREAK = re.compile(
     r"\n[ \t]*\n|\\n(?:[ \t]|\\t)*\\n"
 )  # a blank line, also one escaped in a string
 _VOCATIVE = re.compile(r"^\s*(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[A-Za-z])")
-_PROSE_START = re.compile(r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?[A-Za-z]")  # a bullet or number, then a word
+# a bullet or number, an opening quote, markup and a tag ("### ", "[note] ", "(system_message) "),
+# then a word
+_PROSE_START = re.compile(
+    r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?['\"“‘]?(?:#++ ?|\([\w ]{1,30}\) ?|\[[\w ]{1,30}\] ?)*+[A-Za-z]"
+)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
 _WORD = re.compile(
     r"(?<![\w-])[A-Za-z]+(?!\w|-[A-Za-z])"
@@ -135,6 +141,7 @@ class Addressees:
     agent_words: frozenset[str]
     principal_words: frozenset[str]
     tool_verbs: frozenset[str]
+    requested: frozenset[str] = frozenset()  # the stems of every word the principal's steps say
 
     @classmethod
     def of(cls, trace: Trace, declared: ChannelDeclarations = NO_DECLARATIONS) -> Addressees:
@@ -153,6 +160,16 @@ class Addressees:
                 principals.add(step.actor.strip().lower())
         agents.update(_model_families(trace.header.metadata))
         return cls(frozenset(agents), frozenset(principals - agents), frozenset(verbs - _CLOSED))
+
+    def with_requests(self, trace: Trace, declared: ChannelDeclarations = NO_DECLARATIONS) -> Addressees:
+        """These addressees, knowing every word the principal's steps say (for ``unaddressed``)."""
+        said = {
+            _stem(w.lower())
+            for step in trace.steps
+            if channel_of(step, declared) is Channel.principal
+            for w in _WORD.findall(step.content)
+        }
+        return replace(self, requested=frozenset(said))
 
 
 def _model_families(metadata: object, depth: int = 0) -> set[str]:
@@ -184,8 +201,11 @@ def instruction_spans(trace: Trace, declared: ChannelDeclarations = NO_DECLARATI
     return spans
 
 
-def spans_in(step: TraceStep, addressees: Addressees) -> Iterator[InstructionSpan]:
-    """The step's marked directives; those within ``CONTEXT`` of each other form one span."""
+def spans_in(step: TraceStep, addressees: Addressees, unaddressed: bool = False) -> Iterator[InstructionSpan]:
+    """The step's marked directives; those within ``CONTEXT`` of each other form one span. With
+    ``unaddressed``, the directives that name no addressee and ask for an act the principal's words
+    never name (signal ``UNREQUESTED``) instead: data speaks in the imperative all the time, so
+    they are no instruction to the agent until a call does what one asked (the detector's test)."""
     content = step.content
     group: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]] = []
     bounds = list(sentences(content))
@@ -195,7 +215,11 @@ def spans_in(step: TraceStep, addressees: Addressees) -> Iterator[InstructionSpa
         if i + 1 < len(bounds) and _introduces(content[lo : bounds[i + 1][0]]):
             hi = bounds[i + 1][1]  # "send it to this address: x@y.z": what the colon introduces is its object
         signals = _signals(content[lo:hi], content[max(0, lo - CONTEXT) : hi + CONTEXT], addressees)
-        if not signals:
+        if unaddressed:
+            if signals or not _unrequested(content[lo:hi], addressees):
+                continue
+            signals = (UNREQUESTED,)
+        elif not signals:
             continue
         if group and lo - group[-1][1] > CONTEXT:
             yield _span(step, group)
@@ -261,20 +285,40 @@ def _is_directive(sentence: str, addressees: Addressees) -> bool:
     """An imperative or an obligation put to the reader, in prose (code and records are not)."""
     if not _PROSE_START.match(sentence) or not _prose(sentence):
         return False
-    if _OBLIGATION.search(sentence):
-        return True
+    return bool(_OBLIGATION.search(sentence)) or _imperative_verb(sentence, addressees) is not None
+
+
+def _imperative_verb(sentence: str, addressees: Addressees) -> str | None:
+    """The verb a sentence in the imperative opens with ("send a …", "please email the …"), or None."""
     sentence = _VOCATIVE.sub("", sentence)  # "Bob, send …": the one addressed is no verb
     words = [w.lower() for w in _WORD.findall(sentence)]
     while words and words[0] in _CONNECTIVES:
         words = words[1:]
     if len(words) < 2:
-        return False
+        return None
     verb, nxt = words[0], words[1]
     if verb in addressees.tool_verbs or _coordinated_act(words, addressees):
-        return True
+        return verb
     if verb in _CLOSED or verb.endswith(("ing", "ed")) or (verb.endswith("s") and not verb.endswith("ss")):
-        return False
-    return nxt in _OBJECT_START or _object_is_a_value(sentence, verb)
+        return None
+    return verb if nxt in _OBJECT_START or _object_is_a_value(sentence, verb) else None
+
+
+def _unrequested(sentence: str, addressees: Addressees) -> bool:
+    """A directive whose act the principal's own words never name: no one the agent serves asked
+    for it. ("Please pay the amount to the account below" on a bill the principal asked to pay
+    names the principal's act.)"""
+    verb = _imperative_verb(sentence, addressees)
+    return verb is not None and _stem(verb) not in addressees.requested
+
+
+def _stem(word: str) -> str:
+    """A word without its inflection ("sending", "sends", "sent" are not all caught; "emails",
+    "emailed", "emailing" are): enough to tell whether the principal named an act."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
 
 
 def _coordinated_act(words: list[str], addressees: Addressees) -> bool:
@@ -314,7 +358,10 @@ def _object_is_a_value(sentence: str, verb: str) -> bool:
     at = sentence.lower().find(verb)
     rest = sentence[at + len(verb) :].lstrip() if at >= 0 else ""
     return bool(rest) and (
-        rest[0].isdigit() or rest[0] in "$€£'\"" or rest.lower().startswith(("www.", "http"))
+        rest[0].isdigit()
+        or rest[0] in "$€£"
+        or _QUOTED.match(rest) is not None  # a quoted value, not an apostrophe ("let's")
+        or rest.lower().startswith(("www.", "http"))
     )
 
 

@@ -16,7 +16,7 @@ from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
 from auditor.audit.detectors.injected_instruction import _VALUE_TOKEN
 from auditor.audit.detectors.test_runs import _IMPORT, _PY_WRITE, _TOX, parse_output
-from graph.instructions import _ADDRESS, _SENTENCE_END
+from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
 from tests.timing import best_seconds
 
 BLANKS = {
@@ -106,3 +106,19 @@ def test_values_and_addresses_are_read_in_linear_time(scan: str, word: str) -> N
     assert _ADDRESS.sub("x", large).startswith("Send 100 to x at x ")
     read = SCANS[scan]
     assert best_seconds(lambda: read(large)) < 3 * best_seconds(lambda: read(small)) + 0.002
+
+
+@pytest.mark.parametrize(
+    "markup",
+    {"hashes": "#", "headings": "# ", "tags in parentheses": "(a) ", "tags in brackets": "[b] "}.values(),
+)
+def test_a_sentence_start_after_markup_is_read_in_linear_time(markup: str) -> None:
+    """Markup and tags before a sentence's first word ("###(system_message) Send …"): a run of '#'
+    was split in every way a repeated '#+' allows (a line of 60 hashes did not finish)."""
+    assert _PROSE_START.match("###(system_message) Send a link")
+    small, large = (markup * n + "!" for n in (4_000, 8_000))
+    assert not _PROSE_START.match(large)
+    assert (
+        best_seconds(lambda: _PROSE_START.match(large))
+        < 3 * best_seconds(lambda: _PROSE_START.match(small)) + 0.002
+    )

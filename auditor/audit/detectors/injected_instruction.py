@@ -42,14 +42,26 @@ from auditor.audit.detectors.tool_effects import (
     normal,
     normal_text,
     side_effecting,
+    writes,
 )
 from graph.alternation import Alternation, Alternative
 from graph.channels import Channel, ChannelDeclarations, channel_of
-from graph.instructions import InstructionSpan, addresses, instruction_spans, without_addresses
+from graph.instructions import (
+    UNREQUESTED,
+    Addressees,
+    InstructionSpan,
+    addresses,
+    instruction_spans,
+    spans_in,
+    without_addresses,
+)
 from schemas import Criteria, Criterion, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
 _WORDS = re.compile(r"[a-z0-9]+")
 ECHO_WORDS = 4  # a run of this many words of a directive, repeated by the agent, is an echo
+RECORD = 800  # characters on each side of a directive read as the record that holds it
+DIRECTIVE_VALUE = 300  # the longest argument value looked for in data as a directive's
+_QUOTED_VALUE = re.compile(r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|‘[^’\n]{1,200}’")
 _HUNK = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 _DIFF_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "new file mode", "deleted file mode")
 # a value: a word with a digit in it, an e-mail address or a URL; the alternation
@@ -85,13 +97,66 @@ class InjectedInstructionDetector:
             spans = annotations.instructions  # the graph's annotation layer found them already
         else:
             spans = instruction_spans(ctx.trace, declared)
-        if not spans:
-            return
         steps = ctx.trace.steps
         channels = [channel_of(s, declared) for s in steps]
+        spans = sorted(
+            [*spans, *_unrequested_spans(ctx, channels, declared)],
+            key=lambda sp: (ctx.position(sp.step_id), sp.start),
+        )
+        if not spans:
+            return
         texts = _Texts(steps, channels)
         for span in spans:
-            yield _finding(ctx, span, steps, channels, texts)
+            finding = _finding(ctx, span, steps, channels, texts)
+            if finding is not None:
+                yield finding
+
+
+def _unrequested_spans(
+    ctx: AuditContext, channels: list[Channel], declared: ChannelDeclarations
+) -> list[InstructionSpan]:
+    """Directives to no one named, in the data steps that hold a value some later call that writes
+    carries (only those can be obeyed; the rest of the data is not read for them)."""
+    steps = ctx.trace.steps
+    written: list[tuple[int, list[str]]] = [  # values a directive could hold (a sentence, not a script)
+        (pos, [v.norm for v in arg_values(s) if len(v.norm) <= DIRECTIVE_VALUE])
+        for pos, s in enumerate(steps)
+        if writes(s, ctx.policy)
+    ]
+    if not written:
+        return []
+    addressees: Addressees | None = None
+    named: list[tuple[int, str]] = []  # the values the principal's steps name, by position
+    out: list[InstructionSpan] = []
+    for pos, step in enumerate(steps):
+        if channels[pos] is Channel.principal:
+            named += [(pos, v) for v in _named_values(step.content)]
+        if channels[pos] is not Channel.data or not step.content:
+            continue
+        text = normal_text(step.content)
+        if any(p > pos and any(v in text for v in values) for p, values in written):
+            addressees = addressees or Addressees.of(ctx.trace, declared).with_requests(ctx.trace, declared)
+            out += [
+                span
+                for span in spans_in(step, addressees, unaddressed=True)
+                if not _designated(step.content, span, [v for p, v in named if p < pos])
+            ]
+    return out
+
+
+def _named_values(text: str) -> list[str]:
+    """The values a text names (quoted, or a token with a digit, an address, a URL: six
+    characters or more), in normal form."""
+    found = [m.group()[1:-1] for m in _QUOTED_VALUE.finditer(text)] + _VALUE_TOKEN.findall(text)
+    return [normal(v.rstrip(".,;:")) for v in found if len(v.rstrip(".,;:")) >= 6]
+
+
+def _designated(content: str, span: InstructionSpan, named: list[str]) -> bool:
+    """Whether the principal pointed to the record that holds the directive (by a value that stands
+    in it: an e-mail's subject or sender, a file's name): what that record says to do, the
+    principal handed over ("do the actions in the e-mail with the subject …")."""
+    record = normal_text(content[max(0, span.start - RECORD) : span.end + RECORD])
+    return any(_contains(record, v) for v in named)
 
 
 def _declared(ctx: AuditContext) -> ChannelDeclarations:
@@ -102,10 +167,17 @@ def _declared(ctx: AuditContext) -> ChannelDeclarations:
 
 def _finding(
     ctx: AuditContext, span: InstructionSpan, steps: list[TraceStep], channels: list[Channel], texts: _Texts
-) -> FindingDraft:
+) -> FindingDraft | None:
+    """The span's finding; None for a directive that addresses no one and nothing wrote what it
+    asked (a page's "visit …" that a browsing agent followed, a record's "call …" it read: data
+    speaks in the imperative all the time, and only an act nobody asked for makes it an injection)."""
     at = ctx.position(span.step_id)
     directive_norms = [normal_text(d) for d in (*span.directives, *span.details)]
     carries = _carries(ctx, at, steps, texts, directive_norms)
+    if span.signals == (UNREQUESTED,):  # only a write of what the directive alone gave obeys it
+        carries = [c for c in carries if not c.also_in_records and writes(steps[c.call], ctx.policy)]
+        if not carries:
+            return None
     echo = _first_echo(at, steps, channels, span)
     source = steps[at]
     directive = _quote(span, carries[0].values if carries else [])
@@ -253,32 +325,44 @@ def _carries(
 ) -> list[_Carry]:
     """The side-effecting calls after the span whose values only the instruction gave."""
     out: list[_Carry] = []
+    records: list[tuple[int, str]] | None = None  # the data apart from copies of the instruction
     for pos in range(at + 1, len(steps)):
         if not side_effecting(steps[pos], ctx.policy):
             continue
         carried = [
             v
-            for v in _with_addresses(arg_values(steps[pos], shortest=1), directive_norms)
+            for v in _traced(arg_values(steps[pos], shortest=1), directive_norms)
             if (len(v.norm) >= MIN_VALUE or any(_quoted(d, v.norm) for d in directive_norms))
             and any(_contains(d if _is_address(v) else without_addresses(d), v.norm) for d in directive_norms)
             and not texts.holds(texts.principal, v.norm, pos)
         ]
         if carried:
-            in_records = any(texts.holds(texts.data, v.norm, pos, skip=at) for v in carried)
+            # a record that holds the value beside another copy of the instruction is no other source
+            if records is None:
+                records = [(p, t) for p, t in texts.data if not any(_bare(d) in t for d in directive_norms)]
+            in_records = any(texts.holds(records, v.norm, pos, skip=at) for v in carried)
             out.append(_Carry(pos, carried, in_records))
     return out
 
 
-def _with_addresses(values: list[ArgValue], directive_norms: list[str]) -> list[ArgValue]:
-    """A call's values, and the URLs and e-mail addresses written inside a longer one (a message
-    whose body carries a link), save in one that copies a directive whole: that passes the data
-    on (a channel whose name holds the instruction), it does not act on it."""
-    inside = []
+def _traced(values: list[ArgValue], directive_norms: list[str]) -> list[ArgValue]:
+    """A call's values to trace, and the URLs and e-mail addresses written inside a longer one (a
+    message whose body carries a link), save those of an argument that copies a directive whole:
+    that passes the data on (a channel whose name holds the instruction), it does not act on it."""
+    out = []
     for v in values:
-        found = [a for a in addresses(v.text) if a != v.text.strip()]
-        if found and not any(d in normal_text(v.text) for d in directive_norms):
-            inside += [ArgValue(v.path, a, normal(a)) for a in found]
-    return values + inside
+        text = normal_text(v.text)
+        if any(_bare(d) in text for d in directive_norms):
+            continue
+        out.append(v)
+        out += [ArgValue(v.path, a, normal(a)) for a in addresses(v.text) if a != v.text.strip()]
+    return out
+
+
+def _bare(directive: str) -> str:
+    """A directive without the bullet before it and the quotes and stop after it, as a copy of it
+    elsewhere is written."""
+    return directive.strip(" -*.'\"")
 
 
 def _is_address(value: ArgValue) -> bool:

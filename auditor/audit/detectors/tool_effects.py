@@ -114,15 +114,34 @@ def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 def side_effecting(step: TraceStep, policy: Policy | None = None) -> bool:
     """Whether a tool call may change the world (the module doc gives the rule)."""
-    if step.kind is not StepKind.tool_call or step.tool is None:
-        return False
-    name = step.tool.name
-    if policy is not None:
-        if name in policy.tool_effects.side_effecting:
-            return True
-        if name in policy.tool_effects.read_only:
-            return False
-    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name.strip())
-    if words and words[0].lower() in READING_VERBS:
+    declared = _declared(step, policy)
+    if declared is not None:
+        return declared
+    if _reads(step):
         return any(v.is_url for v in arg_values(step))
     return True
+
+
+def writes(step: TraceStep, policy: Policy | None = None) -> bool:
+    """Whether a tool call changes the world itself: side-effecting, and no reading tool visiting an
+    address (a browsing agent follows links by trade)."""
+    declared = _declared(step, policy)
+    return declared if declared is not None else step.kind is StepKind.tool_call and not _reads(step)
+
+
+def _declared(step: TraceStep, policy: Policy | None) -> bool | None:
+    """What the policy's ``tool_effects`` says of the call (None: nothing; no tool: not an effect)."""
+    if step.kind is not StepKind.tool_call or step.tool is None:
+        return False
+    if policy is not None:
+        if step.tool.name in policy.tool_effects.side_effecting:
+            return True
+        if step.tool.name in policy.tool_effects.read_only:
+            return False
+    return None
+
+
+def _reads(step: TraceStep) -> bool:
+    """A tool whose name opens with a reading verb (``get_…``, ``list…``, ``searchFiles``)."""
+    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", step.tool.name.strip()) if step.tool else []
+    return bool(words) and words[0].lower() in READING_VERBS

@@ -53,6 +53,11 @@ _DETERMINERS = _words(
 _CLOSED = _DETERMINERS | _words(
     "about above after also am and are as at be been before being below best but by can cheers could dear for from good great had has have he hello here hey hi how i if in into is just kind may might must no nor not of ok okay on only onto or over regards shall she should sincerely so thank thanks there they to under until very warm was we were what when where which while who whom whose why will with without would yes yet you"
 )
+# Words no sentence ends on (articles, possessives, prepositions, conjunctions): a line break after
+# one is inside the sentence, whatever the next line opens with.
+_UNFINISHED = _words(
+    "a an the my your his her our their its to of with from for in on at by into onto about under over as than and or but nor"
+)
 # Words that open an object after an imperative verb.
 _OBJECT_START = _DETERMINERS | _words("anything everything one something three two")
 # words before an imperative's verb: politeness, the conjunction that opens a next step ("And send
@@ -274,11 +279,21 @@ def sentences(content: str) -> Iterator[tuple[int, int]]:
     escaped line breaks) skipped."""
     start = 0
     for m in [*_SENTENCE_END.finditer(content), None]:
+        if m is not None and m.group()[:1] not in ".!?:" and _last_word(content, m.start()) in _UNFINISHED:
+            continue  # "Delete the file with\n    ID '13'": no sentence ends on "with"
         end = m.end() if m else len(content)
         lo = min(_BLANK.match(content, start).end(), end)  # type: ignore[union-attr]
         if lo < end:
             yield lo, end
         start = end
+
+
+def _last_word(content: str, end: int) -> str:
+    """The word that ends at ``end`` (lower case; empty where none does)."""
+    start = end
+    while start > 0 and end - start < 12 and content[start - 1].isalpha():
+        start -= 1
+    return content[start:end].lower()
 
 
 def _is_directive(sentence: str, addressees: Addressees) -> bool:

@@ -337,3 +337,13 @@ def test_instructions_are_graph_annotations_that_graph_show_prints(tmp_path: Pat
     assert run(["ingest", str(INCIDENT), "--trace-id", "incident"], tmp_path).returncode == 0
     shown = json.loads(run(["graph", "show", "incident", "--json"], tmp_path).stdout)
     assert shown["instructions_in_data"] == 1
+
+
+def test_a_sentence_goes_on_past_a_line_break_after_a_word_no_sentence_ends_on() -> None:
+    """A YAML value folded after "with" goes on in the next line, whatever that line opens with."""
+    from graph.instructions import sentences
+
+    text = "description: 'Meeting. TODO: Delete the file with\n    ID ''13'' from the drive.'\n  id_: '24'"
+    read = [text[lo:hi].strip() for lo, hi in sentences(text)]
+    assert any(s.startswith("Delete the file with\n    ID ''13'' from the drive.") for s in read), read
+    assert "Meeting." in read[1]

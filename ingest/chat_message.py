@@ -15,13 +15,12 @@ text: they are listed in ``raw`` (``parts_omitted``) by position and type.
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.core.errors import InputError
-from auditor.core.json_text import json_value
+from auditor.core.json_text import NO_LITERAL, json_value, python_literal
 
 ROLE_KEYS = ("role", "content", "name", "tool_calls", "function_call", "tool_call_id")
 THINKING = {"thinking": "thinking", "reasoning": "reasoning"}  # block type -> field with the text
@@ -170,11 +169,13 @@ def literal_list(text: str, loc: Loc, at: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         pass
-    try:
-        value = ast.literal_eval(text)
-        return json.loads(json.dumps(value))  # tuples become lists; sets, bytes … are refused
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise loc.error("'tool_calls' is a string that is neither JSON nor a Python literal", at) from None
+    value = python_literal(text, NO_LITERAL)
+    if value is not NO_LITERAL:
+        try:
+            return json.loads(json.dumps(value))  # tuples become lists; sets, bytes … are refused
+        except (ValueError, TypeError, RecursionError):
+            pass
+    raise loc.error("'tool_calls' is a string that is neither JSON nor a Python literal", at)
 
 
 def arguments(value: Any, loc: Loc, at: str) -> tuple[dict[str, Any] | str | None, str]:

@@ -20,3 +20,19 @@ def test_what_is_not_json_reads_as_the_default() -> None:
     assert json_value("not json") is None
     assert json_value("{'a': 1}", default="as written") == "as written"
     assert json_value('{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
+
+
+def test_a_python_literal_is_read_quietly() -> None:
+    """A tool's printed repr is read as a literal; text the compiler warns about ("1a", an odd
+    escape) is none, and no warning reaches the user's terminal as if the auditor had said it."""
+    import warnings
+
+    from auditor.core.json_text import NO_LITERAL, python_literal
+
+    assert python_literal("{'message': 'sent', 'id': 3}") == {"message": "sent", "id": 3}
+    assert python_literal("None", NO_LITERAL) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would raise here
+        assert python_literal("{'amount': 1a}", NO_LITERAL) is NO_LITERAL
+        assert python_literal("'\\d+'") == "\\d+"
+        assert python_literal("__import__('os')", NO_LITERAL) is NO_LITERAL

@@ -1,6 +1,7 @@
-"""JSON inside a step's text.
+"""JSON (and Python literals) inside a step's text.
 
-Tool results and arguments are often JSON, and detectors read them as records. A hostile result
+Tool results and arguments are often JSON, or a Python value's repr as many tool wrappers print it,
+and detectors read them as records. A hostile result
 can nest deeper than Python's decoder goes (a ``RecursionError``, no ``ValueError``) or than a
 recursive walk of the value can follow; such text is read as text, never a traceback. The bound
 is the canonical format's for a whole record (``ingest.strictjson.MAX_DEPTH``, pydantic's).
@@ -8,10 +9,13 @@ is the canonical format's for a whole record (``ingest.strictjson.MAX_DEPTH``, p
 
 from __future__ import annotations
 
+import ast
 import json
+import warnings
 from typing import Any
 
 MAX_DEPTH = 200
+NO_LITERAL = object()  # python_literal's default where None (the literal) must read apart from none
 
 
 def json_value(text: str, default: Any = None) -> Any:
@@ -22,6 +26,18 @@ def json_value(text: str, default: Any = None) -> Any:
     except (ValueError, RecursionError):
         return default
     return value if _within(value) else default
+
+
+def python_literal(text: str, default: Any = None) -> Any:
+    """The Python literal ``text`` holds (``ast.literal_eval``: literals only, never code);
+    ``default`` when it holds none. Quiet: the compiler's warnings about the text ("invalid
+    decimal literal") are the text's, and printed on stderr they read as the auditor's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return default
 
 
 def _within(value: Any) -> bool:

@@ -11,10 +11,10 @@ one ``<Agent>: <text>`` message each, separated by a line of dashes; those name 
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterator
 
+from auditor.core.json_text import NO_LITERAL, python_literal
 from ingest.base import Facts, StepBuilder
 from ingest.frameworks.common import Source, blocks
 from ingest.frameworks.loguru import LOGURU, loguru_time
@@ -31,9 +31,8 @@ _SPEAKER = re.compile(r"^(?P<who>[A-Za-z][\w\-]*(?:\([\w\-]+\))?): ?(?P<text>.*)
 
 def _recipients(text: str) -> list[str] | None:
     """``{'<all>'}`` or ``['Bob']`` as the logger prints them; None when unreadable."""
-    try:
-        value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    value = python_literal(text.strip(), NO_LITERAL)
+    if value is NO_LITERAL:
         return [text.strip()] if text.strip() else None
     names = (
         [str(v) for v in (sorted(value) if isinstance(value, set) else value)]

@@ -33,7 +33,6 @@ of one principal turn (a benchmark's task): in a conversation the user may revis
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from functools import cached_property
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized
 from auditor.audit.detectors.tool_effects import side_effecting
-from auditor.core.json_text import json_value
+from auditor.core.json_text import json_value, python_literal
 from schemas import RiskClass, StepKind, TraceStep
 
 # the superlatives and extremes that select by a quantity, and which end they select
@@ -185,10 +184,7 @@ def _mapping(content: str) -> dict[str, object] | None:
         return None
     value = json_value(text)
     if value is None:
-        try:
-            value = ast.literal_eval(text)  # a Python mapping's repr, as many tool wrappers print it
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return None
+        value = python_literal(text)  # a Python mapping's repr, as many tool wrappers print it
     if not isinstance(value, dict) or not value or not all(isinstance(k, str) for k in value):
         return None
     if all(re.fullmatch(r"[a-z_][a-z0-9_]*", k) for k in value):

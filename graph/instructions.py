@@ -350,6 +350,11 @@ def addresses(text: str) -> list[str]:
     return [text[lo:hi].rstrip(".,;:!?)'\"") for lo, hi in _ADDRESS.spans(text)]
 
 
+def quoted(text: str) -> list[str]:
+    """The values ``text`` writes in quotes (the quotes, single or doubled, left out)."""
+    return [m.group().strip("'\"“”‘’") for m in _QUOTED.finditer(text)]
+
+
 def without_addresses(text: str) -> str:
     """``text`` with each URL and e-mail address blanked out: a word inside one ("…/random") is
     part of the address, not a word the text says."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.policy_facts import result_failed
@@ -57,6 +58,7 @@ from graph.instructions import (
     InstructionSpan,
     addresses,
     instruction_spans,
+    quoted,
     spans_in,
     without_addresses,
 )
@@ -66,7 +68,6 @@ _WORDS = re.compile(r"[a-z0-9]+")
 ECHO_WORDS = 4  # a run of this many words of a directive, repeated by the agent, is an echo
 RECORD = 800  # characters on each side of a directive read as the record that holds it
 DIRECTIVE_VALUE = 300  # the longest argument value looked for in data as a directive's
-_QUOTED_VALUE = re.compile(r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|‘[^’\n]{1,200}’")
 _HUNK = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 _DIFF_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "new file mode", "deleted file mode")
 # a value: a word with a digit in it, an e-mail address or a URL; the alternation
@@ -104,13 +105,11 @@ class InjectedInstructionDetector:
             spans = instruction_spans(ctx.trace, declared)
         steps = ctx.trace.steps
         channels = [channel_of(s, declared) for s in steps]
+        texts = _Texts(steps, channels)
         spans = sorted(
-            [*spans, *_unrequested_spans(ctx, channels, declared)],
+            [*spans, *_unrequested_spans(ctx, channels, declared, texts)],
             key=lambda sp: (ctx.position(sp.step_id), sp.start),
         )
-        if not spans:
-            return
-        texts = _Texts(steps, channels)
         for span in spans:
             finding = _finding(ctx, span, steps, channels, texts)
             if finding is not None:
@@ -118,7 +117,7 @@ class InjectedInstructionDetector:
 
 
 def _unrequested_spans(
-    ctx: AuditContext, channels: list[Channel], declared: ChannelDeclarations
+    ctx: AuditContext, channels: list[Channel], declared: ChannelDeclarations, texts: _Texts
 ) -> list[InstructionSpan]:
     """Directives to no one named, in the data steps that hold a value some later call that writes
     carries (only those can be obeyed; the rest of the data is not read for them)."""
@@ -133,18 +132,20 @@ def _unrequested_spans(
     addressees: Addressees | None = None
     named: list[tuple[int, str]] = []  # the values the principal's steps name, by position
     out: list[InstructionSpan] = []
-    for pos, step in enumerate(steps):
-        if channels[pos] is Channel.principal:
-            named += [(pos, v) for v in _named_values(step.content)]
-        if channels[pos] is not Channel.data or not step.content:
-            continue
-        text = normal_text(step.content)
-        if any(p > pos and any(v in text for v in values) for p, values in written):
-            addressees = addressees or Addressees.of(ctx.trace, declared).with_requests(ctx.trace, declared)
+    for pos, text in texts.data:
+        if text and any(p > pos and any(v in text for v in values) for p, values in written):
+            if addressees is None:
+                addressees = Addressees.of(ctx.trace, declared).with_requests(ctx.trace, declared)
+                named = [
+                    (p, v)
+                    for p, s in enumerate(steps)
+                    if channels[p] is Channel.principal
+                    for v in _named_values(s.content)
+                ]
             out += [
                 span
-                for span in spans_in(step, addressees, unaddressed=True)
-                if not _designated(step.content, span, [v for p, v in named if p < pos])
+                for span in spans_in(steps[pos], addressees, unaddressed=True)
+                if not _designated(steps[pos].content, span, [v for p, v in named if p < pos])
             ]
     return out
 
@@ -152,7 +153,7 @@ def _unrequested_spans(
 def _named_values(text: str) -> list[str]:
     """The values a text names (quoted, or a token with a digit, an address, a URL: six
     characters or more), in normal form."""
-    found = [m.group()[1:-1] for m in _QUOTED_VALUE.finditer(text)] + _VALUE_TOKEN.findall(text)
+    found = quoted(text) + _VALUE_TOKEN.findall(text)
     return [normal(v.rstrip(".,;:")) for v in found if len(v.rstrip(".,;:")) >= 6]
 
 
@@ -315,10 +316,20 @@ class _Texts:
     values are looked up in them)."""
 
     def __init__(self, steps: list[TraceStep], channels: list[Channel]) -> None:
-        self.principal = [
-            (p, normal_text(s.content)) for p, s in enumerate(steps) if channels[p] is Channel.principal
+        self._steps, self._channels = steps, channels
+
+    @cached_property
+    def principal(self) -> list[tuple[int, str]]:
+        return self._of(Channel.principal)
+
+    @cached_property
+    def data(self) -> list[tuple[int, str]]:
+        return self._of(Channel.data)
+
+    def _of(self, channel: Channel) -> list[tuple[int, str]]:
+        return [
+            (p, normal_text(s.content)) for p, s in enumerate(self._steps) if self._channels[p] is channel
         ]
-        self.data = [(p, normal_text(s.content)) for p, s in enumerate(steps) if channels[p] is Channel.data]
 
     @staticmethod
     def holds(texts: list[tuple[int, str]], value: str, before: int, skip: int = -1) -> bool:
@@ -331,6 +342,7 @@ def _carries(
     """The side-effecting calls after the span whose values only the instruction gave."""
     out: list[_Carry] = []
     records: list[tuple[int, str]] | None = None  # the data apart from copies of the instruction
+    masked = [without_addresses(d) for d in directive_norms]  # a word inside a URL is no value
     for pos in range(at + 1, len(steps)):
         if not side_effecting(steps[pos], ctx.policy):
             continue
@@ -338,7 +350,7 @@ def _carries(
             v
             for v in _traced(arg_values(steps[pos], shortest=1), directive_norms)
             if (len(v.norm) >= MIN_VALUE or any(_quoted(d, v.norm) for d in directive_norms))
-            and any(_contains(d if _is_address(v) else without_addresses(d), v.norm) for d in directive_norms)
+            and any(_contains(d, v.norm) for d in (directive_norms if _is_address(v) else masked))
             and not texts.holds(texts.principal, v.norm, pos)
         ]
         if carried:

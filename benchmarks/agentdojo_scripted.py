@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
+
 SUITES = ("workspace", "slack", "travel", "banking")
 VERSION = "v1.2"
 MODEL = "scripted-ground-truth"

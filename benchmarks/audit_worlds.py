@@ -28,11 +28,14 @@ Rates carry Wilson 95% intervals. Every finding filed on a negative is listed by
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.policy import load_policy

@@ -17,10 +17,13 @@ Each world is audited under its shipped policy (examples/policies/). Usage:
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.policy import load_policy
@@ -125,7 +128,9 @@ def false_alarms(n: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    n = int(argv[0]) if argv else 5
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("episodes", nargs="?", type=int, default=5, help="episodes per condition")
+    n = parser.parse_args(argv).episodes
     for part in (b1, f1, c1, false_alarms):
         t0 = time.perf_counter()
         part(n)

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
+
 from auditor.audit.attribution.facts import agent_name
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.disposition import ACTIONABLE

@@ -6,16 +6,19 @@ positive. A file is audited under the policy its expectation names, if any (the 
 and delegated-disclosure sets declare some limits and scopes only there; the four domain-policy
 sets, ``policy_*``, are customer-service runs audited under the ``desk_policy.yaml`` beside them).
 Usage: ``python benchmarks/paraphrase_bench.py [DETECTOR ...]`` (default: every registered
-detector, each of which has a set).
+detector that has a set).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.audit.detectors import available_detectors
 from auditor.audit.engine import run_rules_audit
@@ -80,7 +83,17 @@ def score(detector: str) -> Score:
 
 
 def main(argv: list[str]) -> None:
-    for detector in argv or available_detectors():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("detectors", nargs="*", help="detector names (default: every one with a set)")
+    detectors = parser.parse_args(argv).detectors or [
+        d for d in available_detectors() if (SETS / d / "expected.json").is_file()
+    ]
+    unknown = [d for d in detectors if not (SETS / d / "expected.json").is_file()]
+    if unknown:
+        parser.error(
+            f"no paraphrase set for {', '.join(unknown)}: the sets are {', '.join(sorted(p.name for p in SETS.iterdir() if p.is_dir()))}"
+        )
+    for detector in detectors:
         t0 = time.perf_counter()
         s = score(detector)
         print(

@@ -8,10 +8,13 @@ finding. Usage: ``python benchmarks/policy_detectors_bench.py [EPISODES]`` (defa
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.policy import Policy, load_policy
@@ -75,7 +78,9 @@ def cohort(world: str, episodes: int) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    episodes = int(argv[0]) if argv else 60
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("episodes", nargs="?", type=int, default=60, help="episodes per world cohort")
+    episodes = parser.parse_args(argv).episodes
     print(paraphrase("cumulative_action"))
     print(paraphrase("delegated_disclosure"))
     for world in WORLDS:

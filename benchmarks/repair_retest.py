@@ -11,10 +11,13 @@ gives the batch's targeted-outcome rate.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.core.errors import AuditorError
 from auditor.core.store import open_store

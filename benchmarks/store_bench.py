@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -38,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.core.store import EventStore, open_store, resolve_url
 from schemas import NewEvent

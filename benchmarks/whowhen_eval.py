@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
+
 from auditor.audit.attribution import load_strategy
 from auditor.audit.attribution.evaluation import (
     PUBLISHED,

@@ -33,7 +33,8 @@ from functools import lru_cache
 
 from graph.alternation import Alternation, Alternative
 from graph.channels import NO_DECLARATIONS, Channel, ChannelDeclarations, channel_of
-from schemas import Trace, TraceStep
+from graph.vocab import SAME_ACT
+from schemas import ActorKind, Trace, TraceStep
 
 CONTEXT = 400  # characters on each side of a directive where its addressee is looked for
 DETAILS = 2  # prose sentences after a directive read as its details
@@ -157,24 +158,40 @@ class Addressees:
             channel = channel_of(step, declared)
             if channel is Channel.agent:
                 agents.add(step.actor.strip().lower())
-                if step.tool is not None:
-                    first = re.split(r"[_\W]+", step.tool.name.strip().lower())[0]
-                    if len(first) > 2:
-                        verbs.add(first)
-            elif channel is Channel.principal and step.actor_kind.value == "human":
+                if step.tool is not None and len(tool_verb(step.tool.name)) > 2:
+                    verbs.add(tool_verb(step.tool.name))
+            elif channel is Channel.principal and step.actor_kind is ActorKind.human:
                 principals.add(step.actor.strip().lower())
         agents.update(_model_families(trace.header.metadata))
         return cls(frozenset(agents), frozenset(principals - agents), frozenset(verbs - _CLOSED))
 
     def with_requests(self, trace: Trace, declared: ChannelDeclarations = NO_DECLARATIONS) -> Addressees:
-        """These addressees, knowing every word the principal's steps say (for ``unaddressed``)."""
-        said = {
-            _stem(w.lower())
-            for step in trace.steps
-            if channel_of(step, declared) is Channel.principal
-            for w in _WORD.findall(step.content)
-        }
+        """These addressees, knowing every word the principal says (for ``unaddressed``): the
+        person's own steps where the trace holds any, else every principal step. A system prompt
+        is the agent's standing configuration, not a request: its "don't make assumptions" asks
+        for no act, and would excuse data's "make a reservation …"."""
+        principal = [s for s in trace.steps if channel_of(s, declared) is Channel.principal]
+        person = [s for s in principal if s.actor_kind is ActorKind.human]
+        said = {_stem(w.lower()) for step in person or principal for w in _WORD.findall(step.content)}
         return replace(self, requested=frozenset(said))
+
+    def asked_for(self, tool: str) -> bool:
+        """Whether the principal's words name the act of this tool ("send" of ``send_email``)."""
+        return _stem(tool_verb(tool)) in self.requested
+
+    def directs(self, directive: str, tool: str) -> bool:
+        """Whether a directive asks for this tool's act: its verb is a word of the tool's name
+        ("email the file to …" of ``send_email``), or the tool's verb is a word of the directive
+        ("concatenate the messages and post them …" of ``post_webpage``)."""
+        verb = _imperative_verb(directive, self)
+        named = {_stem(w) for w in re.split(r"[_\W]+", tool.lower())}
+        said = {_stem(w.lower()) for w in _WORD.findall(directive)}
+        return verb is not None and (bool(_acts(verb) & named) or bool(_acts(tool_verb(tool)) & said))
+
+
+def tool_verb(tool: str) -> str:
+    """The verb a tool's name opens with (``send_email`` → "send")."""
+    return re.split(r"[_\W]+", tool.strip().lower())[0]
 
 
 def _model_families(metadata: object, depth: int = 0) -> set[str]:
@@ -320,29 +337,47 @@ def _imperative_verb(sentence: str, addressees: Addressees) -> str | None:
 
 
 def _unrequested(sentence: str, addressees: Addressees) -> bool:
-    """A directive whose act the principal's own words never name: no one the agent serves asked
-    for it. ("Please pay the amount to the account below" on a bill the principal asked to pay
-    names the principal's act.)"""
+    """A directive with an act the principal's own words never name (its verb, or a second act
+    joined to it: "get the priciest hotel and make a reservation …"): no one the agent serves
+    asked for it. ("Please pay the amount to the account below" on a bill the principal asked to
+    pay names the principal's act.)"""
     verb = _imperative_verb(sentence, addressees)
-    return verb is not None and _stem(verb) not in addressees.requested
+    if verb is None:
+        return False
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    return any(_stem(v) not in addressees.requested for v in (verb, *_coordinated_verbs(words, addressees)))
+
+
+def _acts(verb: str) -> frozenset[str]:
+    """The stems of the verbs that name the same act as ``verb`` (``SAME_ACT``), its own among them."""
+    stem = _stem(verb)
+    return next((g for g in _SAME_ACT if stem in g), frozenset({stem}))
 
 
 def _stem(word: str) -> str:
-    """A word without its inflection ("sending", "sends", "sent" are not all caught; "emails",
-    "emailed", "emailing" are): enough to tell whether the principal named an act."""
+    """A word without its inflection and a final "e" ("emails", "emailed", "emailing";
+    "schedule", "scheduled"; an irregular "sent" is not "send"): enough to tell whether the
+    principal named an act."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def _coordinated_act(words: list[str], addressees: Addressees) -> bool:
     """A second imperative joined by "and" or "then" whose verb is one of the agent's tools and
     whose object follows ("concatenate messages … and post them to …")."""
-    return any(
-        w in ("and", "then") and v in addressees.tool_verbs and o in _OBJECT_START
+    return bool(_coordinated_verbs(words, addressees))
+
+
+def _coordinated_verbs(words: list[str], addressees: Addressees) -> list[str]:
+    """The verbs of the second imperatives a sentence joins (``_coordinated_act``)."""
+    return [
+        v
         for w, v, o in zip(words[1:], words[2:], words[3:], strict=False)
-    )
+        if w in ("and", "then") and v in addressees.tool_verbs and o in _OBJECT_START
+    ]
 
 
 def addresses(text: str) -> list[str]:
@@ -403,3 +438,6 @@ def _the_principal(principal_words: frozenset[str]) -> re.Pattern[str]:
     """ "the user", "the user's": the principal by the definite article ("a user" is anyone)."""
     names = "|".join(sorted(map(re.escape, principal_words))) or "(?!)"
     return re.compile(rf"\bthe\s+(?:{names})(?![\w-])", re.I)
+
+
+_SAME_ACT = tuple(frozenset(_stem(v) for v in group) for group in SAME_ACT)

@@ -160,3 +160,13 @@ LABEL_STOPWORDS = frozenset(
         "value",
     ]
 )
+
+# Verbs that name the same act on a record, as tool names and requests write them ("modify the
+# recipient" is what ``update_scheduled_transaction`` does). Disjoint groups; a verb in none is its
+# own act.
+SAME_ACT: tuple[frozenset[str], ...] = (
+    frozenset({"update", "modify", "change", "edit", "alter", "amend"}),
+    frozenset({"send", "transfer", "pay", "wire", "forward"}),
+    frozenset({"delete", "remove", "erase"}),
+    frozenset({"create", "make", "add"}),
+)

@@ -16,6 +16,7 @@ from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
 from auditor.audit.detectors.injected_instruction import _VALUE_TOKEN
 from auditor.audit.detectors.test_runs import _IMPORT, _PY_WRITE, _TOX, parse_output
+from auditor.audit.detectors.tool_effects import normal_text
 from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
 from tests.timing import best_seconds
 
@@ -122,3 +123,11 @@ def test_a_sentence_start_after_markup_is_read_in_linear_time(markup: str) -> No
         best_seconds(lambda: _PROSE_START.match(large))
         < 3 * best_seconds(lambda: _PROSE_START.match(small)) + 0.002
     )
+
+
+@pytest.mark.parametrize("run", ["1 ", "the 1st to ", "May ", "1-", "May 1 to "])
+def test_dates_in_words_are_read_in_linear_time(run: str) -> None:
+    """Runs of what a date phrase is made of (days, joins, months) before a year."""
+    assert "(2024-05-01)" in normal_text("on May 1, 2024")
+    small, large = (run * n + "2024" for n in (4_000, 8_000))
+    assert best_seconds(lambda: normal_text(large)) < 3 * best_seconds(lambda: normal_text(small)) + 0.002

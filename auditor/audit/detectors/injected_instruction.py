@@ -28,8 +28,12 @@ only have agreed with the task.
 
 A directive that addresses no one ("TODO: send …") is no instruction span of the graph: data speaks
 in the imperative all the time. It is realized all the same when a call that writes carries a value
-that it alone gave (no principal's step, no other record), its act is one the principal's words never
-name, and the principal did not point to the record that holds it; otherwise it files nothing.
+that it alone gave (no principal's step, no other record: the address it names, though the content
+may come from a record it points to), one of its acts is one the person's words never name (a system
+prompt is configuration, not a request), the write is not the principal's own act carrying a record's
+value (an e-mail the principal asked for, with the date of the minutes' "schedule the meeting for …"),
+and the principal did not hand the record's acts over (by naming the record while asking for no
+write of its own); otherwise it files nothing. Dates written in words compare in ISO form.
 """
 
 from __future__ import annotations
@@ -88,7 +92,16 @@ _VALUE_TOKEN = Alternation(
 class _Carry:
     call: int  # position of the call
     values: list[ArgValue]
-    also_in_records: bool
+    in_records: list[bool]  # each value: another record read before the call holds it too
+
+    @property
+    def also_in_records(self) -> bool:
+        return any(self.in_records)
+
+    @property
+    def from_directive_alone(self) -> bool:
+        """Some value of the call no other record holds: the instruction alone gave it."""
+        return not all(self.in_records)
 
 
 class InjectedInstructionDetector:
@@ -106,48 +119,59 @@ class InjectedInstructionDetector:
         steps = ctx.trace.steps
         channels = [channel_of(s, declared) for s in steps]
         texts = _Texts(steps, channels)
-        spans = sorted(
-            [*spans, *_unrequested_spans(ctx, channels, declared, texts)],
-            key=lambda sp: (ctx.position(sp.step_id), sp.start),
-        )
+        unrequested = _unrequested_spans(ctx, channels, declared, texts)
+        spans = sorted([*spans, *unrequested], key=lambda sp: (ctx.position(sp.step_id), sp.start))
         for span in spans:
-            finding = _finding(ctx, span, steps, channels, texts)
+            finding = _finding(ctx, span, steps, channels, texts, unrequested.get(span, frozenset()))
             if finding is not None:
                 yield finding
 
 
 def _unrequested_spans(
     ctx: AuditContext, channels: list[Channel], declared: ChannelDeclarations, texts: _Texts
-) -> list[InstructionSpan]:
+) -> dict[InstructionSpan, frozenset[int]]:
     """Directives to no one named, in the data steps that hold a value some later call that writes
-    carries (only those can be obeyed; the rest of the data is not read for them)."""
+    carries (only those can be obeyed; the rest of the data is not read for them), each with the
+    writes that are the principal's own acts and not the directive's: "send a summary of the
+    minutes" names ``send_email``, and an e-mail that carries the date of the minutes' "schedule
+    the next meeting for June 1" does what the principal asked, not what the minutes did."""
     steps = ctx.trace.steps
     written: list[tuple[int, list[str]]] = [  # values a directive could hold (a sentence, not a script)
-        (pos, [v.norm for v in arg_values(s) if len(v.norm) <= DIRECTIVE_VALUE])
+        (pos, [v.norm for v in arg_values(s, shortest=1) if len(v.norm) <= DIRECTIVE_VALUE])
         for pos, s in enumerate(steps)
         if writes(s, ctx.policy)
     ]
     if not written:
-        return []
+        return {}
     addressees: Addressees | None = None
     named: list[tuple[int, str]] = []  # the values the principal's steps name, by position
-    out: list[InstructionSpan] = []
+    out: dict[InstructionSpan, frozenset[int]] = {}
     for pos, text in texts.data:
-        if text and any(p > pos and any(v in text for v in values) for p, values in written):
+        if text and any(p > pos and any(_holds(text, v) for v in values) for p, values in written):
             if addressees is None:
                 addressees = Addressees.of(ctx.trace, declared).with_requests(ctx.trace, declared)
-                named = [
-                    (p, v)
-                    for p, s in enumerate(steps)
-                    if channels[p] is Channel.principal
-                    for v in _named_values(s.content)
-                ]
-            out += [
-                span
-                for span in spans_in(steps[pos], addressees, unaddressed=True)
-                if not _designated(steps[pos].content, span, [v for p, v in named if p < pos])
-            ]
+                if not any(addressees.asked_for(steps[p].tool.name) for p, _ in written):  # type: ignore[union-attr]
+                    named = [  # the principal asked for no write of its own: it may hand a record's over
+                        (p, v)
+                        for p, s in enumerate(steps)
+                        if channels[p] is Channel.principal
+                        for v in _named_values(s.content)
+                    ]
+            for span in spans_in(steps[pos], addressees, unaddressed=True):
+                if not _designated(steps[pos].content, span, [v for p, v in named if p < pos]):
+                    out[span] = frozenset(
+                        p
+                        for p, _ in written
+                        if addressees.asked_for(tool := steps[p].tool.name)  # type: ignore[union-attr]
+                        and not any(addressees.directs(d, tool) for d in span.directives)
+                    )
     return out
+
+
+def _holds(text: str, value: str) -> bool:
+    """``text`` holds a value a call carries: a short one ("13") only in quotes, as "the file with
+    ID '13'" names it (unquoted, every record holds one)."""
+    return value in text if len(value) >= MIN_VALUE else _quoted(text, value)
 
 
 def _named_values(text: str) -> list[str]:
@@ -160,7 +184,10 @@ def _named_values(text: str) -> list[str]:
 def _designated(content: str, span: InstructionSpan, named: list[str]) -> bool:
     """Whether the principal pointed to the record that holds the directive (by a value that stands
     in it: an e-mail's subject or sender, a file's name): what that record says to do, the
-    principal handed over ("do the actions in the e-mail with the subject …")."""
+    principal handed over ("do the actions in the e-mail with the subject …"). Only a principal
+    who names no write of its own hands acts over (``named`` is empty otherwise): one that asks to
+    "send a summary of the file …" or "create an event" on a day pointed to the record as its own
+    act's input, and a directive there that asks for another act is nobody's request."""
     record = normal_text(content[max(0, span.start - RECORD) : span.end + RECORD])
     return any(_contains(record, v) for v in named)
 
@@ -172,7 +199,12 @@ def _declared(ctx: AuditContext) -> ChannelDeclarations:
 
 
 def _finding(
-    ctx: AuditContext, span: InstructionSpan, steps: list[TraceStep], channels: list[Channel], texts: _Texts
+    ctx: AuditContext,
+    span: InstructionSpan,
+    steps: list[TraceStep],
+    channels: list[Channel],
+    texts: _Texts,
+    principal_acts: frozenset[int],
 ) -> FindingDraft | None:
     """The span's finding; None for a directive that addresses no one and nothing wrote what it
     asked (a page's "visit …" that a browsing agent followed, a record's "call …" it read: data
@@ -181,7 +213,11 @@ def _finding(
     directive_norms = [normal_text(d) for d in (*span.directives, *span.details)]
     carries = _carries(ctx, at, steps, texts, directive_norms)
     if span.signals == (UNREQUESTED,):  # only a write of what the directive alone gave obeys it
-        carries = [c for c in carries if not c.also_in_records and writes(steps[c.call], ctx.policy)]
+        carries = [
+            c
+            for c in carries
+            if c.from_directive_alone and writes(steps[c.call], ctx.policy) and c.call not in principal_acts
+        ]
         if not carries:
             return None
     echo = _first_echo(at, steps, channels, span)
@@ -357,8 +393,7 @@ def _carries(
             # a record that holds the value beside another copy of the instruction is no other source
             if records is None:
                 records = [(p, t) for p, t in texts.data if not any(_bare(d) in t for d in directive_norms)]
-            in_records = any(texts.holds(records, v.norm, pos, skip=at) for v in carried)
-            out.append(_Carry(pos, carried, in_records))
+            out.append(_Carry(pos, carried, [texts.holds(records, v.norm, pos, skip=at) for v in carried]))
     return out
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from graph.vocab import MONTHS
 from schemas import StepKind, TraceStep
 
 if TYPE_CHECKING:
@@ -63,6 +65,17 @@ _SPACED_CODE = re.compile(r"^[A-Z]{2}\d{2}(?: ?[A-Z0-9]{2,4})+$|^\d{4}(?: \d{4})
 # The same codes standing inside prose ("pay GB29 NWBK 6016 1331 9268 19 today").
 _SPACED_CODE_IN_TEXT = re.compile(r"\b[A-Z]{2}\d{2}(?: [A-Z0-9]{2,4}){2,}\b|\b\d{4}(?: \d{4}){2,4}\b")
 _WS = re.compile(r"\s+")
+# A date written in words, with its year: "1 May 2024", "the 1st to the 5th of May 2024", "May 1st,
+# 2024", "May 1-5, 2024", "May 30 to June 2, 2024" (any case; "may" is a month only among numbers).
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_DAY = r"(?:the )?\d{1,2}(?:st|nd|rd|th)?"
+_UNTIL = r"\s*(?:-|–|to|and|until|till|through)\s*"
+_PROSE_DATE = re.compile(
+    rf"\b(?:{_DAY}(?:{_UNTIL}{_DAY})?(?: of)? (?:{_MONTH})\.?"
+    rf"|(?:{_MONTH})\.? {_DAY}(?:{_UNTIL}(?:(?:{_MONTH})\.? )?{_DAY})?,?) (?:19|20)\d\d\b",
+    re.I,
+)
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 
 @dataclass(frozen=True)
@@ -89,8 +102,38 @@ def normal(text: str) -> str:
 
 def normal_text(text: str) -> str:
     """A step's text in the values' normal form: spaced account and card numbers written together,
-    so that a value given as ``GB29 NWBK …`` in prose is found when a call carries it unspaced."""
-    return normal(_SPACED_CODE_IN_TEXT.sub(lambda m: m.group(0).replace(" ", ""), text))
+    so that a value given as ``GB29 NWBK …`` in prose is found when a call carries it unspaced, and
+    each date written in words followed by its ISO form ("from the 1st to the 5th of May 2024
+    (2024-05-01 2024-05-05)"), as a call carries it."""
+    text = _SPACED_CODE_IN_TEXT.sub(lambda m: m.group(0).replace(" ", ""), text)
+    if _YEAR.search(text):
+        text = _PROSE_DATE.sub(_with_iso_dates, text)
+    return normal(text)
+
+
+def _with_iso_dates(m: re.Match[str]) -> str:
+    """A date phrase and, after it, the ISO form of each day it names: a day takes the month
+    written before it when the phrase opens with a month ("May 1st to 5th, 2024"), else the
+    first month after it ("the 1st to the 5th of May 2024")."""
+    phrase = m.group()
+    tokens = re.findall(r"\d+|[a-z]+", phrase.lower())
+    year = int(next(t for t in tokens if len(t) == 4 and t.isdigit()))
+    opens_with_month = tokens[0] in MONTHS
+    dates = []
+    for i, t in enumerate(tokens):
+        if not (t.isdigit() and len(t) <= 2):
+            continue
+        # the pattern writes a month before every day of a phrase it opens, and after every other
+        month = (
+            [MONTHS[w] for w in tokens[:i] if w in MONTHS][-1]
+            if opens_with_month
+            else next(MONTHS[w] for w in tokens[i + 1 :] if w in MONTHS)
+        )
+        try:
+            dates.append(date(year, month, int(t)).isoformat())
+        except ValueError:
+            return phrase  # no such day ("31st of February"): not a date
+    return f"{phrase} ({' '.join(dates)})" if dates else phrase
 
 
 def arg_values(step: TraceStep, shortest: int = MIN_VALUE) -> list[ArgValue]:

@@ -292,9 +292,7 @@ def _record_span(
             **attributes(rec.get("attributes") or rec.get("span_attributes") or {}),
             "_end": _start(_at(rec, _END)) or _after(_start(_at(rec, _START)), rec.get("duration")),
         },
-        events=_events(
-            [e for e in rec.get("events") or [] if isinstance(e, dict)], ("time", "timestamp", "timeUnixNano")
-        ),
+        events=_events(rec.get("events") or [], ("time", "timestamp", "timeUnixNano")),
         resource=attributes(
             rec.get("resource_attributes")
             or (resource.get("attributes") if isinstance(resource, dict) else None)
@@ -522,7 +520,7 @@ class SpanDocument:
 def _not_spans(
     exc: Exception, path: Path | SpanDocument, line: int | None, offset: int | None = None
 ) -> InputError:
-    why = exc.args[0] if isinstance(exc, KeyError) and exc.args else repr(exc)
+    why = str(exc.args[0]) if exc.args else type(exc).__name__  # the reason, not the exception's repr
     return InputError(f"not a span record ({why})", path=str(path), line=line, offset=offset, hint=_HINT)
 
 

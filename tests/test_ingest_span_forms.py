@@ -297,6 +297,29 @@ def test_a_record_without_identity_names_what_it_looked_for(tmp_path):
         traces(path, "otel-genai")
 
 
+@pytest.mark.parametrize(
+    ("events", "why"), [(["prompt"], "a span event is str"), ("prompt", "a span's events are str")]
+)
+def test_a_record_whose_events_are_no_objects_is_refused_not_read_without_them(
+    tmp_path: Path, events: Any, why: str
+) -> None:
+    """An OTLP request's events of another type are refused; a span record's were dropped unread,
+    and a step that an event carries (a prompt, a completion) was lost without a word."""
+    path = tmp_path / "spans.jsonl"
+    good = {
+        "trace_id": "t1",
+        "span_id": "s1",
+        "name": "chat",
+        "start_time": 1,
+        "end_time": 2,
+        "attributes": {},
+    }
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good | {"span_id": "s2", "events": events}) + "\n")
+    with pytest.raises(InputError, match=rf"line 2: not a span record \({why}") as caught:
+        traces(path, "otel-genai")
+    assert str(path) in str(caught.value)
+
+
 # -- older GenAI forms ----------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from auditor.audit.detectors.disclosure_scope import _LABEL_LINE, carriers_of
 from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
 from auditor.audit.detectors.injected_instruction import _VALUE_TOKEN
+from auditor.audit.detectors.limits import _SENTENCE
 from auditor.audit.detectors.test_runs import _IMPORT, _PY_WRITE, _TOX, parse_output
 from auditor.audit.detectors.tool_effects import normal_text
 from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
@@ -131,3 +132,16 @@ def test_dates_in_words_are_read_in_linear_time(run: str) -> None:
     assert "(2024-05-01)" in normal_text("on May 1, 2024")
     small, large = (run * n + "2024" for n in (4_000, 8_000))
     assert best_seconds(lambda: normal_text(large)) < 3 * best_seconds(lambda: normal_text(small)) + 0.002
+
+
+@pytest.mark.parametrize("run", ["x", "a.", "1,000.00 "])
+def test_a_limit_s_sentences_are_read_in_linear_time(run: str) -> None:
+    """A long run with no stop before a space ("xxxx….y", a dotted token) was read again from each
+    of its characters (a 15,000-character word in a tool result took 1.8 s of a review)."""
+    sentences = [m.group() for m in _SENTENCE.finditer("A total of $1,000.00 per day. Next")]
+    assert sentences == ["A total of $1,000.00 per day.", " Next"]
+    small, large = (run * n + ".y" for n in (4_000, 8_000))
+    assert (
+        best_seconds(lambda: list(_SENTENCE.finditer(large)))
+        < 3 * best_seconds(lambda: list(_SENTENCE.finditer(small))) + 0.002
+    )

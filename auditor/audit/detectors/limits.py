@@ -20,7 +20,10 @@ from auditor.core.json_text import json_value
 from graph.values import extract_mentions
 from schemas import ActorKind, StepKind, TraceStep
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$|\")|$)", re.MULTILINE)
+# a sentence runs to a stop before a space, a quote or the line's end; a stop inside a word ("1,000.00",
+# "www.x") goes on (read one way per character: the earlier form restarted at every character of a
+# run with no such stop, which took seconds on a long token)
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?![\s\"]|$))+(?:[.!?](?=\s|$|\")|$)", re.MULTILINE)
 _VERB = (
     r"(?:(?:must|may|can|shall|should|will) ?not|cannot|not to) exceed|(?:capped|limited|restricted) (?:at|to)"
     r"|(?:cap|ceiling|limit|budget|quota|maximum) (?:of|is|at)|no more than|at most|tops? out at"

@@ -14,7 +14,7 @@ written in the layout of the model runs (Invariant's export: OpenAI-style messag
 with ``tool_call`` and ``error``), with empty assistant text: a script has no thoughts.
 
     python benchmarks/agentdojo_scripted.py generate OUT [--per-goal 3] [--seed 0]  # needs agentdojo's runtime
-    python benchmarks/agentdojo_scripted.py OUT  # reviews the runs: breaches found per suite
+    python benchmarks/agentdojo_scripted.py OUT [--json]  # reviews the runs: breaches found per suite
 
 ``generate`` needs AgentDojo with its dependencies (``pip install 'agentdojo==0.1.35'`` in a venv of
 its own: its agent pipelines import the model clients); reviewing needs only this package. The
@@ -181,7 +181,7 @@ def _number(task_id: str) -> int:
     return int(task_id.rsplit("_", 1)[-1])
 
 
-def review(folder: Path) -> None:
+def review(folder: Path, as_json: bool = False) -> None:
     """Per suite: breached runs with a realized injected_instruction finding; runs scripted to
     follow whose goal AgentDojo found unmet (an injection task whose ground truth the script could
     not carry out) with one; runs that did not follow the attack with an actionable one. The
@@ -212,6 +212,9 @@ def review(folder: Path) -> None:
         cell[1] += 1
         if label == "breached" and not hit:
             missed.append(f"{row['suite']} {row['user_task_id']} {row['injection_task_id']}")
+    if as_json:
+        print(json.dumps({"suites": {s: dict(table[s]) for s in SUITES}, "missed": missed}, indent=2))
+        return
     print(
         f"{'suite':<10} {'breached: realized':>20} {'goal unmet: realized':>20} {'not followed: flagged':>20}"
     )
@@ -233,11 +236,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--attack", default=ATTACK, help="an AgentDojo attack (direct, ignore_previous, injecagent, …)"
     )
+    parser.add_argument("--json", action="store_true", help="review: the table as JSON ([hits, runs] a cell)")
     ns = parser.parse_args(argv)
     if ns.args[0] == "generate":
         generate(Path(ns.args[1]), ns.per_goal, ns.seed, ns.attack)
     else:
-        review(Path(ns.args[0]))
+        review(Path(ns.args[0]), ns.json)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ write of its own, naming the record that holds a directive hands none of its act
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,27 @@ def test_a_breach_is_realized_with_the_value_only_the_instruction_gave(name: str
 def test_a_value_the_agent_did_not_take_from_the_instruction_is_no_breach(name: str) -> None:
     acted = [f for f in _findings(name, False) if f.disposition is not Disposition.lead]
     assert not acted, f"{NOT_ACTED_ON[name]}: {[f.title for f in acted]}"
+
+
+def test_the_review_reads_a_generation_folder_and_prints_its_table_as_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``benchmarks/agentdojo_scripted.py OUT --json``: the cells a machine reads, from the runs and
+    the labels in ``outcomes.csv`` that ``generate`` writes."""
+    from benchmarks.agentdojo_scripted import review
+
+    rows = ["file,outcome,utility,injected,breached,followed,suite,user_task_id,injection_task_id"]
+    for name, breached in [
+        *((n, True) for n in list(BREACHES)[:2]),
+        *((n, False) for n in list(NOT_ACTED_ON)[:2]),
+    ]:
+        file = f"{name}__{'followed' if breached else 'ignored'}.json"
+        (tmp_path / file).write_bytes((RUNS / file).read_bytes())
+        suite, user_task, injection_task = name.split("__")[-3:]
+        rows.append(f"{file},x,x,True,{breached},{breached},{suite},{user_task},{injection_task}")
+    (tmp_path / "outcomes.csv").write_text("\n".join(rows) + "\n")
+    review(tmp_path, as_json=True)
+    table = json.loads(capsys.readouterr().out)
+    cells = [c for suite in table["suites"].values() for c in suite.values()]
+    assert sum(c[1] for c in cells) == 4 and table["missed"] == []
+    assert table["suites"]["banking"]["breached"] == [1, 1]

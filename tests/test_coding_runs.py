@@ -671,3 +671,72 @@ def test_the_same_command_rerun_after_an_edit_is_no_repetition():
     assert same  # an edit between, and the build printed the same
     report = run_rules_audit(trace)
     assert not [f for f in report.findings if f.detector == "failure_repetition"]
+
+
+_COLLECTION_ERROR = """<returncode>2</returncode>
+<output>
+collected 0 items / 1 error
+
+==================================== ERRORS ====================================
+_________________ ERROR collecting tests/model_fields/tests.py _________________
+tests/model_fields/tests.py:5: in <module>
+    from .models import Foo
+{frame}E   {error}
+=========================== short test summary info ============================
+ERROR tests/model_fields/tests.py - {error}
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+=============================== 1 error in 0.45s ===============================
+</output>"""
+
+
+def _django_run(collection: str) -> Trace:
+    """A fix shown by its reproduction (failing, then passing), then pytest on the project's tests,
+    whose collection failed as ``collection`` says, and the submission."""
+    changed = "django/db/models/fields/__init__.py"
+    commands = [
+        ("cat <<'EOF' > repro.py\nfrom django.db.models import fields\nprint(fields.x)\nEOF", "<returncode>0</returncode>"),
+        ("python repro.py", "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nValueError: x\n</output>"),
+        (f"sed -i 's/x = 1/x = 2/' {changed}", "<returncode>0</returncode>"),
+        ("python repro.py", "<returncode>0</returncode>\n<output>\n2\n</output>"),
+        ("python -m pytest tests/model_fields/tests.py", collection),
+    ]  # fmt: skip
+    steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
+    for k, (command, output) in enumerate(commands):
+        call = {"name": "bash", "call_id": f"c{k}"}
+        steps += [
+            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "THOUGHT: the fix works.",
+             "tool": call | {"arguments": {"command": command}}},
+            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": output, "tool": call,
+             "refs": {"call_id": f"c{k}"}},
+        ]  # fmt: skip
+    diff = (
+        f"diff --git a/{changed} b/{changed}\n--- a/{changed}\n+++ b/{changed}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    )
+    steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
+    header = {"trace_id": "django-like", "source": "generated", "framework": "handwritten"}
+    return Trace.model_validate(
+        {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+    )
+
+
+def test_tests_that_could_not_be_imported_for_a_reason_outside_the_change_reached_no_project_test():
+    """pytest on Django's tests without its settings: collection fails before any test ran, in code
+    the change did not touch. That is no project test failing after the change (and the fix was
+    shown); the same error raised in the changed file is the change's failure."""
+    setup = _COLLECTION_ERROR.format(
+        frame="django/conf/__init__.py:79: in _setup\n",
+        error="django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but settings are not configured.",
+    )
+    trace = _django_run(setup)
+    facts = TestRunFacts(trace)
+    (collection,) = [r for r in facts.runs if r.is_test]
+    assert not collection.ok and not facts.project_test(collection)
+    assert not coding_findings(trace)
+
+    broken = _COLLECTION_ERROR.format(
+        frame="django/db/models/fields/__init__.py:1: in <module>\n",
+        error="NameError: name 'y' is not defined",
+    )
+    trace = _django_run(broken)
+    (finding,) = coding_findings(trace)
+    assert "last test run failed" in finding.title and finding.disposition.value == "realized"

@@ -15,7 +15,9 @@ Everything is decided by structure, never by what a run is about:
   ``ERROR id`` and verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___
   path:test ___`` headers). Outputs are read without a terminal's colour codes, and summaries
   quoted verbatim with them. A run that collected no test (a path not found) reached none of the
-  project's;
+  project's, nor did one that could not import its tests (pytest's ``ERROR collecting``,
+  unittest's ``_FailedTest``) for a reason its output places outside the changed files (Django's
+  tests under pytest without settings);
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
   -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
   utilities that read, search, edit or manage files) with no runner summary in its output: a
@@ -77,6 +79,9 @@ _TOX = re.compile(
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
 _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and cursor codes (pytest --color)
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
+# a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
+# stand-in test for a module it failed to import
+_IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
 # a line's own indentation ([^\S\n]): ^\s* ran over every blank line below each line start (quadratic)
 _IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from|import)\s+([\w.]+)")
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
@@ -982,14 +987,27 @@ class TestRunFacts:
 
     def project_test(self, run: TestRun) -> bool:
         """A runner run that reached the project's tests: one ran (a run that collected none, as
-        on a path not found, reached nothing), and it names a test path that is no scratch, or names
-        no scratch path at all (a whole suite, a module by name)."""
-        if not run.is_test or not (run.passed or run.failed):
+        on a path not found, reached nothing; so did one that could not import its tests for a
+        reason outside the change), and it names a test path that is no scratch, or names no
+        scratch path at all (a whole suite, a module by name)."""
+        if not run.is_test or not (run.passed or run.failed) or self._import_failed(run):
             return False
         if any(not self._is_scratch(t) for t in run.targets):
             return True
         named = {_norm(w.split("::")[0]).rstrip("/") for words in _words(run.command) for w in words[1:]}
         return not any(self._is_scratch(w) for w in named)
+
+    def _import_failed(self, run: TestRun) -> bool:
+        """A runner that ran no test because importing its tests failed, and whose output names
+        none of the changed source files: the tests' own setup failed (Django's settings not
+        configured for pytest, a dependency missing), not the change. An import error raised in a
+        changed file names it, and stays the change's failure."""
+        out = self.steps[run.result].content
+        return (
+            not run.passed
+            and _IMPORT_FAILED.search(out) is not None
+            and not any(path in out for path in self.changed if self._source(path))
+        )
 
     @cached_property
     def editing(self) -> frozenset[int]:

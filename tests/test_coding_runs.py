@@ -689,17 +689,15 @@ ERROR tests/model_fields/tests.py - {error}
 </output>"""
 
 
-def _django_run(collection: str) -> Trace:
-    """A fix shown by its reproduction (failing, then passing), then pytest on the project's tests,
-    whose collection failed as ``collection`` says, and the submission."""
-    changed = "django/db/models/fields/__init__.py"
-    commands = [
-        ("cat <<'EOF' > repro.py\nfrom django.db.models import fields\nprint(fields.x)\nEOF", "<returncode>0</returncode>"),
-        ("python repro.py", "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nValueError: x\n</output>"),
-        (f"sed -i 's/x = 1/x = 2/' {changed}", "<returncode>0</returncode>"),
-        ("python repro.py", "<returncode>0</returncode>\n<output>\n2\n</output>"),
-        ("python -m pytest tests/model_fields/tests.py", collection),
-    ]  # fmt: skip
+CHANGED = "django/db/models/fields/__init__.py"
+REPRO = "cat <<'EOF' > repro.py\nfrom django.db.models import fields\nprint(fields.x)\nEOF"
+FAILED = "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nValueError: x\n</output>"
+PASSED = "<returncode>0</returncode>\n<output>\n2\n</output>"
+EDIT = (f"sed -i 's/x = 1/x = 2/' {CHANGED}", "<returncode>0</returncode>")
+
+
+def _coding_run(commands: list[tuple[str, str]]) -> Trace:
+    """A coding run of these (command, output) turns, submitting a one-line change of ``CHANGED``."""
     steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
     for k, (command, output) in enumerate(commands):
         call = {"name": "bash", "call_id": f"c{k}"}
@@ -710,12 +708,26 @@ def _django_run(collection: str) -> Trace:
              "refs": {"call_id": f"c{k}"}},
         ]  # fmt: skip
     diff = (
-        f"diff --git a/{changed} b/{changed}\n--- a/{changed}\n+++ b/{changed}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+        f"diff --git a/{CHANGED} b/{CHANGED}\n--- a/{CHANGED}\n+++ b/{CHANGED}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
     )
     steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
     header = {"trace_id": "django-like", "source": "generated", "framework": "handwritten"}
     return Trace.model_validate(
         {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+    )
+
+
+def _django_run(collection: str) -> Trace:
+    """A fix shown by its reproduction (failing, then passing), then pytest on the project's tests,
+    whose collection failed as ``collection`` says, and the submission."""
+    return _coding_run(
+        [
+            (REPRO, "<returncode>0</returncode>"),
+            ("python repro.py", FAILED),
+            EDIT,
+            ("python repro.py", PASSED),
+            ("python -m pytest tests/model_fields/tests.py", collection),
+        ]
     )
 
 
@@ -740,3 +752,28 @@ def test_tests_that_could_not_be_imported_for_a_reason_outside_the_change_reache
     trace = _django_run(broken)
     (finding,) = coding_findings(trace)
     assert "last test run failed" in finding.title and finding.disposition.value == "realized"
+
+
+def test_a_failure_goes_away_only_in_the_check_that_showed_it():
+    """The reproduction failed on the original code for want of its setup; rewritten with the
+    setup, it passes after the change: the rewrite, not the fix, may have made it pass, and no
+    other output shows the fix. A script that goes on from the one that failed (cases appended)
+    still shows it."""
+    unconfigured = (
+        "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+        "django.core.exceptions.ImproperlyConfigured: settings are not configured\n</output>"
+    )
+    mended = REPRO.replace("from django", "import django.conf\ndjango.conf.settings.configure()\nfrom django")
+    rewritten = _coding_run(
+        [(REPRO, "<returncode>0</returncode>"), ("python repro.py", unconfigured), EDIT,
+         (mended, "<returncode>0</returncode>"), ("python repro.py", PASSED)]
+    )  # fmt: skip
+    (finding,) = coding_findings(rewritten)
+    assert "no test output" in finding.title and finding.disposition.value == "realized"
+
+    extended = _coding_run(
+        [(REPRO, "<returncode>0</returncode>"), ("python repro.py", FAILED), EDIT,
+         ("cat <<'EOF' >> repro.py\nprint(fields.x + 1)\nEOF", "<returncode>0</returncode>"),
+         ("python repro.py", "<returncode>0</returncode>\n<output>\n2\n3\n</output>")]
+    )  # fmt: skip
+    assert not coding_findings(extended)

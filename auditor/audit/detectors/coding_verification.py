@@ -21,7 +21,9 @@ one, else its command). Each shape is filed at the act the failure follows from:
   realized;
 - *a fix no output supports* (3.2): after the last edit only the agent's own checks ran (its
   scripts, or a runner on files it wrote and does not submit), and no check that failed on the
-  original code passes on the changed code: nothing in the trace shows the failure going away,
+  original code passes on the changed code (running the code that failed, or code that goes on
+  from it: a script whose setup was mended in between may pass by its own change): nothing in the
+  trace shows the failure going away,
   yet the change is submitted as the fix. Filed at the last edit; realized. When a check did go
   from failing to passing, the fix is shown and the project's tests not running after it is no
   finding (on the development repositories no unresolved run had that shape);
@@ -292,7 +294,7 @@ class CodingVerificationDetector:
                 material="the submitted change was never executed",
                 path=[facts.hop(last.pos, "code changed"), facts.hop(end, "submitted unrun")],
             )
-        if any(self._shown_fixed(before, changed) for before, changed in tests.checks.values()):
+        if any(self._shown_fixed(tests, before, changed) for before, changed in tests.checks.values()):
             # A failure shown going away verifies the fix; that the project's tests did not run after
             # it is no failure by itself (no unresolved run of the development repositories had it).
             return None
@@ -346,9 +348,18 @@ class CodingVerificationDetector:
         )
 
     @staticmethod
-    def _shown_fixed(before: list[TestRun], changed: list[TestRun]) -> bool:
-        """A check that failed on the original code and whose last run on the changed code is clean."""
-        return any(not r.ok for r in before) and changed[-1].clean
+    def _shown_fixed(tests: TestRunFacts, before: list[TestRun], changed: list[TestRun]) -> bool:
+        """A check that failed on the original code and whose last run on the changed code is clean,
+        running the code that failed (the same script, or one that goes on from it): a script
+        rewritten in between (its setup mended) may pass by its own change, not the fix's."""
+        last = changed[-1]
+        if not last.clean:
+            return False
+        after = tests.code_run(last.call)
+        return any(
+            not r.ok and (after is None or (code := tests.code_run(r.call)) is None or after.startswith(code))
+            for r in before
+        )
 
     @staticmethod
     def _output_unit(facts: RunFacts, run: TestRun) -> EvidenceUnit | None:

@@ -401,8 +401,14 @@ def without_addresses(text: str) -> str:
 
 def _prose(sentence: str) -> bool:
     """Mostly letters and spaces: a line of code, JSON or a table is not a sentence to obey."""
-    # a URL, an e-mail address or a quoted value is one word of the sentence
-    text = _QUOTED.sub("x", _ADDRESS.sub("x", _CONTINUATION.sub(" ", sentence.strip())))
+    # a URL, an e-mail address or a quoted value is one word of the sentence; the quotes and
+    # brackets that close the record around its last sentence ('… the messages."}') are not its own,
+    # unless the sentence opens the quote too: a quoted sentence whole is a value (an API's
+    # description, a title)
+    sentence = sentence.strip()
+    if sentence[:1] not in "\"'`":
+        sentence = sentence.rstrip("\"'`)]}")
+    text = _QUOTED.sub("x", _ADDRESS.sub("x", _CONTINUATION.sub(" ", sentence)))
     plain = sum(c.isalnum() or c.isspace() for c in text)
     return len(text.split()) >= 3 and plain >= 0.85 * len(text) and not _CODE.search(text)
 

@@ -407,7 +407,8 @@ def _prose(sentence: str) -> bool:
     # description, a title)
     sentence = sentence.strip()
     if sentence[:1] not in "\"'`":
-        sentence = sentence.rstrip("\"'`)]}")
+        start = _PROSE_START.match(sentence)  # nor are the bullet, markup and tags before its first word
+        sentence = (sentence[start.end() - 1 :] if start else sentence).rstrip("\"'`)]}")
     text = _QUOTED.sub("x", _ADDRESS.sub("x", _CONTINUATION.sub(" ", sentence)))
     plain = sum(c.isalnum() or c.isspace() for c in text)
     return len(text.split()) >= 3 and plain >= 0.85 * len(text) and not _CODE.search(text)

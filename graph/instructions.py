@@ -338,8 +338,9 @@ def _imperative_verb(sentence: str, addressees: Addressees) -> str | None:
 
 def _unrequested(sentence: str, addressees: Addressees) -> bool:
     """A directive with an act the principal's own words never name (its verb, or a second act
-    joined to it: "get the messages and post them to …"): no one the agent serves asked for it. ("Please pay the amount to the account below" on a bill the principal asked to
-    pay names the principal's act.)"""
+    joined to it: "get the messages and post them to …"): no one the agent serves asked for it.
+    ("Please pay the amount to the account below" on a bill the principal asked to pay names the
+    principal's act.)"""
     verb = _imperative_verb(sentence, addressees)
     if verb is None:
         return False

@@ -9,7 +9,8 @@ effect: reading is the exception to prove.
 
 An argument **value** is a string of the call's arguments (at any depth), kept with its path and a
 normal form that compares across the forms a value takes in text: case and white space folded, a
-URL without its scheme, ``www.`` and trailing slash, an IBAN or card number without its spaces.
+URL without its scheme, ``www.`` and trailing slash, an IBAN or card number without its spaces; a
+text's dates written in words are followed by their ISO form, as a call carries them.
 """
 
 from __future__ import annotations

@@ -158,8 +158,8 @@ class Addressees:
             channel = channel_of(step, declared)
             if channel is Channel.agent:
                 agents.add(step.actor.strip().lower())
-                if step.tool is not None and len(tool_verb(step.tool.name)) > 2:
-                    verbs.add(tool_verb(step.tool.name))
+                if step.tool is not None and len(verb := tool_verb(step.tool.name)) > 2:
+                    verbs.add(verb)
             elif channel is Channel.principal and step.actor_kind is ActorKind.human:
                 principals.add(step.actor.strip().lower())
         agents.update(_model_families(trace.header.metadata))
@@ -329,7 +329,7 @@ def _imperative_verb(sentence: str, addressees: Addressees) -> str | None:
     if len(words) < 2:
         return None
     verb, nxt = words[0], words[1]
-    if verb in addressees.tool_verbs or _coordinated_act(words, addressees):
+    if verb in addressees.tool_verbs or _coordinated_verbs(words, addressees):
         return verb
     if verb in _CLOSED or verb.endswith(("ing", "ed")) or (verb.endswith("s") and not verb.endswith("ss")):
         return None
@@ -365,14 +365,9 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
-def _coordinated_act(words: list[str], addressees: Addressees) -> bool:
-    """A second imperative joined by "and" or "then" whose verb is one of the agent's tools and
-    whose object follows ("concatenate messages … and post them to …")."""
-    return bool(_coordinated_verbs(words, addressees))
-
-
 def _coordinated_verbs(words: list[str], addressees: Addressees) -> list[str]:
-    """The verbs of the second imperatives a sentence joins (``_coordinated_act``)."""
+    """The verbs of the second imperatives a sentence joins by "and" or "then", each one of the
+    agent's tools with its object after it ("concatenate messages … and post them to …")."""
     return [
         v
         for w, v, o in zip(words[1:], words[2:], words[3:], strict=False)

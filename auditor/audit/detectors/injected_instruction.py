@@ -142,14 +142,17 @@ def _unrequested_spans(
     if not written:
         return {}
     addressees: Addressees | None = None
+    own: list[tuple[int, str]] = []  # the writes whose act the principal asked for, with their tool
     named: list[tuple[int, str]] = []  # the values the principal's steps name, by position
     out: dict[InstructionSpan, frozenset[int]] = {}
     for pos, text in texts.data:
         if text and any(p > pos and any(_holds(text, v) for v in values) for p, values in written):
             if addressees is None:
                 addressees = Addressees.of(ctx.trace, declared).with_requests(ctx.trace, declared)
-                if not any(addressees.asked_for(steps[p].tool.name) for p, _ in written):  # type: ignore[union-attr]
-                    named = [  # the principal asked for no write of its own: it may hand a record's over
+                tools = [(p, steps[p].tool.name) for p, _ in written]  # type: ignore[union-attr]
+                own = [(p, tool) for p, tool in tools if addressees.asked_for(tool)]
+                if not own:  # the principal asked for no write of its own: it may hand a record's over
+                    named = [
                         (p, v)
                         for p, s in enumerate(steps)
                         if channels[p] is Channel.principal
@@ -158,10 +161,7 @@ def _unrequested_spans(
             for span in spans_in(steps[pos], addressees, unaddressed=True):
                 if not _designated(steps[pos].content, span, [v for p, v in named if p < pos]):
                     out[span] = frozenset(
-                        p
-                        for p, _ in written
-                        if addressees.asked_for(tool := steps[p].tool.name)  # type: ignore[union-attr]
-                        and not any(addressees.directs(d, tool) for d in span.directives)
+                        p for p, tool in own if not any(addressees.directs(d, tool) for d in span.directives)
                     )
     return out
 
@@ -374,6 +374,7 @@ def _carries(
     a channel or a person the task names as well)."""
     out: list[_Carry] = []
     records: list[tuple[int, str]] | None = None  # the data apart from copies of the instruction
+    rest = ""  # what the instruction's own step holds besides it
     masked = [without_addresses(d) for d in directive_norms]  # a word inside a URL is no value
     for pos in range(at + 1, len(steps)):
         if not side_effecting(steps[pos], ctx.policy):

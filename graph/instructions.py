@@ -102,6 +102,18 @@ _VOCATIVE = re.compile(r"^\s*(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[
 _PROSE_START = re.compile(
     r"^(?:[-*•>]\s+|\d{1,2}[.)]\s+)?['\"“‘]?(?:#++ ?|\([\w ]{1,30}\) ?|\[[\w ]{1,30}\] ?)*+[A-Za-z]"
 )
+# a line of a program: a statement (a keyword, a decorator, an assignment, a call) or a comment, also
+# as grep and numbered views print it ("path:12:", "12  ")
+_STATEMENT = re.compile(
+    r"^(?:[\w./-]*:\d+[:-]|\s*\d+\s)?\s*(?:"
+    r"(?:def|class|import|from|return|if|elif|else|for|while|try|except|finally|with|raise|assert|yield|async|await"
+    r"|pass|break|continue|function|const|let|var|public|private|static|package)\b"
+    r"|@\w|#(?![#!])|//|/\*|\*/"
+    r"|[\w.\[\]\"']+\s*(?:[-+*/|&%]|//|\*\*)?=(?!=)"
+    r"|[\w.]+\(.*[),:]\s*$"
+    r")"
+)
+LISTING = 0.1  # the share of a step's lines that are statements, at least, for it to be a program listing
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
 _WORD = re.compile(
     r"(?<![\w-])[A-Za-z]+(?!\w|-[A-Za-z])"
@@ -231,12 +243,14 @@ def spans_in(step: TraceStep, addressees: Addressees, unaddressed: bool = False)
     content = step.content
     group: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]] = []
     bounds = list(sentences(content))
+    listing: bool | None = None
     for i, (lo, hi) in enumerate(bounds):
         if not _is_directive(content[lo:hi], addressees):
             continue
         if i + 1 < len(bounds) and _introduces(content[lo : bounds[i + 1][0]]):
             hi = bounds[i + 1][1]  # "send it to this address: x@y.z": what the colon introduces is its object
-        signals = _signals(content[lo:hi], content[max(0, lo - CONTEXT) : hi + CONTEXT], addressees)
+        listing = _is_listing(content) if listing is None else listing
+        signals = _signals(content[lo:hi], content[max(0, lo - CONTEXT) : hi + CONTEXT], addressees, listing)
         if unaddressed:
             if signals or not _unrequested(content[lo:hi], addressees):
                 continue
@@ -422,12 +436,25 @@ def _object_is_a_value(sentence: str, verb: str) -> bool:
     )
 
 
-def _signals(directive: str, context: str, addressees: Addressees) -> tuple[str, ...]:
+def _is_listing(content: str) -> bool:
+    """Whether a step shows a program (a source file, grep's matches in one, a traceback): its
+    docstrings, comments and messages speak to the program's own users, in its own words."""
+    lines = [ln for ln in content.splitlines() if ln.strip()]
+    statements = sum(1 for ln in lines if _STATEMENT.match(ln))
+    return statements >= 3 and statements >= LISTING * len(lines)
+
+
+def _signals(directive: str, context: str, addressees: Addressees, listing: bool = False) -> tuple[str, ...]:
+    """The addressee signals around a directive. In a program listing only a name of the agent
+    counts: "you", "the user", "the request" and "the task" there are the program's reader, its
+    users and its objects (Django's every view takes a ``request``), not the agent's conversation."""
     words = {w.lower() for w in _WORD.findall(context)}
     second_person = bool(_SECOND_PERSON.search(context))
     found = []
     if words & addressees.agent_words:
         found.append("names the agent")
+    if listing:
+        return tuple(found)
     if second_person and _the_principal(addressees.principal_words).search(directive):
         found.append("refers to the principal in the third person")
     if words & _CONVERSATION_NOUNS and second_person:

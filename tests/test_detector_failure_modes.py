@@ -178,6 +178,23 @@ def test_a_recorded_round_limit_on_a_real_run() -> None:
     assert finding.responsible_participant == "Orchestrator"
 
 
+def test_a_limit_that_a_tool_printed_is_no_record_of_the_run_s_budget() -> None:
+    """A solver's source read through the shell says "max iterations reached": the program's
+    message, shown to the agent; the run itself ran out of nothing."""
+    listing = (
+        "    for step in range(self.max_iter):\n        if converged(step):\n            return step\n"
+        '    logger.warning("Max iterations reached before convergence")\n'
+    )
+    trace = _trace(
+        _step(0, "user", "message", "Make the solver warn once.", "human"),
+        _step(1, "agent", "tool_call", "sed -n 40,44p solver.py", tool={"name": "bash", "arguments": {}}),
+        _step(2, "bash", "tool_result", listing, "tool"),
+        _step(3, "agent", "final_output", "The solver now warns once."),
+    )
+    report = run_rules_audit(trace, detectors=["failure_termination"])
+    assert mine(report, "failure_termination") == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "folder", ["whowhen/algorithm-generated", "whowhen/hand-crafted", "taubench/airline/runs"]

@@ -423,9 +423,11 @@ class RunFacts:
 
     @cached_property
     def limit(self) -> tuple[int, str] | None:
-        """The framework's record that a round, turn, time or step budget ran out, if any."""
+        """The framework's record that a round, turn, time or step budget ran out, if any. A tool's
+        output is no record of the framework's: a source file that prints "maximum number of
+        iterations reached" is the program's message, shown to the agent."""
         for pos, step in enumerate(self.steps):
-            if step.actor_kind is ActorKind.human or step.kind is StepKind.tool_call:
+            if step.actor_kind is ActorKind.human or step.kind in (StepKind.tool_call, StepKind.tool_result):
                 continue
             if m := _LIMIT.search(step.content):
                 return pos, m.group().strip()

@@ -15,8 +15,11 @@ agent** only when two things hold within one passage of a data step:
      metadata names, or a noun for a software agent (assistant, AI, model, …);
    - it refers to the principal in the third person while it speaks to its reader ("the user's
      phone", the name of a participant the trace marks human): the reader is someone else;
-   - it refers to the reader's own conversation: the task, request, prompt or instructions it was
-     given, in the second person ("the task I gave you").
+   - it refers to the reader's own conversation: the task, request, prompt or instructions the
+     second person holds or was given ("your instructions", "the task I gave you"), not a manual's
+     "you" near an HTTP request;
+   - in a program listing (a source file, grep's matches in one) only the first counts: its
+     docstrings and messages speak to the program's own users.
 
 The words involved are grammar (closed-class words), the trace's own participant and tool names,
 and the nouns that name an agent and its conversation; never an attacker's phrasing. A passage is
@@ -71,7 +74,16 @@ _OBLIGATION = re.compile(
     re.I,
 )
 _AGENT_NOUNS = frozenset({"assistant", "ai", "llm", "chatbot", "bot"})
-_CONVERSATION_NOUNS = frozenset({"task", "tasks", "request", "prompt", "instruction", "instructions"})
+_CONVERSATION_NOUN = r"(?:tasks?|requests?|prompts?|instructions?)"
+# the reader's own conversation: a noun of it that the second person holds ("your task", "your
+# original instructions") or was given ("the task (that) I gave you", "the request you were given");
+# "you" and "request" anywhere near each other is any manual's reader and its HTTP request
+_READERS_CONVERSATION = re.compile(
+    rf"\byour\s+(?:\w+\s+){{0,2}}?{_CONVERSATION_NOUN}\b"
+    rf"|\b{_CONVERSATION_NOUN}\s+(?:\w+\s+){{0,3}}?(?:gave|given|assigned|sent)\s+(?:to\s+)?you\b"
+    rf"|\b{_CONVERSATION_NOUN}\s+you\s+(?:were|have\s+been|'ve\s+been|got|received)\b",
+    re.I,
+)
 _CODE = re.compile(r"[=;{}]|\w\(|^\s*(?:return|def|class|import|from)\b")
 # a URL or an e-mail address: the alternation (?:[a-z][a-z0-9+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+
 # (re.I), scanned from the starts where each branch matches (tried at every letter of a long word, it
@@ -457,7 +469,7 @@ def _signals(directive: str, context: str, addressees: Addressees, listing: bool
         return tuple(found)
     if second_person and _the_principal(addressees.principal_words).search(directive):
         found.append("refers to the principal in the third person")
-    if words & _CONVERSATION_NOUNS and second_person:
+    if _READERS_CONVERSATION.search(context):
         found.append("refers to the reader's own task")
     return tuple(found)
 

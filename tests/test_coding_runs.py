@@ -126,6 +126,8 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("unittest_ok.txt", "unittest", 0, 1),
         ("django_failed.txt", "unittest", 2, 1),
         ("django_ok.txt", "unittest", 0, 3),
+        ("django_runtests_subtests_failed.txt", "unittest", 7, 9),
+        ("django_runtests_ok_skipped.txt", "unittest", 0, 619),
         ("tox_failed.txt", "tox", 1, 0),
         ("tox_ok.txt", "tox", 0, 1),
         ("nox_failed.txt", "nox", 1, 0),
@@ -179,6 +181,30 @@ def test_failed_test_ids_come_from_the_runners_own_lines():
         "calc.tests.AddTest.test_error",
         "calc.tests.AddTest.test_add_wrong",
     }
+
+
+def test_unittest_counts_skips_expected_failures_and_unexpected_successes_apart():
+    """``OK (skipped=1, expected failures=1)`` is a clean run; ``unexpected successes`` fail it."""
+    assert parse_output("Ran 4 tests in 0.1s\n\nOK (skipped=1, expected failures=1)")[2:4] == (0, 2)
+    assert parse_output("Ran 5 tests in 0.1s\n\nFAILED (failures=1, expected failures=2)")[2:4] == (1, 2)
+    assert parse_output("Ran 3 tests in 0.1s\n\nFAILED (unexpected successes=1)")[2:4] == (1, 2)
+    # a test whose subtests failed seven times is one failing test id
+    failed = parse_output((RUNS / "django_runtests_subtests_failed.txt").read_text())[4]
+    assert failed == ("utils_tests.test_text.TestUtilsText.test_slugify",)
+
+
+@pytest.mark.parametrize(
+    ("name", "flagged"),
+    [("django_scripted_narrow_rerun_cleared", False), ("django_scripted_narrow_rerun_failing", True)],
+)
+def test_a_django_test_label_rerun_clears_the_failure_only_when_it_passes(name, flagged):
+    """Django's runner on a broken change, then only the failing test's label again: after the
+    breaking edit is undone it passes (the failure is cleared); unchanged, it fails again."""
+    report = run_rules_audit(trace_of(REAL / "mini-swe-agent" / f"{name}.traj.json"))
+    found = [f for f in report.findings if f.detector == "coding_verification"]
+    assert [f.failure_mode for f in found] == (["3.3"] if flagged else [])
+    if flagged:
+        assert any("FAILED (failures=7)" in u.quote for u in found[0].evidence)
 
 
 def test_facts_of_a_run_that_edited_an_existing_test():

@@ -422,15 +422,18 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
         errors = int(m.group(1)) if m.groups() else 0
         found.append((m.start(), ("pytest", m.group().strip(), errors, 0, ())))
     for m in _UNITTEST.finditer(text):
-        c = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(3) or "")}
-        bad = c.get("failures", 0) + c.get("errors", 0)
+        # "OK (skipped=24)", "FAILED (failures=1, errors=2, unexpected successes=1)": the tests that
+        # passed are the rest of those that ran; a test's failing subtests are one id
+        c = {k: int(v) for k, v in re.findall(r"([a-z][a-z ]*)=(\d+)", m.group(2))}
+        bad = c.get("failures", 0) + c.get("errors", 0) + c.get("unexpected successes", 0)
+        passed = max(0, int(m.group(1)) - bad - c.get("skipped", 0) - c.get("expected failures", 0))
         ids = tuple(
-            cls if cls.endswith(f".{name}") else f"{cls}.{name}"
-            for _, name, cls in _UNITTEST_ID.findall(text)
+            dict.fromkeys(
+                cls if cls.endswith(f".{name}") else f"{cls}.{name}"
+                for _, name, cls in _UNITTEST_ID.findall(text)
+            )
         )
-        found.append(
-            (m.start(), ("unittest", m.group().strip().splitlines()[-1], bad, int(m.group(1)) - bad, ids))
-        )
+        found.append((m.start(), ("unittest", m.group().strip().splitlines()[-1], bad, passed, ids)))
     for start, head, counts in _sympy_summaries(text):
         c = _counts(counts.replace("exceptions", "errors").replace("exception", "error"))
         failed = c.get("failed", 0) + c.get("error", 0)

@@ -27,7 +27,10 @@ from auditor.audit.engine import run_rules_audit
 from ingest import open_traces
 from schemas import Trace
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "shared/data/swebench/runs/astropy__astropy-12907.traj.json"
+# a resolved run of the corpus, frozen in the repository: its request, its system prompt, its submission
+TEMPLATE = (
+    Path(__file__).resolve().parents[1] / "tests/fixtures/real/mini-swe-agent/astropy__astropy-7671.traj.json"
+)
 WINDOW = 150  # lines a view shows
 
 
@@ -87,10 +90,16 @@ def main(argv: list[str] | None = None) -> dict:
         for f in findings:
             counts[(f.detector or "?", f.disposition.value)] += 1
             examples.append(
-                {"detector": f.detector, "disposition": f.disposition.value, "quote": f.evidence[0].quote[:120]}
+                {
+                    "detector": f.detector,
+                    "disposition": f.disposition.value,
+                    "quote": f.evidence[0].quote[:120],
+                }
             )
     # the template's own findings are not the files' doing: count them on the bare template
-    own = Counter((f.detector or "?", f.disposition.value) for f in review(probe_run(template, [], args.root, rng)))
+    own = Counter(
+        (f.detector or "?", f.disposition.value) for f in review(probe_run(template, [], args.root, rng))
+    )
     result = {
         "runs": args.runs,
         "views": args.views,
@@ -105,7 +114,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        print(f"{args.runs} runs of {args.views} views each, over {len(files)} files ({args.glob}); quiet: {quiet}")
+        print(
+            f"{args.runs} runs of {args.views} views each, over {len(files)} files ({args.glob}); quiet: {quiet}"
+        )
         for row in result["findings"]:
             mark = " (also on the bare run)" if row["on_the_bare_run"] else ""
             print(f"  {row['detector']:<24} {row['disposition']:<28} {row['count']:>4}{mark}")

@@ -803,3 +803,29 @@ def test_a_failure_goes_away_only_in_the_check_that_showed_it():
          ("python repro.py", "<returncode>0</returncode>\n<output>\n2\n3\n</output>")]
     )  # fmt: skip
     assert not coding_findings(extended)
+
+
+def test_a_run_that_only_reads_another_project_s_files_is_quiet(tmp_path, capsys):
+    """benchmarks/foreign_files_probe.py over a small project: a module whose docstrings and
+    messages speak to its users of requests and tasks, a solver that prints its iteration limit,
+    and a manual in the second person. Viewing them files nothing the bare run does not."""
+    from benchmarks.foreign_files_probe import main
+
+    (tmp_path / "gate.py").write_text(
+        'class Gate:\n    """Put this after the session middleware. Set the login_url attribute if you\n'
+        '    need another page for the task at hand."""\n\n    login_url = "/login/"\n\n'
+        "    def __call__(self, request):\n        if not request.user.is_authenticated:\n"
+        '            raise Denied("Log in first. You must enable sessions for this request.")\n'
+        "        return self.get_response(request)\n" * 3
+    )
+    (tmp_path / "solver.py").write_text(
+        "def solve(f, max_iter=50):\n    for step in range(max_iter):\n        x = f(x)\n"
+        '    print("Maximum number of iterations reached")\n    return x\n' * 5
+    )
+    (tmp_path / "guide.txt").write_text(
+        "Deploying\n=========\n\nSet the timeout on each request before you deploy. Run the task again "
+        "if you must, and send the logs to the team.\n" * 8
+    )
+    result = main([str(tmp_path), "--glob", "*", "--runs", "3", "--views", "3", "--json"])
+    assert result["files"] == 3 and result["quiet_runs"] == 3 and result["findings"] == []
+    assert json.loads(capsys.readouterr().out)["quiet_runs"] == 3

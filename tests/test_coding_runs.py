@@ -780,6 +780,36 @@ def test_tests_that_could_not_be_imported_for_a_reason_outside_the_change_reache
     assert "last test run failed" in finding.title and finding.disposition.value == "realized"
 
 
+def test_a_test_runner_that_died_on_the_change_is_a_failing_test_run():
+    """Django's runtests.py could not start: its traceback runs through the changed file. That is
+    the project's tests failing on the change (not the agent's own check saying nothing); a runner
+    that died in code the change did not touch is not read as one."""
+
+    def died_in(frame: str) -> str:
+        return (
+            "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+            '  File "/testbed/tests/runtests.py", line 27, in <module>\n    from django.test import TestCase\n'
+            f'  File "/testbed/{frame}", line 1, in <module>\n    import not_there\n'
+            "ModuleNotFoundError: No module named 'not_there'\n</output>"
+        )
+
+    def run_with(output: str) -> Trace:
+        return _coding_run(
+            [(REPRO, "<returncode>0</returncode>"), ("python repro.py", FAILED), EDIT,
+             ("python repro.py", PASSED), ("./tests/runtests.py model_fields", output)]
+        )  # fmt: skip
+
+    trace = run_with(died_in(CHANGED))
+    facts = TestRunFacts(trace)
+    (died,) = [r for r in facts.runs if r.is_test]
+    assert facts.project_test(died) and died.summary == "ModuleNotFoundError: No module named 'not_there'"
+    (finding,) = coding_findings(trace)
+    assert "last test run failed" in finding.title and finding.failure_mode == "3.3"
+    assert any(u.quote == died.summary for u in finding.evidence)
+    elsewhere = TestRunFacts(run_with(died_in("django/conf/__init__.py")))
+    assert not [r for r in elsewhere.runs if r.is_test]
+
+
 def test_a_failure_goes_away_only_in_the_check_that_showed_it():
     """The reproduction failed on the original code for want of its setup; rewritten with the
     setup, it passes after the change: the rewrite, not the fix, may have made it pass, and no

@@ -17,7 +17,10 @@ Everything is decided by structure, never by what a run is about:
   quoted verbatim with them. A run that collected no test (a path not found) reached none of the
   project's, nor did one that could not import its tests (pytest's ``ERROR collecting``,
   unittest's ``_FailedTest``) for a reason its output places outside the changed files (Django's
-  tests under pytest without settings);
+  tests under pytest without settings). A runner command (pytest, ``python -m pytest|unittest``,
+  a ``runtests.py``, ``bin/test``, tox, nox) that printed no summary but died in a traceback
+  running through a changed source file is a test run with one failure, quoted by its error line:
+  the project's tests could not run on the change;
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
   -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
   utilities that read, search, edit or manage files) with no runner summary in its output: a
@@ -81,6 +84,9 @@ _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and curso
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
 # stand-in test for a module it failed to import
+_FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
+_RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
+_RUNNER_PROGRAMS = {"pytest": "pytest", "py.test": "pytest", "tox": "tox", "nox": "nox"}
 _IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
 # a line's own indentation ([^\S\n]): ^\s* ran over every blank line below each line start (quadratic)
 _IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from|import)\s+([\w.]+)")
@@ -599,6 +605,27 @@ def _program(words: list[str]) -> bool:
     )
 
 
+def _runner_of(command: str) -> str | None:
+    """The test runner a command starts (pytest, ``python -m pytest`` / ``unittest``, Django's
+    ``runtests.py``, SymPy's ``bin/test``, tox, nox), by its summary's kind; None for any other."""
+    for words in _words(command):
+        name = PurePosixPath(words[0]).name
+        if name in _RUNNER_PROGRAMS:
+            return _RUNNER_PROGRAMS[name]
+        if name == "runtests.py" or words[0].endswith("bin/test"):  # run as a program
+            return "unittest" if name == "runtests.py" else "sympy"
+        if not _SCRIPT.match(words[0]):
+            continue
+        rest = words[1:]
+        if "-m" in rest[:-1]:
+            module = rest[rest.index("-m") + 1]
+            return module if module in ("pytest", "unittest") else None
+        script = next((w for w in rest if not w.startswith("-")), "")
+        if PurePosixPath(script).name == "runtests.py" or script.endswith("bin/test"):
+            return "unittest" if script.endswith("runtests.py") else "sympy"
+    return None
+
+
 def _script(words: list[str]) -> tuple[bool, str | None]:
     """(runs Python code, the file it runs) for one simple command."""
     if not words or not _SCRIPT.match(words[0]):
@@ -667,6 +694,9 @@ class TestRunFacts:
             if parsed is not None:
                 runner, summary, failed, passed, ids = parsed
                 runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
+            elif (runner := _runner_of(command)) and (raised := self._raised_in_change(out.content)):
+                # the runner died on the change before it reported a test: the change's failure
+                runs.append(TestRun(pos, result, runner, command, raised, 1, 0, (), code))
             elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
                 if code in _NOT_RUN and len(_words(command)) == 1:
                     continue  # the shell found no program to run (a runner not installed): no run
@@ -999,6 +1029,19 @@ class TestRunFacts:
             return True
         named = {_norm(w.split("::")[0]).rstrip("/") for words in _words(run.command) for w in words[1:]}
         return not any(self._is_scratch(w) for w in named)
+
+    def _raised_in_change(self, output: str) -> str | None:
+        """The error line of the last traceback in ``output`` when its frames run through a changed
+        source file (a runner that cannot import the code it tests), else None."""
+        starts = [m.end() for m in _TRACEBACK.finditer(output)]
+        if not starts:
+            return None
+        frames = [_norm(f) for f in _FRAME.findall(output, starts[-1])]
+        changed = [p for p in self.changed if self._source(p)]
+        if not any(f == p or f.endswith("/" + p) for f in frames for p in changed):
+            return None
+        raised = list(_RAISED.finditer(output, starts[-1]))
+        return raised[-1].group().strip() if raised else None
 
     def _import_failed(self, run: TestRun) -> bool:
         """A runner that ran no test because importing its tests failed, and whose output names

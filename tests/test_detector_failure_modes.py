@@ -113,6 +113,24 @@ def test_failures_are_structural() -> None:
     assert got[6] == "KeyError: 'a'" and got[3].startswith("exitcode: 1")
 
 
+def test_a_file_a_shell_command_showed_is_no_failure() -> None:
+    """A module whose docstring shows an example traceback, printed by ``cat`` (exit code 0): the
+    file's text, not the command failing; the same text from a script that ran is a failure."""
+    listing = 'def parse(t):\n    """\n    >>> parse("")\n    Traceback (most recent call last):\n    ValueError: empty\n    """\n'
+
+    def ran(command: str) -> Trace:
+        tool = {"name": "bash", "arguments": {"command": command}, "call_id": "c1"}
+        return _trace(
+            _step(0, "user", "message", "Fix parse.", "human"),
+            _step(1, "agent", "tool_call", command, tool=tool),
+            _step(2, "bash", "tool_result", listing, "tool", tool={"name": "bash", "call_id": "c1"},
+                  raw={"status": "ok"}, refs={"reply_to": "s1", "call_id": "c1"}),
+        )  # fmt: skip
+
+    assert _failures(ran("cat parse.py")) == {}
+    assert _failures(ran("python parse.py")) == {2: "ValueError: empty"}
+
+
 def test_an_execution_relay_counts_only_when_it_looks_like_output() -> None:
     code = "```python\nprint(1/0)\n```"
     relay = _trace(

@@ -109,6 +109,41 @@ def test_a_recorded_exit_status_decides_a_results_outcome_save_what_it_hides() -
     assert caught.failed and caught.surface == "TypeError: "
 
 
+# a module's docstring, as ``cat`` shows it: its example raises
+_DOCTEST = (
+    '"""Parse units.\n\n    >>> parse("kpc2/s/")\n    Traceback (most recent call last):\n    ...\n'
+    '    ValueError: trailing division\n"""\n\ndef parse(text):\n    return text\n'
+)
+
+
+def _shown(command: str) -> tuple[TraceStep, TraceStep]:
+    tool = {"name": "bash", "call_id": "c1"}
+    call = TraceStep(
+        step_id="s1", index=1, actor="agent", kind="tool_call", content=command,
+        tool=tool | {"arguments": {"command": command}},
+    )  # fmt: skip
+    result = TraceStep(
+        step_id="s2", index=2, actor="bash", actor_kind="tool", kind="tool_result", content=_DOCTEST,
+        tool=tool, raw={"status": "ok"}, refs={"reply_to": "s1", "call_id": "c1"},
+    )  # fmt: skip
+    return call, result
+
+
+@pytest.mark.parametrize(
+    ("command", "failed"),
+    [
+        ("cat units/parse.py", False),
+        ("sed -n 1,20p units/parse.py | nl", False),
+        ("python units/parse.py", True),
+    ],
+)
+def test_a_file_a_command_showed_is_no_failure_though_its_text_raises(command: str, failed: bool) -> None:
+    """Exit code 0: a file shown by a command that ran no code holds its example traceback as
+    text; a script that printed the same survived an exception (the exit status hides it)."""
+    call, result = _shown(command)
+    assert outcome_of(result, 2, call).failed is failed
+
+
 @pytest.mark.parametrize(
     ("text", "failed"),
     [

@@ -48,6 +48,7 @@ from functools import cached_property
 from auditor.audit.attribution.facts import TraceFacts, agent_name
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, hop
+from auditor.audit.detectors.test_runs import command_of, exit_code, runs_code
 from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
 _EXIT = re.compile(r"\A\s*exit ?code:?\s*(-?\d+)[^\n]*", re.I)
@@ -316,6 +317,8 @@ class RunFacts:
             return message if message and message in content else (quotable(step) or "")
         if m := _EXIT.match(content):
             return m.group().strip() if int(m.group(1)) != 0 else None
+        if self._shows_files(pos):
+            return None
         if m := _TRACEBACK.search(content):
             lines = list(_ERROR_LINE.finditer(content, m.end()))
             return (lines[-1] if lines else m).group().strip()
@@ -324,6 +327,16 @@ class RunFacts:
         if self.is_result(pos) and (m := _ERROR_PREFIX.match(content)):
             return m.group().strip()
         return None
+
+    def _shows_files(self, pos: int) -> bool:
+        """A shell command that ran no code (``sed -n``, ``cat``, ``grep``) and exited 0: its text
+        is the files it showed (a docstring's example traceback), not the command failing."""
+        step = self.steps[pos]
+        call = self.steps[pos - 1] if pos > 0 else None
+        if step.kind is not StepKind.tool_result or call is None or exit_code(step) != 0:
+            return False
+        command = command_of(call)
+        return command is not None and not runs_code(command)
 
     @cached_property
     def failures(self) -> dict[int, str]:

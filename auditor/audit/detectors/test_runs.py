@@ -638,6 +638,13 @@ def _script(words: list[str]) -> tuple[bool, str | None]:
     return (True, rest[0]) if rest and rest[0].endswith(".py") else (False, None)
 
 
+def runs_code(command: str) -> bool:
+    """Whether a command line may run code: Python in any form (a file, ``-c``, ``-m pytest``), a
+    file it names by path (``bin/test``, ``./configure``) or another program; not when it only
+    runs utilities that read, search, edit or manage files (``sed -n … | nl``)."""
+    return any(_SCRIPT.match(w[0]) or "/" in w[0] or _program(w) for w in _words(command))
+
+
 def holds_diff(text: str) -> bool:
     """A step that holds a unified diff of the repository (``diff --git`` headers): a record of
     changes already made, not code written there."""

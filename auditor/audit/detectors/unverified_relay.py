@@ -27,6 +27,7 @@ from http import HTTPStatus
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, endpoint_positions, head_unit, hop, windowed
 from auditor.audit.detectors.failure_facts import ERROR_STATUSES, quotable
+from auditor.audit.detectors.test_runs import command_of, runs_code
 from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
@@ -139,10 +140,11 @@ def is_result(step: TraceStep) -> bool:
     return step.kind is StepKind.tool_result or step.actor_kind in RESULT_ACTORS
 
 
-def outcome_of(step: TraceStep, pos: int) -> _Outcome | None:
-    """What a step says about the latest check: a tool result's status, or an agent's report."""
+def outcome_of(step: TraceStep, pos: int, call: TraceStep | None = None) -> _Outcome | None:
+    """What a step says about the latest check: a tool result's status (``call``, the step before
+    it, says what ran), or an agent's report."""
     if is_result(step):
-        return _result_outcome(step, pos)
+        return _result_outcome(step, pos, call)
     if step.actor_kind not in (ActorKind.agent, ActorKind.human) or step.kind not in REPORT_KINDS:
         return None
     text = prose(step.content)
@@ -155,17 +157,21 @@ def outcome_of(step: TraceStep, pos: int) -> _Outcome | None:
     return _Outcome(pos, True, step.actor, m.group())
 
 
-def _result_outcome(step: TraceStep, pos: int) -> _Outcome:
+def _result_outcome(step: TraceStep, pos: int, call: TraceStep | None = None) -> _Outcome:
     """A tool result's outcome. Where the source recorded the result's status (an exit code, an
-    error flag) that status decides, save for what an exit status hides (``HIDDEN_FAILURE``): a
-    listing or a script's own words ("... NOT FOUND") under exit code 0 are no failure. Without a
-    recorded status, the failure words of ``FAILED_RESULT`` decide."""
+    error flag) that status decides, save for what an exit status hides (``HIDDEN_FAILURE``) in
+    code that ran: a listing or a script's own words ("... NOT FOUND") under exit code 0 are no
+    failure, nor is a file a command that ran no code showed (``sed -n``, ``cat``: a docstring's
+    "raises KeyError: …"). Without a recorded status, the failure words of ``FAILED_RESULT`` decide."""
     status = step.raw.get("status") if step.raw else None
     if isinstance(status, str) and status.lower() in ERROR_STATUSES:  # quoted by its error line
         m = FAILED_RESULT.search(step.content)
         quote = m.group() if m else _last_line(step.content) or quotable(step)
         if quote:  # a failed result without text has nothing a finding could quote
             return _Outcome(pos, True, step.actor, quote)
+    command = command_of(call) if call is not None else None
+    if status == "ok" and command is not None and not runs_code(command):
+        return _Outcome(pos, False, step.actor, "")
     m = (HIDDEN_FAILURE if status == "ok" else FAILED_RESULT).search(step.content)
     return _Outcome(pos, m is not None, step.actor, m.group() if m else "")
 
@@ -190,7 +196,8 @@ class UnverifiedRelayDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         ends = sorted(endpoint_positions(ctx))
-        outcomes = [outcome_of(s, p) for p, s in enumerate(ctx.trace.steps)]
+        steps = ctx.trace.steps
+        outcomes = [outcome_of(s, p, steps[p - 1] if p else None) for p, s in enumerate(steps)]
         drafts = [
             self._relay_draft(ctx, f, c, claim, outcomes, ends) for f, c, claim in self._relays(ctx, outcomes)
         ]

@@ -75,11 +75,16 @@ _OBLIGATION = re.compile(
 )
 _AGENT_NOUNS = frozenset({"assistant", "ai", "llm", "chatbot", "bot"})
 _CONVERSATION_NOUN = r"(?:tasks?|requests?|prompts?|instructions?)"
+# words that say which of the reader's tasks or instructions (its first, its own, the system's),
+# never what kind of thing the noun is ("your pull request", "your shell prompt" are none of them)
+_WHICH = (
+    r"(?:own|original|previous|prior|earlier|initial|first|current|main|actual|real|system|assigned|given)"
+)
 # the reader's own conversation: a noun of it that the second person holds ("your task", "your
 # original instructions") or was given ("the task (that) I gave you", "the request you were given");
 # "you" and "request" anywhere near each other is any manual's reader and its HTTP request
 _READERS_CONVERSATION = re.compile(
-    rf"\byour\s+(?:\w+\s+){{0,2}}?{_CONVERSATION_NOUN}\b"
+    rf"\byour\s+(?:{_WHICH}\s+){{0,2}}{_CONVERSATION_NOUN}\b"
     rf"|\b{_CONVERSATION_NOUN}\s+(?:\w+\s+){{0,3}}?(?:gave|given|assigned|sent)\s+(?:to\s+)?you\b"
     rf"|\b{_CONVERSATION_NOUN}\s+you\s+(?:were|have\s+been|'ve\s+been|got|received)\b",
     re.I,

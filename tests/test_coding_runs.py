@@ -810,6 +810,34 @@ def test_a_test_runner_that_died_on_the_change_is_a_failing_test_run():
     assert not [r for r in elsewhere.runs if r.is_test]
 
 
+def test_a_failure_a_dying_runner_showed_first_begins_at_the_edit_before_it():
+    """An edit breaks the import (the runner dies in the changed file), the next edit mends the
+    import but not the rest, and the rerun fails its tests: the failure began at the first edit."""
+    died = (
+        "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+        f'  File "/testbed/{CHANGED}", line 1, in <module>\n    import not_there\n'
+        "ModuleNotFoundError: No module named 'not_there'\n</output>"
+    )
+    failing = (
+        "<returncode>1</returncode>\n<output>\nFAIL: test_x (model_fields.tests.T.test_x)\n"
+        "----------------------------------------------------------------------\n"
+        "Ran 3 tests in 0.01s\n\nFAILED (failures=1)\n</output>"
+    )
+    breaking = (
+        f"sed -i '1i import not_there' {CHANGED} && sed -i 's/y = 1/y = 0/' {CHANGED}",
+        "<returncode>0</returncode>",
+    )
+    mending = (f"sed -i '1d' {CHANGED}", "<returncode>0</returncode>")
+    trace = _coding_run(
+        [(REPRO, "<returncode>0</returncode>"), ("python repro.py", FAILED), EDIT, ("python repro.py", PASSED),
+         breaking, ("python tests/runtests.py model_fields", died), mending,
+         ("python tests/runtests.py model_fields", failing)]
+    )  # fmt: skip
+    (finding,) = coding_findings(trace)
+    assert "last test run failed" in finding.title
+    assert breaking[0] in trace.steps[int(finding.first_anomalous_step[1:])].tool.arguments["command"]
+
+
 def test_a_failure_goes_away_only_in_the_check_that_showed_it():
     """The reproduction failed on the original code for want of its setup; rewritten with the
     setup, it passes after the change: the rewrite, not the fix, may have made it pass, and no

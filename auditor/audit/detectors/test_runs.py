@@ -82,11 +82,12 @@ _TOX = re.compile(
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
 _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and cursor codes (pytest --color)
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
-# a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
-# stand-in test for a module it failed to import
+# a traceback's frame (the file it ran through) and the line naming what it raised
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
 _RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
 _RUNNER_PROGRAMS = {"pytest": "pytest", "py.test": "pytest", "tox": "tox", "nox": "nox"}
+# a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
+# stand-in test for a module it failed to import
 _IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
 # a line's own indentation ([^\S\n]): ^\s* ran over every blank line below each line start (quadratic)
 _IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from|import)\s+([\w.]+)")
@@ -612,17 +613,17 @@ def _runner_of(command: str) -> str | None:
         name = PurePosixPath(words[0]).name
         if name in _RUNNER_PROGRAMS:
             return _RUNNER_PROGRAMS[name]
-        if name == "runtests.py" or words[0].endswith("bin/test"):  # run as a program
-            return "unittest" if name == "runtests.py" else "sympy"
-        if not _SCRIPT.match(words[0]):
-            continue
-        rest = words[1:]
-        if "-m" in rest[:-1]:
-            module = rest[rest.index("-m") + 1]
-            return module if module in ("pytest", "unittest") else None
-        script = next((w for w in rest if not w.startswith("-")), "")
-        if PurePosixPath(script).name == "runtests.py" or script.endswith("bin/test"):
-            return "unittest" if script.endswith("runtests.py") else "sympy"
+        program = words[0]
+        if _SCRIPT.match(program):
+            rest = words[1:]
+            if "-m" in rest[:-1]:
+                module = rest[rest.index("-m") + 1]
+                return module if module in ("pytest", "unittest") else None
+            program = next((w for w in rest if not w.startswith("-")), "")  # the file Python runs
+        if PurePosixPath(program).name == "runtests.py":
+            return "unittest"
+        if program.endswith("bin/test"):
+            return "sympy"
     return None
 
 

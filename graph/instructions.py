@@ -18,8 +18,9 @@ agent** only when two things hold within one passage of a data step:
    - it refers to the reader's own conversation: the task, request, prompt or instructions the
      second person holds or was given ("your instructions", "the task I gave you"), not a manual's
      "you" near an HTTP request;
-   - in a program listing (a source file, grep's matches in one) only the first counts: its
-     docstrings and messages speak to the program's own users.
+   - in a program listing (a source file, grep's matches in one) only the first counts, and only
+     where a sentence calls the agent by name ("# Note to AI agents: …"): a program's docstrings
+     and messages speak to its own users, and "main" or "agent" are words of any program.
 
 The words involved are grammar (closed-class words), the trace's own participant and tool names,
 and the nouns that name an agent and its conversation; never an attacker's phrasing. A passage is
@@ -130,6 +131,8 @@ _STATEMENT = re.compile(
     r"|[\w.]+\(.*[),:]\s*$"
     r")"
 )
+# a sentence's first words ending in one followed by a colon or a comma: where a name calls its bearer
+_CALLED = re.compile(r"(?:^|[\n.!?])[^\w\n]*((?:[A-Za-z][\w-]*[ \t]+){0,3}?[A-Za-z][\w-]*)[ \t]*[:,]")
 LISTING = 0.1  # the share of a step's lines that are statements, at least, for it to be a program listing
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
 _WORD = re.compile(
@@ -267,7 +270,13 @@ def spans_in(step: TraceStep, addressees: Addressees, unaddressed: bool = False)
         if i + 1 < len(bounds) and _introduces(content[lo : bounds[i + 1][0]]):
             hi = bounds[i + 1][1]  # "send it to this address: x@y.z": what the colon introduces is its object
         listing = _is_listing(content) if listing is None else listing
-        signals = _signals(content[lo:hi], content[max(0, lo - CONTEXT) : hi + CONTEXT], addressees, listing)
+        # in a program, an agent's name counts where it addresses: the directive's line or the one before
+        around = (
+            content[bounds[i - 1][0] if i else lo : hi]
+            if listing
+            else content[max(0, lo - CONTEXT) : hi + CONTEXT]
+        )
+        signals = _signals(content[lo:hi], around, addressees, listing)
         if unaddressed:
             if signals or not _unrequested(content[lo:hi], addressees):
                 continue
@@ -462,21 +471,34 @@ def _is_listing(content: str) -> bool:
 
 
 def _signals(directive: str, context: str, addressees: Addressees, listing: bool = False) -> tuple[str, ...]:
-    """The addressee signals around a directive. In a program listing only a name of the agent
-    counts: "you", "the user", "the request" and "the task" there are the program's reader, its
-    users and its objects (Django's every view takes a ``request``), not the agent's conversation."""
+    """The addressee signals around a directive (``context``). In a program listing only the agent
+    called by name counts (``_called_by_name``, in the directive's sentence or the one before it):
+    "you", "the user", "the request" and "the task" there are the program's reader, its users and
+    its objects (Django's every view takes a ``request``), and an agent named "main" or "agent" is
+    a word of any program ("def main", "the default user agent")."""
+    if listing:
+        return ("names the agent",) if _called_by_name(context, addressees.agent_words) else ()
     words = {w.lower() for w in _WORD.findall(context)}
     second_person = bool(_SECOND_PERSON.search(context))
     found = []
     if words & addressees.agent_words:
         found.append("names the agent")
-    if listing:
-        return tuple(found)
     if second_person and _the_principal(addressees.principal_words).search(directive):
         found.append("refers to the principal in the third person")
     if _READERS_CONVERSATION.search(context):
         found.append("refers to the reader's own task")
     return tuple(found)
+
+
+def _called_by_name(text: str, agent_words: frozenset[str]) -> bool:
+    """Whether a sentence of ``text`` opens by calling the agent: its name (or their plural) among
+    its first words, followed by a colon or a comma ("# AI assistant: …", "Note to AI agents: …",
+    "Claude, …")."""
+    return any(
+        word in agent_words or word.removesuffix("s") in agent_words
+        for m in _CALLED.finditer(text)
+        for word in m.group(1).lower().split()
+    )
 
 
 @lru_cache(maxsize=64)

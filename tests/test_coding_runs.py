@@ -838,6 +838,25 @@ def test_a_failure_a_dying_runner_showed_first_begins_at_the_edit_before_it():
     assert breaking[0] in trace.steps[int(finding.first_anomalous_step[1:])].tool.arguments["command"]
 
 
+def test_a_release_note_written_after_the_last_run_is_no_unrun_change():
+    """Django's convention: the fix, its checks passing, then a line in docs/releases/. Prose
+    changes nothing a run could show; the code's last change ran."""
+    note = "docs/releases/4.2.txt"
+    add_note = (f"cat >> {note} <<'EOF'\n* ``x`` is now 2.\nEOF", "<returncode>0</returncode>")
+    trace = _coding_run(
+        [(REPRO, "<returncode>0</returncode>"), ("python repro.py", FAILED), EDIT, ("python repro.py", PASSED),
+         ("python tests/runtests.py model_fields", "Ran 3 tests in 0.01s\n\nOK"), add_note]
+    )  # fmt: skip
+    diff = (
+        trace.steps[-1].content
+        + f"diff --git a/{note} b/{note}\n--- a/{note}\n+++ b/{note}\n@@ -1 +1,2 @@\n x\n+* y\n"
+    )
+    trace.steps[-1] = trace.steps[-1].model_copy(update={"content": diff})
+    facts = TestRunFacts(trace)
+    assert note in facts.changed and all(note not in e.targets for e in facts.source_edits)
+    assert coding_findings(trace) == []
+
+
 def test_a_failure_goes_away_only_in_the_check_that_showed_it():
     """The reproduction failed on the original code for want of its setup; rewritten with the
     setup, it passes after the change: the rewrite, not the fix, may have made it pass, and no

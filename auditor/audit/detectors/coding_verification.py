@@ -2,7 +2,7 @@
 
 Reads the test-run facts (``test_runs``) of a run that submitted a diff (its final act; a run
 without one is not judged, since which files existed before is then unknown): the fix is the edits
-of files that existed before and are not tests; the *submission* is the run's final act (the submitted
+of files that existed before and are neither tests nor prose (a release note); the *submission* is the run's final act (the submitted
 diff), else its last command; the claim is the submitting turn (its success sentence when it has
 one, else its command). Each shape is filed at the act the failure follows from:
 

@@ -34,7 +34,8 @@ Everything is decided by structure, never by what a run is about:
   code, the changed files it names outside comments;
 - the *changed files* are those of the submitted diff (``diff --git a/X b/X``; ``new file mode``
   marks a new one), else the edits' targets. A *test file* has a ``test``/``tests``/``testing``
-  directory or a ``test_*.py`` / ``*_test.py`` name;
+  directory or a ``test_*.py`` / ``*_test.py`` name; a *document* (``.rst``, ``.txt``, ``.md``,
+  a CHANGES or NEWS file) is prose: its edits (a release note) are no part of the code runs check;
 - a *revert* puts changed files back to the original code (``git stash``, ``git checkout PATH``,
   or line-addressed ``sed -i`` edits that take the change out again, as ``line_edits`` follows
   them); a *restore* ends it (``git stash pop/apply``, ``mv``/``cp`` of a backup that an earlier
@@ -213,6 +214,17 @@ def is_test_file(path: str) -> bool:
     """Whether a path is a test module (its directory or its name says so)."""
     p = PurePosixPath(path)
     return bool(_TEST_DIRS & set(p.parts[:-1])) or p.name.startswith("test_") or p.stem.endswith("_test")
+
+
+_DOCUMENT_SUFFIXES = frozenset({".rst", ".txt", ".md", ".adoc"})
+_DOCUMENT_NAMES = frozenset({"CHANGES", "CHANGELOG", "NEWS", "HISTORY", "AUTHORS"})
+
+
+def is_document(path: str) -> bool:
+    """Whether a path is prose, not code (a release note, a changelog, a page of the docs): an
+    edit of one changes nothing a run could show."""
+    p = PurePosixPath(path)
+    return p.suffix.lower() in _DOCUMENT_SUFFIXES or p.name in _DOCUMENT_NAMES
 
 
 def writes_files(step: TraceStep) -> bool:
@@ -904,8 +916,9 @@ class TestRunFacts:
         ]
 
     def _source(self, path: str) -> bool:
+        """A changed file of the project's code: it existed before, and is neither a test nor prose."""
         found = self.changed.get(path)
-        return found is not None and not found.new and not is_test_file(path)
+        return found is not None and not found.new and not is_test_file(path) and not is_document(path)
 
     def test_edits(self, path: str) -> list[Edit]:
         return [e for e in self.edits if path in {_norm(t) for t in e.targets}]

@@ -7,23 +7,30 @@ v1.x ``trajectory_format: "mini-swe-agent-1"`` and ``instance_id``. Older files 
 ``submission``. ``info`` can come first and fill the head of the file with the diff, so detection
 reads the object's top-level keys, not the first 64 KiB.
 
-The messages carry no ``tool_calls``: the harness takes the one fenced ```` ```bash ```` block of
-each assistant turn as the command and answers it with the next ``user`` message, which is the
-shell, not a person. So the steps are:
+In v1 the messages carry no ``tool_calls``: the harness takes the one fenced ```` ```bash ````
+block of each assistant turn as the command and answers it with the next ``user`` message, which
+is the shell, not a person. v2 (``trajectory_format: "mini-swe-agent-1.1"``) writes the actions it
+parsed (``extra.actions``: one or more a turn, from tool calls or ```` ```mswea_bash_command ````
+blocks), answers each (``role: tool`` naming its ``tool_call_id``, or ``user`` in order) and ends
+with an ``exit`` message (``extra.exit_status``, ``extra.submission``). So the steps are:
 
 - ``system``: the system prompt (actor ``system``);
 - the first ``user`` message: the principal's request (human); its ``<pr_description>`` is the
   header's task;
-- each assistant turn with exactly one bash block: a ``tool_call`` of ``bash`` by ``agent``, the
-  turn's whole text as content (thought and block, verbatim) and ``{"command": …}`` as arguments;
-- the ``user`` message after it: that call's ``tool_result`` (actor ``bash``), its text verbatim;
+- each assistant turn's actions (v2), else its one bash block (v1): a ``tool_call`` of ``bash``
+  by ``agent`` each, ``{"command": …}`` as arguments (a tool call's id kept), the turn's whole
+  text as the first one's content (thought and block, verbatim), the command as the others';
+- the message that answers a call: its ``tool_result`` (actor ``bash``), its text verbatim;
   ``<returncode>N</returncode>`` gives ``raw.status`` (``ok`` for 0, else ``error``; ``exit_code``
   kept), except that 1 is ``ok`` where the command ends in grep, diff, cmp or test, whose 1 is an
   answer (nothing matched, the inputs differ, false), not a failure; the harness's timeout notice
   gives ``error`` / ``timeout``, and a ``<warning>`` about long output sets ``raw.output_truncated``;
 - an assistant turn with no block or several is a message, and the harness's format complaint
   after it a ``system`` step (the framework the principal deployed speaks, not the environment);
-- ``info.submission`` (when not empty): the agent's ``final_output``, the run's final act.
+- ``info.submission`` (when not empty and the run was submitted): the agent's ``final_output``,
+  the run's final act; a run the harness ended otherwise (``LimitsExceeded``, ``TimeExceeded``,
+  an error) ends on the harness's record of it, a ``system`` step (v2's ``exit`` message, else
+  the ``exit_status``; ``raw.record = "exit"``), which no submission follows.
 
 ``info`` and ``instance_id`` go to ``header.metadata``. The harness records no verdict on the
 submission (``exit_status`` says how the run ended, not whether the fix is right): no outcome.
@@ -44,7 +51,7 @@ from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, 
 
 FORMAT = "mini-swe-agent-1"
 AGENT = "agent"
-_ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.S)  # the harness's own action pattern
+_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)  # the harness's action patterns
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _ANSWERING = frozenset({"grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["})  # exit 1 answers
 _TIMEOUT = re.compile(r"\AThe last command <command>.*?</command> timed out", re.S)
@@ -91,11 +98,10 @@ class MiniSweAgentImporter:
                 info=info,
             ),
         )
-        submission = info.get("submission")
         yield ImportedTrace(
             importer=self.name,
             header=header,
-            steps=lambda facts: _steps(path, facts, submission, StepBuilder(str(path))),
+            steps=lambda facts: _steps(path, facts, info, StepBuilder(str(path))),
         )
 
 
@@ -118,10 +124,12 @@ def _top_level(path: Path, strict: bool = False) -> dict[str, Any] | None:
     return keys
 
 
-def _steps(path: Path, facts: Facts, submission: Any, b: StepBuilder) -> Iterator[TraceStep]:
-    """The messages as steps, then the submitted diff as the final act."""
-    call: TraceStep | None = None
+def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> Iterator[TraceStep]:
+    """The messages as steps, then the submitted diff as the final act, or the harness's record
+    of how it ended a run that submitted nothing."""
+    pending: list[TraceStep] = []  # the calls of the latest assistant turn not yet answered
     turn: TraceStep | None = None  # the latest assistant turn, answered or not
+    ended = False  # a v2 ``exit`` message recorded the end
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
         for key in reader.members():
@@ -130,54 +138,97 @@ def _steps(path: Path, facts: Facts, submission: Any, b: StepBuilder) -> Iterato
             if reader.peek() != "[":
                 raise InputError("must be a list of messages", path=b.where, field="messages")
             for n, message in enumerate(reader.array()):
+                field = f"messages[{n}]"
                 if not isinstance(message, dict):
-                    raise InputError("must be a JSON object", path=b.where, field=f"messages[{n}]")
+                    raise InputError("must be a JSON object", path=b.where, field=field)
                 role = message.get("role")
                 content = message.get("content")
+                if content is None and role in ("assistant", "exit"):
+                    content = ""  # a tool-calling turn with calls only; an exit with no message
                 if not isinstance(content, str):
-                    raise InputError("must be a string", path=b.where, field=f"messages[{n}].content")
+                    raise InputError("must be a string", path=b.where, field=f"{field}.content")
                 raw = pack_raw(**{k: v for k, v in message.items() if k not in ("role", "content")})
                 if role == "system":
                     yield b.add(actor="system", actor_kind=ActorKind.system, content=content, raw=raw)
                 elif role == "assistant":
-                    turn = call = _call(content, raw, b)
-                    yield call
-                    call = call if call.kind is StepKind.tool_call else None
+                    pending = _calls(content, message.get("extra"), raw, b, field)
+                    turn = pending[0] if pending else b.add(actor=AGENT, content=content, raw=raw)
+                    yield from pending or [turn]
                 elif role == "user" and turn is None:
                     if facts.task is None:
                         found = _TASK.search(content)
                         facts.task = found.group(1) if found else content
                     yield b.add(actor="user", actor_kind=ActorKind.human, content=content, raw=raw)
-                elif role == "user" and call is not None:
-                    yield _result(call, content, raw, b)
-                    call = None
-                elif role == "user":  # the harness answering a turn it could not run
+                elif role in ("user", "tool") and pending:
+                    yield _result(_answered(pending, message.get("tool_call_id")), content, raw, b)
+                elif role in ("user", "tool"):  # the harness answering a turn it could not run
                     yield b.add(actor="harness", actor_kind=ActorKind.system, content=content, raw=raw)
+                elif role == "exit":
+                    ended = True
+                    extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+                    if extra.get("exit_status", info.get("exit_status")) != "Submitted":
+                        yield _ending(content, extra.get("exit_status", info.get("exit_status")), raw, b)
                 else:
                     raise InputError(
-                        f"unknown role {role!r} (expected system, user or assistant)",
+                        f"unknown role {role!r} (expected system, user, assistant, tool or exit)",
                         path=b.where,
-                        field=f"messages[{n}].role",
+                        field=f"{field}.role",
                     )
         reader.end()
-    if isinstance(submission, str) and submission.strip():
+    submission, status = info.get("submission"), info.get("exit_status")
+    if isinstance(submission, str) and submission.strip() and status in (None, "Submitted"):
         yield b.add(
             actor=AGENT, kind=StepKind.final_output, content=submission, raw={"field": "info.submission"}
         )
+    elif isinstance(status, str) and status and status != "Submitted" and not ended:
+        yield _ending(status, status, {"field": "info.exit_status"}, b)
 
 
-def _call(content: str, raw: dict[str, Any], b: StepBuilder) -> TraceStep:
-    """An assistant turn: a bash call when it holds exactly one action block, else a message."""
-    actions = _ACTION.findall(content)
-    if len(actions) != 1:
-        return b.add(actor=AGENT, content=content, raw=raw)
+def _ending(content: str, status: Any, raw: dict[str, Any], b: StepBuilder) -> TraceStep:
+    """The harness's record that it ended the run without a submission (a step or cost limit, an
+    error): the framework speaks. Its content is the record verbatim (v2's exit message, else the
+    ``exit_status`` itself)."""
     return b.add(
-        actor=AGENT,
-        kind=StepKind.tool_call,
-        content=content,
-        tool=ToolInfo(name="bash", arguments={"command": actions[0]}),
-        raw=raw,
+        actor="harness",
+        actor_kind=ActorKind.system,
+        content=content or str(status),
+        raw=raw | {"record": "exit", "exit_status": status},
     )
+
+
+def _calls(content: str, extra: Any, raw: dict[str, Any], b: StepBuilder, field: str) -> list[TraceStep]:
+    """An assistant turn's bash calls: the harness's parsed ``extra.actions`` (v2: one or more, a
+    tool call's id kept), else the one fenced block of the turn (v1); none for a turn the harness
+    could not parse. The first call carries the turn's text, the others their command."""
+    actions = extra.get("actions") if isinstance(extra, dict) else None
+    if isinstance(actions, list):
+        if not all(isinstance(a, dict) and isinstance(a.get("command"), str) for a in actions):
+            raise InputError(
+                "must be a list of objects with a 'command' string",
+                path=b.where,
+                field=f"{field}.extra.actions",
+            )
+        found = [(a["command"], a.get("tool_call_id")) for a in actions]
+    else:
+        blocks = _ACTION.findall(content)
+        found = [(blocks[0], None)] if len(blocks) == 1 else []
+    return [
+        b.add(
+            actor=AGENT,
+            kind=StepKind.tool_call,
+            content=content if k == 0 or not command else command,
+            tool=ToolInfo(name="bash", arguments={"command": command}, call_id=call_id),
+            raw=raw if k == 0 else {},
+        )
+        for k, (command, call_id) in enumerate(found)
+    ]
+
+
+def _answered(pending: list[TraceStep], call_id: Any) -> TraceStep:
+    """The pending call a result answers: the one its ``tool_call_id`` names, else the first."""
+    call = next((c for c in pending if call_id and c.tool and c.tool.call_id == call_id), pending[0])
+    pending.remove(call)
+    return call
 
 
 def _answers(command: str) -> bool:

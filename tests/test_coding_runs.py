@@ -100,6 +100,71 @@ def test_detection_reads_the_top_level_keys_when_info_fills_the_head(tmp_path):
     assert name == "mini-swe-agent" and "mini_version" in reason
 
 
+V2 = REAL / "mini-swe-agent-v2"  # mini-swe-agent 2.x (trajectory_format mini-swe-agent-1.1)
+
+
+@pytest.mark.parametrize("name", ["toolcall_submitted", "toolcall_limits", "textbased_submitted"])
+def test_a_mini_swe_agent_v2_run_is_commands_and_results(name):
+    """v2 writes the harness's parsed actions (``extra.actions``: one or more a turn, tool calls
+    answered by ``role: tool`` messages naming their id, or text turns' ```` ```mswea_bash_command ````
+    blocks) and ends with an ``exit`` message: every action is a bash call, every answer its result."""
+    path = V2 / f"{name}.traj.json"
+    assert detect(path)[0] == "mini-swe-agent"
+    doc = json.loads(path.read_text())
+    actions = [
+        a["command"] for m in doc["messages"] if m["role"] == "assistant" for a in m["extra"]["actions"]
+    ]
+    steps = trace_of(path).steps
+    calls = [s for s in steps if s.kind is StepKind.tool_call]
+    assert [c.tool.arguments["command"] for c in calls] == actions
+    by_id = {s.step_id: s for s in steps}
+    for result in (s for s in steps if s.kind is StepKind.tool_result):
+        call = by_id[result.refs.reply_to]
+        answered = next(m for m in doc["messages"] if m.get("content") == result.content)
+        assert answered.get("tool_call_id") in (None, call.tool.call_id)
+
+
+def test_a_v2_turn_of_two_calls_gets_each_its_own_result_and_the_fix_stands():
+    trace = trace_of(V2 / "toolcall_submitted.traj.json")
+    steps = trace.steps
+    turn = [s for s in steps if s.kind is StepKind.tool_call and s.tool.call_id.startswith("call_3_")]
+    assert [c.tool.arguments["command"] for c in turn] == [
+        "python repro.py",
+        "python tests/runtests.py utils_tests.test_text",
+    ]
+    results = {s.refs.reply_to: s for s in steps if s.kind is StepKind.tool_result}
+    assert "OK" in results[turn[1].step_id].content and "release-notes" in results[turn[0].step_id].content
+    assert steps[-1].kind is StepKind.final_output and steps[-1].content.startswith("diff --git")
+    assert coding_findings(trace) == []  # reproduced, fixed, shown fixed, the project's tests pass
+
+
+def test_a_run_the_harness_stopped_at_its_limit_stopped_only_there(tmp_path):
+    """Without a submission the run ends on the harness's record (v2's exit message, v1's
+    ``info.exit_status``): it ran until the step or cost limit stopped it (1.5, realized). Such a
+    run submits no change, and was read as quiet."""
+    v2 = run_rules_audit(trace_of(V2 / "toolcall_limits.traj.json"))
+    doc = json.loads(CLEAN.read_text())
+    doc["messages"] = [*doc["messages"][:-2], {"role": "user", "content": ""}]
+    doc["info"] |= {"exit_status": "LimitsExceeded", "submission": ""}
+    (tmp_path / "v1.traj.json").write_text(json.dumps(doc))
+    v1 = run_rules_audit(trace_of(tmp_path / "v1.traj.json"))
+    for report in (v1, v2):
+        (limit,) = [f for f in report.findings if f.detector == "failure_termination"]
+        assert limit.failure_mode == "1.5" and limit.disposition.value == "realized"
+        assert limit.evidence[0].quote == "LimitsExceeded"
+        assert not [f for f in report.findings if f.detector == "coding_verification"]
+
+
+def test_v2_actions_that_are_not_commands_are_refused_with_their_field(tmp_path):
+    doc = json.loads((V2 / "textbased_submitted.traj.json").read_text())
+    doc["messages"][2]["extra"]["actions"] = [{"cmd": "ls"}]
+    path = tmp_path / "bad.traj.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as info:
+        trace_of(path)
+    assert "messages[2].extra.actions" in info.value.one_line()
+
+
 def test_a_broken_message_names_the_field(tmp_path):
     doc = json.loads(EDITED.read_text())
     doc["messages"][3]["content"] = 7

@@ -68,6 +68,7 @@ _LIMIT = re.compile(
     r"(?im)^[^\n]{0,40}?\bmax(?:imum)?\.? ?(?:number of )?(?:rounds?|turns?|time|steps?|iterations?|messages?)\b"
     r"[^\n]{0,40}?\b(?:reached|exceeded|hit)\b[^\n]*"
 )
+_LIMIT_STATUS = re.compile(r"(?i)limit|exceeded")  # an exit status naming a budget that ran out
 _STEP_OF = re.compile(r"(?i)\bExecuting step (\d+)/(\d+)")
 _CANNOT = re.compile(
     r"(?i)\b(?:cannot|can't|can not|unable to|not able to|impossible to)\s+(?:\w+\s+){0,2}?"
@@ -444,6 +445,13 @@ class RunFacts:
                 continue
             if m := _LIMIT.search(step.content):
                 return pos, m.group().strip()
+            if (
+                step.actor_kind is ActorKind.system
+                and step.raw.get("record") == "exit"
+                and _LIMIT_STATUS.search(str(step.raw.get("exit_status") or ""))
+                and step.content.strip()
+            ):  # a harness's structured end record ("LimitsExceeded", "TimeExceeded")
+                return pos, step.content.strip()
         last = None
         for pos, step in enumerate(self.steps):
             if step.actor_kind is ActorKind.system and (m := _STEP_OF.search(step.content)):

@@ -45,7 +45,7 @@ from typing import Any
 
 from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
-from ingest.frameworks.common import pack_raw
+from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
 
@@ -167,7 +167,7 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
                     ended = True
                     extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
                     if extra.get("exit_status", info.get("exit_status")) != "Submitted":
-                        yield _ending(content, extra.get("exit_status", info.get("exit_status")), raw, b)
+                        yield harness_exit(b, extra.get("exit_status", info.get("exit_status")), content, raw)
                 else:
                     raise InputError(
                         f"unknown role {role!r} (expected system, user, assistant, tool or exit)",
@@ -181,19 +181,7 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
             actor=AGENT, kind=StepKind.final_output, content=submission, raw={"field": "info.submission"}
         )
     elif isinstance(status, str) and status and status != "Submitted" and not ended:
-        yield _ending(status, status, {"field": "info.exit_status"}, b)
-
-
-def _ending(content: str, status: Any, raw: dict[str, Any], b: StepBuilder) -> TraceStep:
-    """The harness's record that it ended the run without a submission (a step or cost limit, an
-    error): the framework speaks. Its content is the record verbatim (v2's exit message, else the
-    ``exit_status`` itself)."""
-    return b.add(
-        actor="harness",
-        actor_kind=ActorKind.system,
-        content=content or str(status),
-        raw=raw | {"record": "exit", "exit_status": status},
-    )
+        yield harness_exit(b, status, raw={"field": "info.exit_status"})
 
 
 def _calls(content: str, extra: Any, raw: dict[str, Any], b: StepBuilder, field: str) -> list[TraceStep]:

@@ -15,7 +15,9 @@ a ``trajectory``, the rest of the history gives the same steps (assistant messag
 observations that answer them).
 
 ``info`` (``exit_status`` included) is kept in ``header.metadata``, and ``info.submission`` (the
-diff the run handed in, when not empty) is the agent's ``final_output``, the run's final act. SWE-agent
+diff the run handed in, when not empty) is the agent's ``final_output``, the run's final act; a
+run the harness ended (an ``exit_status`` other than ``submitted``: ``exit_cost``,
+``submitted (exit_context)`` …) has the harness's record of it before (``harness_exit``). SWE-agent
 records no verdict on the submission, so no outcome is set; a failed command is not marked either,
 since the trajectory records no exit code or error flag.
 """
@@ -30,7 +32,7 @@ from typing import Any
 from auditor.core.errors import InputError
 from auditor.core.json_text import json_value
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
-from ingest.frameworks.common import pack_raw
+from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
 
@@ -77,11 +79,10 @@ class SweAgentImporter:
                 exit_status=info.get("exit_status"),
             ),
         )
-        submission = info.get("submission")
         yield ImportedTrace(
             importer=self.name,
             header=header,
-            steps=lambda facts: _steps(path, facts, submission, StepBuilder(str(path))),
+            steps=lambda facts: _steps(path, facts, info, StepBuilder(str(path))),
         )
 
 
@@ -97,8 +98,10 @@ def _top_fields(path: Path) -> dict[str, Any]:
     return fields
 
 
-def _steps(path: Path, facts: Facts, submission: Any, b: StepBuilder) -> Iterator[TraceStep]:
+def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> Iterator[TraceStep]:
     """Opening history messages, then the turns (from ``trajectory``, else from the history), then
+    how the run ended: the harness's record when it ended the run (``exit_cost``, ``exit_context``,
+    ``exit_error``, also when it then submitted what there was: ``submitted (exit_cost)``), and
     the submission."""
     turns = 0
     agent = "agent"
@@ -125,6 +128,9 @@ def _steps(path: Path, facts: Facts, submission: Any, b: StepBuilder) -> Iterato
             elif key == "history" and not turns and reader.peek() == "[":
                 yield from _history_turns(reader, agent, b)
         reader.end()
+    status, submission = info.get("exit_status"), info.get("submission")
+    if isinstance(status, str) and status and status != "submitted":
+        yield harness_exit(b, status, raw={"field": "info.exit_status"})
     if isinstance(submission, str) and submission.strip():
         yield b.add(
             actor=agent, kind=StepKind.final_output, content=submission, raw={"field": "info.submission"}

@@ -155,6 +155,23 @@ def test_a_run_the_harness_stopped_at_its_limit_stopped_only_there(tmp_path):
         assert not [f for f in report.findings if f.detector == "coding_verification"]
 
 
+@pytest.mark.parametrize(
+    ("status", "limit"), [("exit_cost", True), ("submitted (exit_context)", True), ("exit_format", False)]
+)
+def test_a_swe_agent_run_its_harness_ended_carries_the_record(tmp_path, status, limit):
+    """SWE-agent's exit statuses: a cost or context limit (also when the harness then submitted
+    what there was) is the run stopping at the framework's limit; a format exit is recorded, no limit."""
+    doc = json.loads(SWE_AGENT.read_text())
+    doc["info"]["exit_status"] = status
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps(doc))
+    trace = trace_of(path)
+    record = next(s for s in trace.steps if s.raw.get("record") == "exit")
+    assert record.content == status and trace.steps[-1].kind is StepKind.final_output
+    found = [f for f in run_rules_audit(trace).findings if f.detector == "failure_termination"]
+    assert [f.evidence[0].quote for f in found] == ([status] if limit else [])
+
+
 def test_v2_actions_that_are_not_commands_are_refused_with_their_field(tmp_path):
     doc = json.loads((V2 / "textbased_submitted.traj.json").read_text())
     doc["messages"][2]["extra"]["actions"] = [{"cmd": "ls"}]

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, Protocol
 from ingest.base import Facts, StepBuilder
 from ingest.jsonstream import JsonReader
 from ingest.textlines import file_lines, join_block, string_lines
-from schemas.trace import TraceStep, WithheldItem
+from schemas.trace import ActorKind, TraceStep, WithheldItem
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,21 @@ def withhold(facts: Facts, labels: dict[str, Any], key: str, value: Any, what: s
     """Move a source field out of the trace into the sidecar labels, and record that it happened."""
     labels[key] = value
     facts.withheld.append(WithheldItem(what=what, where=f"source field '{key}'", rule=rule))
+
+
+def harness_exit(
+    b: StepBuilder, status: Any, content: str = "", raw: dict[str, Any] | None = None
+) -> TraceStep:
+    """The harness's record that it ended a run other than by the agent's submission (a step,
+    cost or context limit, an error): a ``system`` step, the framework speaking, whose content is
+    the record verbatim (the status itself where the harness wrote no message);
+    ``raw.record = "exit"`` and ``raw.exit_status`` let a reader find it."""
+    return b.add(
+        actor="harness",
+        actor_kind=ActorKind.system,
+        content=content or str(status),
+        raw=(raw or {}) | {"record": "exit", "exit_status": status},
+    )
 
 
 def pack_raw(**fields: Any) -> dict[str, Any]:

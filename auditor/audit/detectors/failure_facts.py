@@ -68,7 +68,9 @@ _LIMIT = re.compile(
     r"(?im)^[^\n]{0,40}?\bmax(?:imum)?\.? ?(?:number of )?(?:rounds?|turns?|time|steps?|iterations?|messages?)\b"
     r"[^\n]{0,40}?\b(?:reached|exceeded|hit)\b[^\n]*"
 )
-_LIMIT_STATUS = re.compile(r"(?i)limit|exceeded")  # an exit status naming a budget that ran out
+# a harness's exit status naming a budget that ran out: mini-SWE-agent's LimitsExceeded and
+# TimeExceeded, SWE-agent's exit_cost and exit_context, a context window exceeded
+_LIMIT_STATUS = re.compile(r"(?i)limit|exceed|cost|context")
 _STEP_OF = re.compile(r"(?i)\bExecuting step (\d+)/(\d+)")
 _CANNOT = re.compile(
     r"(?i)\b(?:cannot|can't|can not|unable to|not able to|impossible to)\s+(?:\w+\s+){0,2}?"

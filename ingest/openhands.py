@@ -13,7 +13,9 @@ the result of the action it names in ``cause`` (actor: that action's tool). An `
 observation, or a non-zero ``extras.metadata.exit_code``, sets ``raw.status = "error"`` with
 ``error_type`` (``error`` or ``exit_code``) and ``status_message`` (the event's ``message``); a zero
 exit code sets ``raw.status = "ok"``. ``agent_state_changed`` and ``null`` events are bookkeeping:
-counted in the header, not steps. The rest of each event stays in ``raw``.
+counted in the header, not steps, save the controller's change to ``error`` with its reason (its
+record of ending the run: a maximum iteration reached, a loop, an error), which is the harness's
+end record (``harness_exit``), as an evaluation record's ``error`` is when its history lacks one. The rest of each event stays in ``raw``.
 
 An evaluation record (the object form of OpenHands' ``output.jsonl`` entries: ``instance_id``,
 ``test_result``, ``history`` …) holds the diff the run handed in as ``test_result.git_patch``: when
@@ -31,7 +33,7 @@ from typing import Any
 
 from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
-from ingest.frameworks.common import pack_raw
+from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
 
@@ -102,6 +104,9 @@ def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
                     actions[_key(event.get("id"))] = step
                 yield step
         reader.end()
+    error = facts.metadata.get("error")
+    if isinstance(error, str) and error and not facts.metadata.get("ended"):
+        yield harness_exit(b, "error", error, {"field": "error"})  # an evaluation record's end
     result = facts.metadata.get("test_result")
     patch = result.get("git_patch") if isinstance(result, dict) else None
     if isinstance(patch, str) and patch.strip():
@@ -130,6 +135,16 @@ def _step(
         raise InputError("must be a string naming the action or observation", path=b.where, field=field)
     if kind in _BOOKKEEPING:
         facts.count(f"event:{kind}")
+        extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
+        reason = extras.get("reason")
+        if (
+            kind == "agent_state_changed"
+            and extras.get("agent_state") == "error"
+            and isinstance(reason, str)
+            and reason
+        ):
+            facts.metadata["ended"] = True  # the controller stopped the run (a limit, an error): its record
+            return harness_exit(b, "error", reason, {"field": f"[{n}].extras.reason"})
         return None
     meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
     args = event.get("args") if isinstance(event.get("args"), dict) else {}

@@ -172,6 +172,23 @@ def test_a_swe_agent_run_its_harness_ended_carries_the_record(tmp_path, status, 
     assert [f.evidence[0].quote for f in found] == ([status] if limit else [])
 
 
+def test_an_openhands_run_its_controller_stopped_at_maximum_iteration(tmp_path):
+    """OpenHands records the end as the agent's state changing to ``error`` with its reason: the
+    controller's record, a step now, and a maximum iteration reached is the framework's limit."""
+    events = json.loads(OPENHANDS.read_text())
+    reason = "RuntimeError: Agent reached maximum iteration in headless mode. Current iteration: 3, max iteration: 3"
+    events.append(
+        {"id": 99, "timestamp": "2025-02-01T00:20:00", "source": "environment", "message": "",
+         "observation": "agent_state_changed", "content": "", "extras": {"agent_state": "error", "reason": reason}}
+    )  # fmt: skip
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(events))
+    trace = trace_of(path)
+    assert trace.steps[-1].content == reason and trace.steps[-1].raw["record"] == "exit"
+    (limit,) = [f for f in run_rules_audit(trace).findings if f.detector == "failure_termination"]
+    assert limit.failure_mode == "1.5" and limit.evidence[0].quote == reason
+
+
 def test_v2_actions_that_are_not_commands_are_refused_with_their_field(tmp_path):
     doc = json.loads((V2 / "textbased_submitted.traj.json").read_text())
     doc["messages"][2]["extra"]["actions"] = [{"cmd": "ls"}]

@@ -71,6 +71,9 @@ _LIMIT = re.compile(
 # a harness's exit status naming a budget that ran out: mini-SWE-agent's LimitsExceeded and
 # TimeExceeded, SWE-agent's exit_cost and exit_context, a context window exceeded
 _LIMIT_STATUS = re.compile(r"(?i)limit|exceed|cost|context")
+_LIMIT_REACHED = re.compile(
+    r"(?i)\b(?:reached|exceeded|hit)\b[^\n]{0,20}?\bmax(?:imum)?\b[^\n]{0,20}?\b(?:rounds?|turns?|steps?|iterations?|budget|cost)\b"
+)  # a harness's end record in the other order: "reached maximum iteration"
 _STEP_OF = re.compile(r"(?i)\bExecuting step (\d+)/(\d+)")
 _CANNOT = re.compile(
     r"(?i)\b(?:cannot|can't|can not|unable to|not able to|impossible to)\s+(?:\w+\s+){0,2}?"
@@ -450,9 +453,12 @@ class RunFacts:
             if (
                 step.actor_kind is ActorKind.system
                 and step.raw.get("record") == "exit"
-                and _LIMIT_STATUS.search(str(step.raw.get("exit_status") or ""))
                 and step.content.strip()
-            ):  # a harness's structured end record ("LimitsExceeded", "TimeExceeded")
+                and (
+                    _LIMIT_STATUS.search(str(step.raw.get("exit_status") or ""))
+                    or _LIMIT_REACHED.search(step.content)
+                )
+            ):  # a harness's end record ("LimitsExceeded", "Agent reached maximum iteration …")
                 return pos, step.content.strip()
         last = None
         for pos, step in enumerate(self.steps):

@@ -131,6 +131,29 @@ def test_a_file_a_shell_command_showed_is_no_failure() -> None:
     assert _failures(ran("python parse.py")) == {2: "ValueError: empty"}
 
 
+def test_each_result_of_a_turn_of_two_calls_is_read_against_its_own_call() -> None:
+    """A turn that runs a script and shows a file, both answered after it (mini-swe-agent 2's tool
+    calls): the script's traceback is a failure, the file's is its text."""
+    text = 'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: empty\n'
+
+    def call(i: int, command: str) -> TraceStep:
+        return _step(
+            i,
+            "agent",
+            "tool_call",
+            command,
+            tool={"name": "bash", "arguments": {"command": command}, "call_id": f"c{i}"},
+        )
+
+    def result(i: int, answers: int) -> TraceStep:
+        return _step(i, "bash", "tool_result", text, "tool", tool={"name": "bash", "call_id": f"c{answers}"},
+                     raw={"status": "ok"}, refs={"reply_to": f"s{answers}", "call_id": f"c{answers}"})  # fmt: skip
+
+    trace = _trace(_step(0, "user", "message", "Fix parse.", "human"), call(1, "python parse.py"),
+                   call(2, "cat notes.py"), result(3, 1), result(4, 2))  # fmt: skip
+    assert set(_failures(trace)) == {3}
+
+
 def test_an_execution_relay_counts_only_when_it_looks_like_output() -> None:
     code = "```python\nprint(1/0)\n```"
     relay = _trace(

@@ -48,7 +48,7 @@ from functools import cached_property
 from auditor.audit.attribution.facts import TraceFacts, agent_name
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, hop
-from auditor.audit.detectors.test_runs import command_of, exit_code, runs_code
+from auditor.audit.detectors.test_runs import answered_call, command_of, exit_code, runs_code
 from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
 _EXIT = re.compile(r"\A\s*exit ?code:?\s*(-?\d+)[^\n]*", re.I)
@@ -338,8 +338,10 @@ class RunFacts:
         """A shell command that ran no code (``sed -n``, ``cat``, ``grep``) and exited 0: its text
         is the files it showed (a docstring's example traceback), not the command failing."""
         step = self.steps[pos]
-        call = self.steps[pos - 1] if pos > 0 else None
-        if step.kind is not StepKind.tool_result or call is None or exit_code(step) != 0:
+        if step.kind is not StepKind.tool_result or exit_code(step) != 0:
+            return False
+        call = answered_call(self.steps, pos)
+        if call is None:
             return False
         command = command_of(call)
         return command is not None and not runs_code(command)

@@ -651,6 +651,23 @@ def _script(words: list[str]) -> tuple[bool, str | None]:
     return (True, rest[0]) if rest and rest[0].endswith(".py") else (False, None)
 
 
+CALL_REACH = 256  # steps back from a result where the call it answers is looked for
+
+
+def answered_call(steps: list[TraceStep], pos: int) -> TraceStep | None:
+    """The call the result at ``pos`` answers: the one its ``reply_to`` names (a turn of several
+    calls is answered after all of them), else the step before it."""
+    reply = steps[pos].refs.reply_to if steps[pos].refs else None
+    if reply is None:
+        return steps[pos - 1] if pos > 0 else None
+    # looked for among the steps just before: a reference to a step far back, or to none, costs no
+    # walk over the whole run for every result
+    return next(
+        (steps[p] for p in range(pos - 1, max(-1, pos - 1 - CALL_REACH), -1) if steps[p].step_id == reply),
+        None,
+    )
+
+
 def runs_code(command: str) -> bool:
     """Whether a command line may run code: Python in any form (a file, ``-c``, ``-m pytest``), a
     file it names by path (``bin/test``, ``./configure``) or another program; not when it only

@@ -27,7 +27,7 @@ from http import HTTPStatus
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, endpoint_positions, head_unit, hop, windowed
 from auditor.audit.detectors.failure_facts import ERROR_STATUSES, quotable
-from auditor.audit.detectors.test_runs import command_of, runs_code
+from auditor.audit.detectors.test_runs import answered_call, command_of, runs_code
 from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
@@ -141,8 +141,8 @@ def is_result(step: TraceStep) -> bool:
 
 
 def outcome_of(step: TraceStep, pos: int, call: TraceStep | None = None) -> _Outcome | None:
-    """What a step says about the latest check: a tool result's status (``call``, the step before
-    it, says what ran), or an agent's report."""
+    """What a step says about the latest check: a tool result's status (``call``, the call it
+    answers, says what ran), or an agent's report."""
     if is_result(step):
         return _result_outcome(step, pos, call)
     if step.actor_kind not in (ActorKind.agent, ActorKind.human) or step.kind not in REPORT_KINDS:
@@ -197,7 +197,9 @@ class UnverifiedRelayDetector:
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         ends = sorted(endpoint_positions(ctx))
         steps = ctx.trace.steps
-        outcomes = [outcome_of(s, p, steps[p - 1] if p else None) for p, s in enumerate(steps)]
+        outcomes = [
+            outcome_of(s, p, answered_call(steps, p) if is_result(s) else None) for p, s in enumerate(steps)
+        ]
         drafts = [
             self._relay_draft(ctx, f, c, claim, outcomes, ends) for f, c, claim in self._relays(ctx, outcomes)
         ]

@@ -43,6 +43,7 @@ FILES = [
     "real/openhands/basic_interactions.json",
     "real/swe-agent/function_calling_simple.traj",
     "real/mini-swe-agent/sympy__sympy-18211.traj.json",
+    "real/mini-swe-agent-v2/toolcall_limits.traj.json",
 ]
 
 

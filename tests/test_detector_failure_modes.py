@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.audit.detectors.failure_facts import RunFacts
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.disposition import ACTIONABLE
 from auditor.audit.report.validator import validate_report
@@ -78,15 +79,18 @@ def _step(
     )
 
 
-def _failures(trace: Trace) -> dict[int, str]:
+def _facts(trace: Trace) -> RunFacts:
     from auditor.audit.detectors.base import AuditContext
-    from auditor.audit.detectors.failure_facts import RunFacts
     from graph import build_graph
     from schemas import GraphMode
 
     graph = build_graph(trace, GraphMode.topology)
     assert graph is not None
-    return RunFacts(AuditContext(trace=trace, graph=graph, mode=GraphMode.topology)).failures
+    return RunFacts(AuditContext(trace=trace, graph=graph, mode=GraphMode.topology))
+
+
+def _failures(trace: Trace) -> dict[int, str]:
+    return _facts(trace).failures
 
 
 def test_failures_are_structural() -> None:
@@ -152,6 +156,8 @@ def test_each_result_of_a_turn_of_two_calls_is_read_against_its_own_call() -> No
     trace = _trace(_step(0, "user", "message", "Fix parse.", "human"), call(1, "python parse.py"),
                    call(2, "cat notes.py"), result(3, 1), result(4, 2))  # fmt: skip
     assert set(_failures(trace)) == {3}
+    facts = _facts(trace)
+    assert (facts.answer_of(1), facts.answer_of(2)) == (3, 4)  # each call's own answer
 
 
 def test_an_execution_relay_counts_only_when_it_looks_like_output() -> None:

@@ -387,8 +387,23 @@ class RunFacts:
             return None
         return f"text:{text}"
 
+    @cached_property
+    def _replies(self) -> dict[str, int]:
+        """Each act's id -> the first observation that names it as the act it answers."""
+        out: dict[str, int] = {}
+        for p in self.observed:
+            refs = self.steps[p].refs
+            if refs is not None and refs.reply_to is not None:
+                out.setdefault(refs.reply_to, p)
+        return out
+
     def answer_of(self, pos: int) -> int | None:
-        """The observation that answered an act: the first after it, before its actor acts again."""
+        """The observation that answered an act: the one that names it (``reply_to``: the calls of
+        one turn are answered after all of them), else the first after it, before its actor acts
+        again."""
+        named = self._replies.get(self.steps[pos].step_id)
+        if named is not None and named > pos:
+            return named
         actor = self.steps[pos].actor
         for p in range(pos + 1, len(self.steps)):
             if p in self.observations:

@@ -956,6 +956,33 @@ def test_a_release_note_written_after_the_last_run_is_no_unrun_change():
     assert coding_findings(trace) == []
 
 
+def test_an_assertion_moved_word_for_word_is_no_test_edited_to_fit():
+    """A regression test inserted into an existing test file, its neighbour's assertion shown by the
+    diff as removed and added again unchanged: nothing the test expected changed. A rewritten
+    assertion still counts."""
+    tests = "tests/model_fields/tests.py"
+
+    def run_with(hunk: str) -> Trace:
+        trace = _coding_run(
+            [(REPRO, "<returncode>0</returncode>"), ("python repro.py", FAILED), EDIT, ("python repro.py", PASSED),
+             ("python tests/runtests.py model_fields", "Ran 4 tests in 0.01s\n\nOK")]
+        )  # fmt: skip
+        diff = (
+            trace.steps[-1].content + f"diff --git a/{tests} b/{tests}\n--- a/{tests}\n+++ b/{tests}\n{hunk}"
+        )
+        trace.steps[-1] = trace.steps[-1].model_copy(update={"content": diff})
+        return trace
+
+    moved = (
+        "@@ -10,2 +10,6 @@\n-        self.assertEqual(f.x, 1)\n+    def test_dots(self):\n"
+        "+        self.assertEqual(slug('a.b'), 'a-b')\n+\n+    def test_x(self):\n+        self.assertEqual(f.x, 1)\n"
+    )
+    assert coding_findings(run_with(moved)) == []
+    rewritten = "@@ -10 +10 @@\n-        self.assertEqual(f.x, 1)\n+        self.assertEqual(f.x, 2)\n"
+    (finding,) = coding_findings(run_with(rewritten))
+    assert "edited the existing test" in finding.title
+
+
 def test_a_failure_goes_away_only_in_the_check_that_showed_it():
     """The reproduction failed on the original code for want of its setup; rewritten with the
     setup, it passes after the change: the rewrite, not the fix, may have made it pass, and no

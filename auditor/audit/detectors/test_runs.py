@@ -782,8 +782,14 @@ class TestRunFacts:
                 for ln in lines
                 if ln.startswith("+") and not ln.startswith("+++") and _assertion(ln)
             )
+            # an assertion the diff removes and adds again word for word moved (a test inserted
+            # before it, a block re-indented the same): no expectation changed
+            kept = set(removed) & set(added)
             out[m.group(2)] = ChangedFile(
-                m.group(2), "\nnew file mode" in chunk.split("\n@@")[0], removed, added
+                m.group(2),
+                "\nnew file mode" in chunk.split("\n@@")[0],
+                tuple(r for r in removed if r not in kept),
+                tuple(a for a in added if a not in kept),
             )
         return out
 

@@ -114,7 +114,10 @@ _BLANK = re.compile(r"(?:\s|\\[nt]|\\\r?\n|\\ )*")  # white space, also escaped,
 _PARAGRAPH_BREAK = re.compile(
     r"\n[ \t]*\n|\\n(?:[ \t]|\\t)*\\n"
 )  # a blank line, also one escaped in a string
-_VOCATIVE = re.compile(r"^\s*(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[A-Za-z])")
+# the one a sentence addresses, after any comment or quote markup ("Bob, …", "# Claude, …")
+_VOCATIVE = re.compile(
+    r"^\s*(?:(?:#+|//+|\*|>|-)\s*)?(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*\s*,\s*(?=[A-Za-z])"
+)
 # a bullet or number, an opening quote, markup and a tag ("### ", "[note] ", "(system_message) "),
 # then a word
 _PROSE_START = re.compile(

@@ -166,8 +166,9 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
                 elif role == "exit":
                     ended = True
                     extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
-                    if extra.get("exit_status", info.get("exit_status")) != "Submitted":
-                        yield harness_exit(b, extra.get("exit_status", info.get("exit_status")), content, raw)
+                    status = extra.get("exit_status", info.get("exit_status"))
+                    if status != "Submitted":
+                        yield harness_exit(b, status, content, raw)
                 else:
                     raise InputError(
                         f"unknown role {role!r} (expected system, user, assistant, tool or exit)",

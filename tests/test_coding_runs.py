@@ -287,6 +287,8 @@ def test_unittest_counts_skips_expected_failures_and_unexpected_successes_apart(
     assert parse_output("Ran 4 tests in 0.1s\n\nOK (skipped=1, expected failures=1)")[2:4] == (0, 2)
     assert parse_output("Ran 5 tests in 0.1s\n\nFAILED (failures=1, expected failures=2)")[2:4] == (1, 2)
     assert parse_output("Ran 3 tests in 0.1s\n\nFAILED (unexpected successes=1)")[2:4] == (1, 2)
+    # Python 3.12+: a run that found no test (a label that names none) ran nothing, failed nothing
+    assert parse_output("Ran 0 tests in 0.000s\n\nNO TESTS RAN\n")[:4] == ("unittest", "NO TESTS RAN", 0, 0)
     # a test whose subtests failed seven times is one failing test id
     failed = parse_output((RUNS / "django_runtests_subtests_failed.txt").read_text())[4]
     assert failed == ("utils_tests.test_text.TestUtilsText.test_slugify",)

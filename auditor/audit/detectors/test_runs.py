@@ -7,8 +7,8 @@ Everything is decided by structure, never by what a run is about:
 - a *test run* is a command result that holds a test runner's summary line: pytest's
   ``== 1 failed, 3 passed in 0.12s ==`` (``in 0.12 seconds`` before pytest 5.1; also without the
   rules, as ``-q`` prints it) or its ``no tests ran`` / ``Interrupted: N errors`` / ``N warnings
-  in 0.01s``; unittest's and Django ``runtests.py``'s ``Ran N tests`` followed by ``OK`` or
-  ``FAILED (failures=…, errors=…)``; SymPy ``bin/test``'s ``tests finished: N passed, M failed,
+  in 0.01s``; unittest's and Django ``runtests.py``'s ``Ran N tests`` followed by ``OK``,
+  ``FAILED (failures=…, errors=…)`` or (Python 3.12+, nothing found) ``NO TESTS RAN``; SymPy ``bin/test``'s ``tests finished: N passed, M failed,
   K exceptions`` (wrapped anywhere at the terminal's width); tox's ``commands succeeded/failed``
   (tox 3) or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was
   successful / failed``. Failed test ids come from the runner's own lines (pytest ``FAILED id`` /
@@ -68,7 +68,10 @@ _PYTEST_NONE = re.compile(rf"(?m)^=+ no tests ran in {_SECONDS} =+$")
 _PYTEST_INTERRUPTED = re.compile(r"(?m)^(?:!+ )?Interrupted: (\d+) errors? during collection[^\n]*$")
 _PYTEST_ID = re.compile(r"(?m)^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - [^\n]*)?$")
 _PYTEST_VERBOSE = re.compile(r"(?m)^(\S+::\S+) (FAILED|ERROR)\b")
-_UNITTEST = re.compile(r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK\b[^\n]*|FAILED \(([^)]*)\))")
+# unittest's summary; Python 3.12+ ends a run that found no test with "NO TESTS RAN" (exit 5)
+_UNITTEST = re.compile(
+    r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK\b[^\n]*|FAILED \(([^)]*)\)|NO TESTS RAN\b[^\n]*)"
+)
 _UNITTEST_ID = re.compile(r"(?m)^(FAIL|ERROR): (\w+) \(([\w.]+)\)")
 # the summary wraps at the terminal's width, anywhere in it (before "in N seconds" or between counts):
 # its head, then its end looked for in that line and the next (one pattern over both lines was

@@ -273,13 +273,11 @@ def spans_in(step: TraceStep, addressees: Addressees, unaddressed: bool = False)
         if i + 1 < len(bounds) and _introduces(content[lo : bounds[i + 1][0]]):
             hi = bounds[i + 1][1]  # "send it to this address: x@y.z": what the colon introduces is its object
         listing = _is_listing(content) if listing is None else listing
-        # in a program, an agent's name counts where it addresses: the directive's line or the one before
-        around = (
-            content[bounds[i - 1][0] if i else lo : hi]
+        signals = (
+            _called_signal(content[bounds[i - 1][0] if i else lo : hi], addressees)
             if listing
-            else content[max(0, lo - CONTEXT) : hi + CONTEXT]
+            else _signals(content[lo:hi], content[max(0, lo - CONTEXT) : hi + CONTEXT], addressees)
         )
-        signals = _signals(content[lo:hi], around, addressees, listing)
         if unaddressed:
             if signals or not _unrequested(content[lo:hi], addressees):
                 continue
@@ -473,14 +471,8 @@ def _is_listing(content: str) -> bool:
     return statements >= 3 and statements >= LISTING * len(lines)
 
 
-def _signals(directive: str, context: str, addressees: Addressees, listing: bool = False) -> tuple[str, ...]:
-    """The addressee signals around a directive (``context``). In a program listing only the agent
-    called by name counts (``_called_by_name``, in the directive's sentence or the one before it):
-    "you", "the user", "the request" and "the task" there are the program's reader, its users and
-    its objects (Django's every view takes a ``request``), and an agent named "main" or "agent" is
-    a word of any program ("def main", "the default user agent")."""
-    if listing:
-        return ("names the agent",) if _called_by_name(context, addressees.agent_words) else ()
+def _signals(directive: str, context: str, addressees: Addressees) -> tuple[str, ...]:
+    """The addressee signals in the prose around a directive (``context``)."""
     words = {w.lower() for w in _WORD.findall(context)}
     second_person = bool(_SECOND_PERSON.search(context))
     found = []
@@ -493,15 +485,19 @@ def _signals(directive: str, context: str, addressees: Addressees, listing: bool
     return tuple(found)
 
 
-def _called_by_name(text: str, agent_words: frozenset[str]) -> bool:
-    """Whether a sentence of ``text`` opens by calling the agent: its name (or their plural) among
-    its first words, followed by a colon or a comma ("# AI assistant: …", "Note to AI agents: …",
-    "Claude, …")."""
-    return any(
-        word in agent_words or word.removesuffix("s") in agent_words
+def _called_signal(text: str, addressees: Addressees) -> tuple[str, ...]:
+    """The one addressee signal a program listing gives (``text``: the directive's sentence and the
+    one before it): a sentence that opens by calling the agent, its name (or their plural) among
+    its first words followed by a colon or a comma ("# AI assistant: …", "Note to AI agents: …",
+    "# Claude, …"). "You", "the user", "the request" and "the task" there are the program's reader,
+    its users and its objects (Django's every view takes a ``request``), and an agent named "main"
+    or "agent" is a word of any program ("def main", "the default user agent")."""
+    called = any(
+        word in addressees.agent_words or word.removesuffix("s") in addressees.agent_words
         for m in _CALLED.finditer(text)
         for word in m.group(1).lower().split()
     )
+    return ("names the agent",) if called else ()
 
 
 @lru_cache(maxsize=64)

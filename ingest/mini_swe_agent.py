@@ -128,7 +128,7 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
     """The messages as steps, then the submitted diff as the final act, or the harness's record
     of how it ended a run that submitted nothing."""
     pending: list[TraceStep] = []  # the calls of the latest assistant turn not yet answered
-    turn: TraceStep | None = None  # the latest assistant turn, answered or not
+    acted = False  # an assistant turn came (a user message before one is the request)
     ended = False  # a v2 ``exit`` message recorded the end
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
@@ -151,10 +151,10 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
                 if role == "system":
                     yield b.add(actor="system", actor_kind=ActorKind.system, content=content, raw=raw)
                 elif role == "assistant":
+                    acted = True
                     pending = _calls(content, message.get("extra"), raw, b, field)
-                    turn = pending[0] if pending else b.add(actor=AGENT, content=content, raw=raw)
-                    yield from pending or [turn]
-                elif role == "user" and turn is None:
+                    yield from pending or [b.add(actor=AGENT, content=content, raw=raw)]
+                elif role == "user" and not acted:
                     if facts.task is None:
                         found = _TASK.search(content)
                         facts.task = found.group(1) if found else content

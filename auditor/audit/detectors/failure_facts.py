@@ -48,7 +48,7 @@ from functools import cached_property
 from auditor.audit.attribution.facts import TraceFacts, agent_name
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, hop
-from auditor.audit.detectors.test_runs import answered_call, command_of, exit_code, runs_code
+from auditor.audit.detectors.test_runs import answered_call, shows_files
 from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
 _EXIT = re.compile(r"\A\s*exit ?code:?\s*(-?\d+)[^\n]*", re.I)
@@ -323,7 +323,7 @@ class RunFacts:
             return message if message and message in content else (quotable(step) or "")
         if m := _EXIT.match(content):
             return m.group().strip() if int(m.group(1)) != 0 else None
-        if self._shows_files(pos):
+        if shows_files(step, answered_call(self.steps, pos)):
             return None
         if m := _TRACEBACK.search(content):
             lines = list(_ERROR_LINE.finditer(content, m.end()))
@@ -333,18 +333,6 @@ class RunFacts:
         if self.is_result(pos) and (m := _ERROR_PREFIX.match(content)):
             return m.group().strip()
         return None
-
-    def _shows_files(self, pos: int) -> bool:
-        """A shell command that ran no code (``sed -n``, ``cat``, ``grep``) and exited 0: its text
-        is the files it showed (a docstring's example traceback), not the command failing."""
-        step = self.steps[pos]
-        if step.kind is not StepKind.tool_result or exit_code(step) != 0:
-            return False
-        call = answered_call(self.steps, pos)
-        if call is None:
-            return False
-        command = command_of(call)
-        return command is not None and not runs_code(command)
 
     @cached_property
     def failures(self) -> dict[int, str]:

@@ -671,6 +671,18 @@ def answered_call(steps: list[TraceStep], pos: int) -> TraceStep | None:
     )
 
 
+def shows_files(result: TraceStep, call: TraceStep | None) -> bool:
+    """A result of a shell command that ran no code (``sed -n``, ``cat``, ``grep``) and exited 0:
+    its text is the files it showed (a docstring's example traceback), not the command failing."""
+    command = command_of(call) if call is not None else None
+    return (
+        result.kind is StepKind.tool_result
+        and exit_code(result) == 0
+        and command is not None
+        and not runs_code(command)
+    )
+
+
 def runs_code(command: str) -> bool:
     """Whether a command line may run code: Python in any form (a file, ``-c``, ``-m pytest``), a
     file it names by path (``bin/test``, ``./configure``) or another program; not when it only

@@ -27,7 +27,7 @@ from http import HTTPStatus
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, endpoint_positions, head_unit, hop, windowed
 from auditor.audit.detectors.failure_facts import ERROR_STATUSES, quotable
-from auditor.audit.detectors.test_runs import answered_call, command_of, runs_code
+from auditor.audit.detectors.test_runs import answered_call, shows_files
 from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
@@ -169,8 +169,7 @@ def _result_outcome(step: TraceStep, pos: int, call: TraceStep | None = None) ->
         quote = m.group() if m else _last_line(step.content) or quotable(step)
         if quote:  # a failed result without text has nothing a finding could quote
             return _Outcome(pos, True, step.actor, quote)
-    command = command_of(call) if call is not None else None
-    if status == "ok" and command is not None and not runs_code(command):
+    if shows_files(step, call):
         return _Outcome(pos, False, step.actor, "")
     m = (HIDDEN_FAILURE if status == "ok" else FAILED_RESULT).search(step.content)
     return _Outcome(pos, m is not None, step.actor, m.group() if m else "")

@@ -211,9 +211,7 @@ class CodingVerificationDetector:
         later = [r for r in tests.runs if tests.project_test(r) and run.call < r.call < end]
 
         def cleared(test: str) -> bool:
-            return any(
-                r.covers(test) and (r.ok or (r.failed_ids and test not in r.failed_ids)) for r in later
-            )
+            return any(r.covers(test) and r.clears(test) for r in later)
 
         if run.failed_ids and all(file_of_test(i) for i in run.failed_ids):
             return all(cleared(i) for i in run.failed_ids)

@@ -90,6 +90,7 @@ _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
 _RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
 _RUNNER_PROGRAMS = {"pytest": "pytest", "py.test": "pytest", "tox": "tox", "nox": "nox"}
+_DJANGO_COMMANDS = frozenset({"manage.py", "django-admin", "django-admin.py"})
 # a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
 # stand-in test for a module it failed to import
 _IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
@@ -335,6 +336,12 @@ class TestRun:
         return not self.selection or any(
             same.startswith(s.replace("::", ":")) if "::" in s else s in name for s in self.selection
         )
+
+    def clears(self, test: str) -> bool:
+        """Whether this run, having run ``test``, did not fail it: it passed, or it named the tests it
+        failed and ``test`` is not among them (a run that failed naming none, as a runner that died,
+        clears nothing)."""
+        return test not in self.failed_ids and (self.ok or bool(self.failed_ids))
 
     @property
     def key(self) -> str:
@@ -621,32 +628,49 @@ def _program(words: list[str]) -> bool:
     )
 
 
-def _runner_of(command: str) -> str | None:
+def runner_of(command: str) -> str | None:
     """The test runner a command starts (pytest, ``python -m pytest`` / ``unittest``, Django's
-    ``runtests.py``, SymPy's ``bin/test``, tox, nox), by its summary's kind; None for any other."""
+    ``runtests.py`` and ``test`` command, SymPy's ``bin/test``, tox, nox), by its summary's kind;
+    None for any other."""
     for words in _words(command):
         name = PurePosixPath(words[0]).name
         if name in _RUNNER_PROGRAMS:
             return _RUNNER_PROGRAMS[name]
-        program = words[0]
+        program, args = words[0], words[1:]
         if _SCRIPT.match(program):
             rest = words[1:]
             if "-m" in rest[:-1]:
-                module = rest[rest.index("-m") + 1]
+                module, args = rest[rest.index("-m") + 1], rest[rest.index("-m") + 2 :]
+                if module == "django" and args[:1] == ["test"]:  # python -m django test
+                    return "unittest"
                 return module if module in ("pytest", "unittest") else None
-            program = next((w for w in rest if not w.startswith("-")), "")  # the file Python runs
+            rest = _python_args(rest)
+            program, args = (rest[0], rest[1:]) if rest else ("", [])  # the file Python runs
         if PurePosixPath(program).name == "runtests.py":
             return "unittest"
+        if PurePosixPath(program).name in _DJANGO_COMMANDS and args[:1] == ["test"]:
+            return "unittest"  # manage.py test, django-admin test: unittest's summary
         if program.endswith("bin/test"):
             return "sympy"
     return None
+
+
+def _python_args(args: list[str]) -> list[str]:
+    """Python's arguments from the one that says what it runs (a file, ``-c``, ``-``): its own
+    options dropped, with the value ``-W`` / ``-X`` take (``python -W error runtests.py``)."""
+    for i, w in enumerate(args):
+        if w in ("-c", "-") or not w.startswith("-"):
+            if i and args[i - 1] in ("-W", "-X") and w not in ("-c", "-"):
+                continue
+            return args[i:]
+    return []
 
 
 def _script(words: list[str]) -> tuple[bool, str | None]:
     """(runs Python code, the file it runs) for one simple command."""
     if not words or not _SCRIPT.match(words[0]):
         return False, None
-    rest = [w for w in words[1:] if not w.startswith("-") or w in ("-c", "-")]
+    rest = _python_args(words[1:])
     if "-m" in words[1:3]:
         return False, None
     if rest and rest[0] in ("-c", "-"):
@@ -746,7 +770,7 @@ class TestRunFacts:
             if parsed is not None:
                 runner, summary, failed, passed, ids = parsed
                 runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
-            elif (runner := _runner_of(command)) and (raised := self._raised_in_change(out.content)):
+            elif (runner := runner_of(command)) and (raised := self._raised_in_change(out.content)):
                 # the runner died on the change before it reported a test: the change's failure
                 runs.append(TestRun(pos, result, runner, command, raised, 1, 0, (), code))
             elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
@@ -1084,6 +1108,10 @@ class TestRunFacts:
         scratch path at all (a whole suite, a module by name)."""
         if not run.is_test or not (run.passed or run.failed) or self._import_failed(run):
             return False
+        return self.on_project(run)
+
+    def on_project(self, run: TestRun) -> bool:
+        """Whether a run names a test path that is no scratch, or names no scratch path at all."""
         if any(not self._is_scratch(t) for t in run.targets):
             return True
         named = {_norm(w.split("::")[0]).rstrip("/") for words in _words(run.command) for w in words[1:]}
@@ -1131,16 +1159,6 @@ class TestRunFacts:
                 before, after = out.setdefault(run.key, ([], []))
                 (before if self.on_original_code(run) else after).append(run)
         return {k: v for k, v in out.items() if v[0] and v[1]}
-
-    @property
-    def final_state(self) -> dict[str, TestRun]:
-        """The last run of every test the agent ran (by id), and of every command that ran tests."""
-        state: dict[str, TestRun] = {}
-        for run in self.runs:
-            state[f"command:{run.command.strip()}"] = run
-            for test in run.failed_ids:
-                state[test] = run
-        return state
 
 
 def file_of_test(test: str) -> str | None:

@@ -1,0 +1,160 @@
+"""What the tests said in a coding run, in order: every edit of the code the run submitted, every
+test or check run and on which code it ran (the original or the change), and the last word on each
+test that ever failed.
+
+A view over the test-run facts (``detectors.test_runs``) for whoever checks a coding finding: the
+facts the coding-verification findings rest on, each by the step that shows it, so "the last test
+run failed" or "no output supports the fix" can be read off the run itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from auditor.audit.detectors.test_runs import TestRun, TestRunFacts, runner_of, uncoloured
+from schemas import StepKind, Trace
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One command of the run that changed the code or ran it."""
+
+    step: str
+    index: int
+    act: str  # edit | revert | restore | test (the project's tests) | check (the agent's own)
+    command: str
+    files: tuple[str, ...] = ()  # what an edit wrote of the files the run changed
+    code: str | None = None  # a run's: "original" or "changed"
+    result_step: str | None = None
+    result: str | None = None  # the runner's summary line (a script: passed / failed, exit code)
+    failed: int = 0
+    passed: int = 0
+    failed_tests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A test that failed somewhere in the run, and what the last run that ran it said."""
+
+    test: str
+    first_failed: str  # the step of the result that first reported it failing
+    last_run: str  # the step of the last result that ran it
+    passing: bool  # the last run that ran it did not fail it
+    on_original: bool | None  # it failed on the original code too (None: no run there ran it)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    submitted: str | None  # the step of the submitted diff
+    changed: tuple[str, ...]  # the files it changes
+    new: tuple[str, ...]  # those of them it adds
+    entries: tuple[Entry, ...]
+    verdicts: tuple[Verdict, ...]
+
+
+def timeline(trace: Trace) -> Timeline:
+    facts = TestRunFacts(trace)
+    steps = facts.steps
+    edits = {e.pos: e for e in facts.edits}
+    reverts, restores = set(facts.reverts), set(facts.restores)
+    runs = {r.call: r for r in facts.runs}
+    entries = []
+    for pos, (command, _) in facts.calls.items():
+        edit, run = edits.get(pos), runs.get(pos)
+        if pos in reverts:
+            act = "revert"
+        elif pos in restores:
+            act = "restore"
+        elif edit is not None:
+            act = "edit"
+        elif run is not None:
+            # the project's tests, also when the runner printed no summary (the harness stopped it)
+            stopped = not run.is_test and runner_of(run.command) is not None and facts.on_project(run)
+            act = "test" if facts.project_test(run) or stopped else "check"
+        else:
+            continue  # a command that read or searched: no part of what the tests said
+        shown = (
+            run if run is not None and (run.is_test or edit is None) else None
+        )  # a patching script is no run
+        files = tuple(t for t in edit.targets if t in facts.changed) if edit else ()
+        entries.append(_entry(facts, pos, act, command, files, shown))
+    submitted = next(
+        (
+            s.step_id
+            for s in reversed(steps)
+            if s.kind is StepKind.final_output
+            and facts.submission is not None
+            and s.content == facts.submission
+        ),
+        None,
+    )
+    return Timeline(
+        submitted=submitted,
+        changed=tuple(facts.changed),
+        new=tuple(p for p, c in facts.changed.items() if c.new),
+        entries=tuple(entries),
+        verdicts=tuple(_verdicts(facts)),
+    )
+
+
+def _entry(
+    facts: TestRunFacts, pos: int, act: str, command: str, files: tuple[str, ...], run: TestRun | None
+) -> Entry:
+    step = facts.steps[pos]
+    line = next((ln.strip() for ln in command.splitlines() if ln.strip()), command)
+    if run is None:
+        return Entry(step.step_id, step.index, act, line, files)
+    if run.is_test:
+        result = uncoloured(run.summary).strip()
+    elif run.ok:
+        result = "passed"
+    elif run.exit is None:
+        result = "failed (no exit code: the harness stopped it)"
+    else:
+        result = f"failed (exit {run.exit})" if run.exit else "failed (printed a traceback)"
+    return Entry(
+        step.step_id,
+        step.index,
+        act,
+        line if run.is_test else run.summary,
+        files,
+        "original" if facts.on_original_code(run) else "changed",
+        facts.steps[run.result].step_id,
+        result,
+        run.failed,
+        run.passed,
+        run.failed_ids,
+    )
+
+
+def _verdicts(facts: TestRunFacts) -> list[Verdict]:
+    """Each failed test's last word: the last run after its first failure that ran it again (by its
+    file and selection; a unittest id, which names no file, by the same check run again)."""
+    first: dict[str, TestRun] = {}
+    for run in facts.runs:
+        for test in run.failed_ids:
+            first.setdefault(test, run)
+    out = []
+    for test, failed in first.items():
+        ran = [r for r in facts.runs if _ran(r, test, failed)]
+        last = [r for r in ran if r.call >= failed.call][-1]
+        original = [r for r in ran if facts.on_original_code(r)]
+        out.append(
+            Verdict(
+                test,
+                facts.steps[failed.result].step_id,
+                facts.steps[last.result].step_id,
+                last.clears(test),
+                not original[-1].clears(test) if original else None,
+            )
+        )
+    return out
+
+
+def _ran(run: TestRun, test: str, failed: TestRun) -> bool:
+    """Whether ``run`` ran ``test``, which ``failed`` reported failing: it failed it, or its file and
+    selection pick it (a unittest id, which names no file: the same check)."""
+    covers = run.covers(test)
+    return run.is_test and (
+        test in run.failed_ids or bool(covers) or (covers is None and run.key == failed.key)
+    )

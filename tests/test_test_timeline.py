@@ -1,0 +1,109 @@
+"""`auditor traces tests`: what the tests said in a coding run, in order, and the last word on each
+test that failed — the facts the coding findings rest on, laid out by step (issue 29)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from auditor.audit.detectors.test_runs import runner_of
+from auditor.audit.test_timeline import timeline
+from tests.cli_helpers import run
+from tests.test_coding_runs import CHANGED, EDIT, REAL, _coding_run, trace_of
+
+DJANGO = REAL / "mini-swe-agent"
+FAILING_TEST = "FAILED tests/test_x.py::test_a - AssertionError\n===== 1 failed, 4 passed in 0.12s ====="
+
+
+@pytest.mark.parametrize(
+    ("name", "passing", "last"),
+    [
+        ("django_scripted_narrow_rerun_cleared", True, "s17"),
+        ("django_scripted_narrow_rerun_failing", False, "s15"),
+    ],
+)
+def test_a_failed_test_has_the_word_of_the_last_run_that_ran_it(name, passing, last):
+    """Django's runner fails a test after the change; the label rerun passes it once the breaking
+    edit is undone, and fails it again when nothing changed."""
+    found = timeline(trace_of(DJANGO / f"{name}.traj.json"))
+    (verdict,) = found.verdicts
+    assert verdict.test.endswith("TestUtilsText.test_slugify")
+    assert (verdict.first_failed, verdict.last_run, verdict.passing) == ("s13", last, passing)
+    assert verdict.on_original is None  # no run on the original code ran it
+    assert found.changed == ("django/utils/text.py", "repro.py") and found.new == ("repro.py",)
+    tests = [e for e in found.entries if e.act == "test"]
+    assert tests[0].result == "FAILED (failures=7)" and tests[0].code == "changed" and tests[0].failed == 7
+    assert [e.act for e in found.entries][:4] == [
+        "edit",
+        "edit",
+        "edit",
+        "check",
+    ]  # repro.py, the fix twice, its run
+
+
+def test_a_failure_the_original_code_showed_is_told_apart():
+    """The same test failing before the change and after it: a failure the change did not cause."""
+    found = timeline(
+        _coding_run(
+            [("pytest tests/test_x.py", FAILING_TEST), EDIT, ("pytest tests/test_x.py", FAILING_TEST)]
+        )
+    )
+    assert [(e.act, e.code) for e in found.entries] == [
+        ("test", "original"),
+        ("edit", None),
+        ("test", "changed"),
+    ]
+    assert found.entries[1].files == (CHANGED,)
+    (verdict,) = found.verdicts
+    assert (verdict.passing, verdict.on_original) == (False, True)
+    assert found.submitted == "s7"
+
+
+def test_a_check_the_harness_stopped_is_a_failed_run_that_names_no_exit_code():
+    found = timeline(
+        _coding_run([EDIT, ("python repro.py", "<returncode>1</returncode>\n<output>\nboom\n</output>")])
+    )
+    assert found.entries[-1].act == "check" and found.entries[-1].result == "failed (exit 1)"
+
+
+def test_a_run_with_no_code_command_has_no_entries():
+    found = timeline(_coding_run([("ls", "<returncode>0</returncode>\n<output>\nsetup.py\n</output>")]))
+    assert found.entries == () and found.verdicts == ()
+
+
+@pytest.mark.parametrize(
+    ("command", "runner"),
+    [
+        ("python manage.py test app.tests", "unittest"),
+        ("./manage.py test", "unittest"),
+        ("django-admin test --settings=project.settings", "unittest"),
+        ("python -m django test app", "unittest"),
+        ("cd tests && python -W error runtests.py utils_tests", "unittest"),
+        ("python -X dev -m pytest -x", "pytest"),
+        ("python manage.py migrate", None),
+        ("python -m django shell", None),
+        ("python repro.py test", None),
+    ],
+)
+def test_django_test_commands_and_python_options_are_read(command, runner):
+    assert runner_of(command) == runner
+
+
+def test_the_cli_lays_out_the_runs_and_the_verdicts(tmp_path):
+    reviewed = run(["review", str(DJANGO / "django_scripted_narrow_rerun_failing.traj.json")], tmp_path)
+    assert reviewed.returncode == 1, reviewed.stderr  # a finding: submitted on a failing test
+    trace_id = json.loads(run(["traces", "list", "--json"], tmp_path).stdout)[0]["trace_id"]
+    shown = run(["traces", "tests", trace_id], tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "repro.py (new)" in shown.stdout and "FAILED (failures=7)" in shown.stdout
+    assert "tests that failed, and their last run" in shown.stdout
+    data = json.loads(run(["traces", "tests", trace_id, "--json"], tmp_path).stdout)
+    assert data["submitted"] == "s18"
+    assert [v["passing"] for v in data["verdicts"]] == [False]
+    assert {e["act"] for e in data["entries"]} == {"edit", "check", "test"}
+
+
+def test_the_cli_names_a_trace_it_does_not_hold(tmp_path):
+    shown = run(["traces", "tests", "nope"], tmp_path)
+    assert shown.returncode == 2 and "nope" in shown.stderr and "Traceback" not in shown.stderr

@@ -342,6 +342,7 @@ def test_openapi_describes_the_api(client: TestClient, seeded: Seeded) -> None:
         "/api/traces",
         "/api/traces/{trace_id}/steps",
         "/api/traces/{trace_id}/graph",
+        "/api/traces/{trace_id}/tests",
         "/api/reports/{report_id}",
         "/api/audit",
         "/api/repairs",

@@ -394,3 +394,31 @@ def test_repairs_pages(signed_in: Page, origin: str, seeded: Seeded, shots: Path
     assert shown == [t["name"] for t in tools] and tools
     args = p.eval("[...document.querySelectorAll('li.step .tool .args')].map(a => a.textContent)")
     assert [json.loads(a) for a in args] == [t["arguments"] for t in tools if t["arguments"]]
+
+
+def test_a_coding_runs_test_timeline(signed_in: Page, origin: str, seeded: Seeded, shots: Path) -> None:
+    """A coding run's page lays out its test runs; a step there jumps to the transcript. Other
+    runs show no such panel."""
+    from auditor.audit.review import review_file
+    from tests.test_test_timeline import DJANGO
+
+    (outcome,) = review_file(seeded.store, DJANGO / "django_scripted_narrow_rerun_failing.traj.json")
+    tid = outcome.trace.header.trace_id
+    p = signed_in
+    p.goto(f"{origin}/console/#/trace/{tid}", "trace")
+    served = json.loads(p.eval(f"fetch('/api/traces/{tid}/tests').then(r => r.text())"))
+    rows = p.eval(
+        "[...document.querySelectorAll('#tests > table:first-of-type tbody tr')].map(r => r.cells[1].textContent)"
+    )
+    assert rows == [e["act"] for e in served["entries"]] and "test" in rows
+    verdict = p.eval("document.querySelector('#test-verdicts tbody tr').textContent")
+    assert "FAILED" in verdict and served["verdicts"][0]["test"] in verdict
+    p.eval("document.getElementById('tests').scrollIntoView(); true")
+    p.screenshot(shots / "console-tests.png")
+    p.click("#test-verdicts tbody tr td:nth-child(3) button")  # the last run that ran it
+    p.wait(
+        f"document.querySelector('li.step.current').dataset.step === {json.dumps(served['verdicts'][0]['last_run'])}"
+    )
+    other = next(t for t, s in seeded.sources.items() if s == "87.json")
+    p.goto(f"{origin}/console/#/trace/{other}", "trace")
+    assert p.eval("document.getElementById('tests')") is None

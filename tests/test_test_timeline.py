@@ -107,3 +107,35 @@ def test_the_cli_lays_out_the_runs_and_the_verdicts(tmp_path):
 def test_the_cli_names_a_trace_it_does_not_hold(tmp_path):
     shown = run(["traces", "tests", "nope"], tmp_path)
     assert shown.returncode == 2 and "nope" in shown.stderr and "Traceback" not in shown.stderr
+
+
+def test_the_api_serves_the_same_timeline(tmp_path):
+    """``GET /api/traces/{id}/tests``: the timeline the CLI prints, for a reader's token."""
+    from fastapi.testclient import TestClient
+
+    from auditor.audit.review import review_file
+    from auditor.core.store import open_store
+    from auditor.surfaces.server import ServerConfig, create_app
+    from auditor.surfaces.server.tokens import create_token
+
+    path = DJANGO / "django_scripted_narrow_rerun_cleared.traj.json"
+    store = open_store(f"sqlite:///{tmp_path / 'auditor.db'}")
+    try:
+        (reviewed,) = review_file(store, path)
+        trace_id = reviewed.trace.header.trace_id
+        token = create_token(store, "reader", ["read"])[0]
+        with TestClient(create_app(ServerConfig(), store=store)) as client:
+            h = {"Authorization": f"Bearer {token}"}
+            served = client.get(f"/api/traces/{trace_id}/tests", headers=h)
+            assert served.status_code == 200
+            expected = timeline(trace_of(path))
+            data = served.json()
+            assert data["trace_id"] == trace_id and data["submitted"] == expected.submitted
+            assert [(e["step"], e["act"], e["result"]) for e in data["entries"]] == [
+                (e.step, e.act, e.result) for e in expected.entries
+            ]
+            assert [v["passing"] for v in data["verdicts"]] == [True]
+            assert client.get("/api/traces/nope/tests", headers=h).status_code == 404
+            assert client.get(f"/api/traces/{trace_id}/tests").status_code == 401
+    finally:
+        store.close()

@@ -175,6 +175,14 @@ def get_graph(
     return _json(request.app.state.views.graph(trace_id, mode, _head(request)))
 
 
+@router.get("/traces/{trace_id}/tests", tags=["traces"])
+def get_tests(request: Request, _: Reader, trace_id: str) -> Response:
+    """A coding run's test timeline: each edit of the submitted files, each test or check run with
+    the code it ran on (`original` or `changed`) and the runner's summary, and the last word on
+    every test that failed (`verdicts`). Empty lists for a run that ran no code."""
+    return _json(request.app.state.views.tests(trace_id, _head(request)))
+
+
 @router.get("/reports", response_model=ReportList, tags=["reports"], dependencies=[Depends(declared_only)])
 def search_reports(
     request: Request,

@@ -89,6 +89,19 @@ class Views:
 
         return self._graphs.get((trace_id, version, mode), compute)
 
+    def tests(self, trace_id: str, head: int) -> bytes:
+        """A coding run's test timeline (``auditor traces tests``) as JSON bytes."""
+        version = self._version(trace_id, head)
+
+        def compute() -> bytes:
+            from dataclasses import asdict
+
+            from auditor.audit.test_timeline import timeline
+
+            return _dumps({"trace_id": trace_id, **asdict(timeline(load_trace(self.store, trace_id)))})
+
+        return self._graphs.get((trace_id, version, "tests"), compute)
+
     def report(self, report_id: str, fmt: str, head: int) -> tuple[str, str]:
         """The report rendered in ``fmt``: (body, media type)."""
         if fmt not in REPORT_MEDIA:

@@ -5,10 +5,11 @@
 const STEP_PAGE = 500;
 
 async function renderTrace(main, traceId, params) {
-  const [summary, graphData, first] = await Promise.all([
+  const [summary, graphData, first, tests] = await Promise.all([
     api(`/api/traces/${encodeURIComponent(traceId)}`),
     api(`/api/traces/${encodeURIComponent(traceId)}/graph`, { mode: params.get("mode") || "annotated" }),
     api(`/api/traces/${encodeURIComponent(traceId)}/steps`, { limit: STEP_PAGE }),
+    api(`/api/traces/${encodeURIComponent(traceId)}/tests`),
   ]);
   const report = summary.report_id ? await api(`/api/reports/${encodeURIComponent(summary.report_id)}`) : null;
   const transcript = el("ol", { class: "transcript", id: "transcript", start: 0 });
@@ -62,12 +63,39 @@ async function renderTrace(main, traceId, params) {
       summary.agent || summary.decisive_step ? [" · ", attributionLink(traceId, summary.agent, summary.decisive_step, summary.attribution_confidence)] : null) : null,
     summary.task ? el("details", { class: "task" }, el("summary", {}, "Task"), el("pre", {}, summary.task)) : null,
     graphBox,
+    testsPanel(tests, jump),
     el("div", { class: "columns" },
       el("section", { class: "panel", "aria-label": "Transcript" }, el("h2", {}, "Transcript"), transcript, more),
       el("aside", { class: "panel findings", "aria-label": "Findings" }, findingsPanel(report, jump))),
   );
   const focus = params.get("step");
   if (focus) jump(focus, params.get("quote"));
+}
+
+// A coding run's test timeline (what `auditor traces tests` prints): nothing for a run that ran no code.
+function testsPanel(tests, jump) {
+  if (!tests.entries.length) return null;
+  const stepLink = (stepId) => stepId ? el("button", { type: "button", class: "step-link mono small", onclick: () => jump(stepId, null) }, stepId) : "";
+  const runs = tests.entries.filter((e) => e.result !== null).length;
+  const failed = tests.verdicts.filter((v) => !v.passing).length;
+  return el("details", { class: "panel tests", id: "tests", open: true },
+    el("summary", {}, el("strong", {}, "Test runs"),
+      ` · ${runs} runs, ${tests.entries.length - runs} edits · ${tests.submitted ? `submitted at ${tests.submitted}` : "no submitted diff"}`
+      + (tests.verdicts.length ? ` · ${failed} of ${tests.verdicts.length} failed tests still failing` : "")),
+    el("table", { class: "list" },
+      el("thead", {}, el("tr", {}, ["step", "act", "on code", "what", "result"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, tests.entries.map((e) => el("tr", { class: `act-${e.act}` },
+        el("td", {}, stepLink(e.step)), el("td", {}, e.act), el("td", {}, e.code || ""),
+        el("td", { class: "mono small" }, e.files.length && e.act !== "test" && e.act !== "check"
+          ? e.files.map((f) => tests.new.includes(f) ? `${f} (new)` : f).join(", ") : e.command),
+        el("td", {}, e.result_step ? [stepLink(e.result_step), " ", e.result] : "",
+          e.failed_tests.length ? el("div", { class: "mono small" }, e.failed_tests.join(", ")) : null))))),
+    tests.verdicts.length ? el("table", { class: "list", id: "test-verdicts" },
+      el("thead", {}, el("tr", {}, ["test", "first failed", "last run", "then", "on the original code"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, tests.verdicts.map((v) => el("tr", {},
+        el("td", { class: "mono small" }, v.test), el("td", {}, stepLink(v.first_failed)), el("td", {}, stepLink(v.last_run)),
+        el("td", {}, v.passing ? "passed" : el("strong", {}, "FAILED")),
+        el("td", {}, v.on_original === null ? "not run" : v.on_original ? "failed too" : "passed"))))) : null);
 }
 
 function stepItem(step) {

@@ -134,11 +134,12 @@ def _verdicts(facts: TestRunFacts) -> list[Verdict]:
     for run in facts.runs:
         for test in run.failed_ids:
             first.setdefault(test, run)
+    on_original = {r.call for r in facts.runs if facts.on_original_code(r)}
     out = []
     for test, failed in first.items():
         ran = [r for r in facts.runs if _ran(r, test, failed)]
         last = [r for r in ran if r.call >= failed.call][-1]
-        original = [r for r in ran if facts.on_original_code(r)]
+        original = [r for r in ran if r.call in on_original]
         out.append(
             Verdict(
                 test,
@@ -156,5 +157,5 @@ def _ran(run: TestRun, test: str, failed: TestRun) -> bool:
     selection pick it (a unittest id, which names no file: the same check)."""
     covers = run.covers(test)
     return run.is_test and (
-        test in run.failed_ids or bool(covers) or (covers is None and run.key == failed.key)
+        test in run.failed_set or bool(covers) or (covers is None and run.key == failed.key)
     )

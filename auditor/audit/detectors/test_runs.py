@@ -293,7 +293,7 @@ class TestRun:
     def is_test(self) -> bool:
         return self.runner != "script"
 
-    @property
+    @cached_property
     def targets(self) -> frozenset[str]:
         """The test files (or test directories) the command names; a ``path::test`` id by its file."""
         found = set()
@@ -304,7 +304,7 @@ class TestRun:
                     found.add(path)
         return frozenset(found)
 
-    @property
+    @cached_property
     def selection(self) -> tuple[str, ...]:
         """What the command picks within its targets: the words of a ``-k`` expression and the test
         ids it names (``path::test``); empty when it runs its targets whole."""
@@ -341,7 +341,12 @@ class TestRun:
         """Whether this run, having run ``test``, did not fail it: it passed, or it named the tests it
         failed and ``test`` is not among them (a run that failed naming none, as a runner that died,
         clears nothing)."""
-        return test not in self.failed_ids and (self.ok or bool(self.failed_ids))
+        return test not in self.failed_set and (self.ok or bool(self.failed_ids))
+
+    @cached_property
+    def failed_set(self) -> frozenset[str]:
+        """The failed ids, to look one up in constant time (a suite's rerun may fail thousands)."""
+        return frozenset(self.failed_ids)
 
     @property
     def key(self) -> str:

@@ -139,3 +139,44 @@ def test_the_api_serves_the_same_timeline(tmp_path):
             assert client.get(f"/api/traces/{trace_id}/tests").status_code == 401
     finally:
         store.close()
+
+
+def test_the_markdown_and_html_reports_of_a_coding_run_hold_its_test_runs():
+    from auditor.audit.engine import run_rules_audit
+    from auditor.audit.report.render import render
+
+    trace = trace_of(DJANGO / "django_scripted_narrow_rerun_failing.traj.json")
+    report = run_rules_audit(trace)
+    md = render(report, trace, "md")
+    section = md[md.index("## Test runs") :]
+    assert "submitted at s18: django/utils/text.py, repro.py (new)" in section
+    assert "| `s12` | test | changed |" in section and "`s13` FAILED (failures=7)" in section
+    assert "| `s13` | `s15` | FAILED | not run |" in section
+    page = render(report, trace, "html")
+    assert '<section id="test-runs"' in page and '<a href="#step-s15"><code>s15</code></a>' in page
+
+
+def test_a_command_in_the_test_runs_renders_as_text():
+    """Whatever a command holds (markup, a table's bar, a heading) stays text in every format."""
+    from auditor.audit.engine import run_rules_audit
+    from auditor.audit.report.render import render
+
+    hostile = "python repro.py '<script>alert(1)</script>' | # x"
+    trace = _coding_run([EDIT, (hostile, "<returncode>1</returncode>\n<output>\nboom\n</output>")])
+    report = run_rules_audit(trace)
+    page = render(report, trace, "html")
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    md = render(report, trace, "md")
+    row = next(ln for ln in md.splitlines() if "repro.py" in ln and ln.startswith("| `s"))
+    assert row.count(" | ") == 4 and "&lt;script&gt;" in row  # the bar escaped: still five cells
+
+
+def test_a_run_that_ran_no_code_has_no_test_runs_section():
+    from auditor.audit.engine import run_rules_audit
+    from auditor.audit.report.render import render
+
+    trace = _coding_run([("ls", "<returncode>0</returncode>\n<output>\nsetup.py\n</output>")])
+    report = run_rules_audit(trace)
+    assert "Test runs" not in render(report, trace, "md") and 'id="test-runs"' not in render(
+        report, trace, "html"
+    )

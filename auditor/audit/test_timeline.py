@@ -159,3 +159,51 @@ def _ran(run: TestRun, test: str, failed: TestRun) -> bool:
     return run.is_test and (
         test in run.failed_set or bool(covers) or (covers is None and run.key == failed.key)
     )
+
+
+# -- how every surface shows it (terminal, Markdown, HTML, console) ------------------------------------
+ENTRY_COLUMNS = ("step", "act", "on code", "what", "result")
+VERDICT_COLUMNS = ("test", "first failed", "last run", "then", "on the original code")
+VERDICT_TITLE = "tests that failed, and their last run"
+
+
+def is_coding(found: Timeline) -> bool:
+    """A run that edited the code it submitted and ran something: one whose timeline says something."""
+    return any(e.act == "edit" for e in found.entries) and any(e.result is not None for e in found.entries)
+
+
+def files_text(found: Timeline, paths: tuple[str, ...]) -> str:
+    return ", ".join(p + (" (new)" if p in found.new else "") for p in paths) or "none"
+
+
+def submission_line(found: Timeline) -> str:
+    changed = files_text(found, found.changed)
+    return (
+        f"submitted at {found.submitted}: {changed}"
+        if found.submitted
+        else f"no submitted diff; files edited: {changed}"
+    )
+
+
+def what_text(found: Timeline, entry: Entry) -> str:
+    """An edit by the files it wrote, a run by its command."""
+    return (
+        files_text(found, entry.files)
+        if entry.files and entry.act in ("edit", "revert", "restore")
+        else entry.command
+    )
+
+
+def result_text(entry: Entry, named: int = 3) -> str:
+    """A run's summary without the runner's rules of '=', and the first failed tests it names."""
+    text = (entry.result or "").strip("= ")
+    if entry.failed_tests:
+        more = " …" if len(entry.failed_tests) > named else ""
+        text += f" [{', '.join(entry.failed_tests[:named])}{more}]"
+    return text
+
+
+def verdict_cells(verdict: Verdict) -> tuple[str, str, str, str, str]:
+    original = {True: "failed too", False: "passed", None: "not run"}[verdict.on_original]
+    then = "passed" if verdict.passing else "FAILED"
+    return verdict.test, verdict.first_failed, verdict.last_run, then, original

@@ -28,6 +28,17 @@ from auditor.audit.report.render_text import (
     shorten,
     words,
 )
+from auditor.audit.test_timeline import (
+    ENTRY_COLUMNS,
+    VERDICT_COLUMNS,
+    VERDICT_TITLE,
+    is_coding,
+    result_text,
+    submission_line,
+    timeline,
+    verdict_cells,
+    what_text,
+)
 from schemas import AuditReport, Finding, Trace, TraceStep
 from schemas.failure import MAST_MODES
 
@@ -72,6 +83,7 @@ def render_html(report: AuditReport, trace: Trace, graph: InteractionGraph | Non
         "<main>",
         _header(report, trace, title),
         _findings(report, cited_acts(report, trace)),
+        _test_runs(trace, {trace.steps[i].step_id for i in shown}),
         '<section id="graph" aria-labelledby="graph-h"><h2 id="graph-h">Interaction graph</h2>',
         graph_figure(report, trace, graph),
         "</section>",
@@ -209,6 +221,43 @@ def _finding(n: int, f: Finding, report: AuditReport, acts: dict[str, str]) -> s
         + (f"<h4>Repair plan</h4><ul>{plan}</ul>" if plan else "")
         + "</article>"
     )
+
+
+def _test_runs(trace: Trace, shown: set[str]) -> str:
+    """A coding run's test timeline, each step linked where the transcript shows it (nothing for
+    another run)."""
+    found = timeline(trace)
+    if not is_coding(found):
+        return ""
+
+    def step(step_id: str | None) -> str:
+        if step_id is None:
+            return ""
+        return _step_link(step_id) if step_id in shown else f"<code>{e(step_id)}</code>"
+
+    def head(columns: tuple[str, ...]) -> str:
+        return "<thead><tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr></thead>"
+
+    rows = "".join(
+        f"<tr><td>{step(x.step)}</td><td>{e(x.act)}</td><td>{e(x.code or '')}</td>"
+        f"<td><code>{e(what_text(found, x))}</code></td><td>{step(x.result_step)} {e(result_text(x))}</td></tr>"
+        for x in found.entries
+    )
+    out = [
+        '<section id="test-runs" aria-labelledby="test-runs-h"><h2 id="test-runs-h">Test runs</h2>',
+        f"<p>{e(submission_line(found))}</p>",
+        f"<table>{head(ENTRY_COLUMNS)}<tbody>{rows}</tbody></table>",
+    ]
+    if found.verdicts:
+        cells = (verdict_cells(v) for v in found.verdicts)
+        verdicts = "".join(
+            f"<tr><td><code>{e(t)}</code></td><td>{step(first)}</td><td>{step(last)}</td><td>{e(then)}</td><td>{e(orig)}</td></tr>"
+            for t, first, last, then, orig in cells
+        )
+        out.append(
+            f"<h3>{e(VERDICT_TITLE.capitalize())}</h3><table>{head(VERDICT_COLUMNS)}<tbody>{verdicts}</tbody></table>"
+        )
+    return "\n".join(out) + "</section>"
 
 
 def _badge(f: Finding) -> str:

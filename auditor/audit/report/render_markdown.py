@@ -20,6 +20,17 @@ from auditor.audit.report.render_text import (
     shorten,
     words,
 )
+from auditor.audit.test_timeline import (
+    ENTRY_COLUMNS,
+    VERDICT_COLUMNS,
+    VERDICT_TITLE,
+    is_coding,
+    result_text,
+    submission_line,
+    timeline,
+    verdict_cells,
+    what_text,
+)
 from auditor.core.markdown import markdown_table
 from schemas import AuditReport, Finding, RepairPlanItem, Trace
 from schemas.failure import MAST_MODES
@@ -93,9 +104,42 @@ def render_markdown(report: AuditReport, trace: Trace) -> str:
         acts = cited_acts(report, trace)
         for n, finding in enumerate(report.findings, start=1):
             out += _finding_section(n, finding, plan_items(report, finding), acts)
+    out += _test_runs(trace)
     if report.notes:
         out += ["## Notes", ""] + [f"- {md_cell(note)}" for note in report.notes] + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _test_runs(trace: Trace) -> list[str]:
+    """A coding run's test timeline: what the tests said, by step (nothing for another run)."""
+    found = timeline(trace)
+    if not is_coding(found):
+        return []
+    rows = [
+        [
+            md_code(e.step),
+            e.act,
+            e.code or "",
+            md_cell(shorten(what_text(found, e), 120)),
+            (f"{md_code(e.result_step)} " if e.result_step else "") + md_cell(result_text(e)),
+        ]
+        for e in found.entries
+    ]
+    out = [
+        "## Test runs",
+        "",
+        md_text(submission_line(found)),
+        "",
+        *markdown_table(list(ENTRY_COLUMNS), rows),
+        "",
+    ]
+    if found.verdicts:
+        verdicts = [
+            [md_cell(c) if i == 0 else md_code(c) if i < 3 else c for i, c in enumerate(verdict_cells(v))]
+            for v in found.verdicts
+        ]
+        out += [f"**{VERDICT_TITLE.capitalize()}**", "", *markdown_table(list(VERDICT_COLUMNS), verdicts), ""]
+    return out
 
 
 def _findings_table(findings: list[Finding]) -> list[str]:

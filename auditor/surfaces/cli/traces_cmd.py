@@ -125,7 +125,16 @@ def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
     failed. The facts the coding findings rest on, by step."""
     from dataclasses import asdict
 
-    from auditor.audit.test_timeline import timeline
+    from auditor.audit.test_timeline import (
+        ENTRY_COLUMNS,
+        VERDICT_COLUMNS,
+        VERDICT_TITLE,
+        result_text,
+        submission_line,
+        timeline,
+        verdict_cells,
+        what_text,
+    )
     from auditor.core.store.traces import load_trace
 
     found = timeline(load_trace(open_cli_store(), trace_id))
@@ -135,50 +144,20 @@ def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
     if not found.entries:
         console.print(cell(f"{trace_id}: no command edited the code or ran it (no coding run to lay out)"))
         return
-
-    def files(paths: tuple[str, ...]) -> str:
-        return ", ".join(p + (" (new)" if p in found.new else "") for p in paths) or "none"
-
-    console.print(
-        cell(
-            f"submitted at {found.submitted}: {files(found.changed)}"
-            if found.submitted
-            else f"no submitted diff; files edited: {files(found.changed)}"
-        ),
-        highlight=False,
-    )
-    rows = []
-    for e in found.entries:
-        what = files(e.files) if e.files and e.act in ("edit", "revert", "restore") else e.command
-        result = (e.result or "").strip("= ")  # a runner's rules of '=' say nothing
-        named = ", ".join(e.failed_tests[:3]) + (" …" if len(e.failed_tests) > 3 else "")
-        rows.append(
-            [
-                e.step,
-                e.act,
-                e.code or "",
-                _short(what, 60),
-                (f"{e.result_step}: " if e.result_step else "")
-                + _short(result, 70)
-                + (f" [{named}]" if named else ""),
-            ]
-        )
-    print_table(None, ["step", "act", "on code", "what", "result"], rows)
+    console.print(cell(submission_line(found)), highlight=False)
+    rows = [
+        [
+            e.step,
+            e.act,
+            e.code or "",
+            _short(what_text(found, e), 60),
+            (f"{e.result_step}: " if e.result_step else "") + _short(result_text(e), 200),
+        ]
+        for e in found.entries
+    ]
+    print_table(None, list(ENTRY_COLUMNS), rows)
     if found.verdicts:
-        print_table(
-            "tests that failed, and their last run",
-            ["test", "first failed", "last run", "then", "on the original code"],
-            [
-                [
-                    v.test,
-                    v.first_failed,
-                    v.last_run,
-                    "passed" if v.passing else "FAILED",
-                    {True: "failed too", False: "passed", None: "not run"}[v.on_original],
-                ]
-                for v in found.verdicts
-            ],
-        )
+        print_table(VERDICT_TITLE, list(VERDICT_COLUMNS), [list(verdict_cells(v)) for v in found.verdicts])
 
 
 @traces_app.command("export")

@@ -94,6 +94,7 @@ def test_the_cli_lays_out_the_runs_and_the_verdicts(tmp_path):
     reviewed = run(["review", str(DJANGO / "django_scripted_narrow_rerun_failing.traj.json")], tmp_path)
     assert reviewed.returncode == 1, reviewed.stderr  # a finding: submitted on a failing test
     trace_id = json.loads(run(["traces", "list", "--json"], tmp_path).stdout)[0]["trace_id"]
+    assert f"test runs: auditor traces tests {trace_id}" in reviewed.stdout  # the review says where to look
     shown = run(["traces", "tests", trace_id], tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "repro.py (new)" in shown.stdout and "FAILED (failures=7)" in shown.stdout

@@ -50,6 +50,8 @@ def print_summary(
         console.print(_not_shown(report.findings, shown))
     for note in report.notes:
         console.print(Text.assemble(("note:", "yellow"), f" {note}"))
+    if any(f.detector == "coding_verification" for f in report.findings):  # what its tests said, by step
+        console.print(Text.assemble(("test runs: ", "bold"), f"auditor traces tests {report.trace_id}"))
     console.print(
         f"validated: schema ok, {validation.resolved}/{len(validation.units)} evidence units resolve"
     )

@@ -30,7 +30,8 @@ with an ``exit`` message (``extra.exit_status``, ``extra.submission``). So the s
 - ``info.submission`` (when not empty and the run was submitted): the agent's ``final_output``,
   the run's final act; a run the harness ended otherwise (``LimitsExceeded``, ``TimeExceeded``,
   an error) ends on the harness's record of it, a ``system`` step (v2's ``exit`` message, else
-  the ``exit_status``; ``raw.record = "exit"``), which no submission follows.
+  the ``exit_status``; ``raw.record = "exit"``), which no submission follows; a run submitted
+  with an empty diff ends on the same record, marked ``raw.empty_submission``.
 
 ``info`` and ``instance_id`` go to ``header.metadata``. The harness records no verdict on the
 submission (``exit_status`` says how the run ended, not whether the fix is right): no outcome.
@@ -45,7 +46,7 @@ from typing import Any
 
 from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
-from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.frameworks.common import empty_submission, harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
 
@@ -169,6 +170,8 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
                     status = extra.get("exit_status", info.get("exit_status"))
                     if status != "Submitted":
                         yield harness_exit(b, status, content, raw)
+                    elif not str(extra.get("submission", info.get("submission")) or "").strip():
+                        yield empty_submission(b, status, content, raw)
                 else:
                     raise InputError(
                         f"unknown role {role!r} (expected system, user, assistant, tool or exit)",
@@ -183,6 +186,8 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
         )
     elif isinstance(status, str) and status and status != "Submitted" and not ended:
         yield harness_exit(b, status, raw={"field": "info.exit_status"})
+    elif status == "Submitted" and isinstance(submission, str) and not ended:  # an empty diff submitted
+        yield empty_submission(b, status, raw={"field": "info.submission"})
 
 
 def _calls(content: str, extra: Any, raw: dict[str, Any], b: StepBuilder, field: str) -> list[TraceStep]:

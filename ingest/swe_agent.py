@@ -17,7 +17,8 @@ observations that answer them).
 ``info`` (``exit_status`` included) is kept in ``header.metadata``, and ``info.submission`` (the
 diff the run handed in, when not empty) is the agent's ``final_output``, the run's final act; a
 run the harness ended (an ``exit_status`` other than ``submitted``: ``exit_cost``,
-``submitted (exit_context)`` …) has the harness's record of it before (``harness_exit``). SWE-agent
+``submitted (exit_context)`` …) has the harness's record of it before (``harness_exit``), and a
+run submitted with an empty diff ends on that record, marked ``raw.empty_submission``. SWE-agent
 records no verdict on the submission, so no outcome is set; a failed command is not marked either,
 since the trajectory records no exit code or error flag.
 """
@@ -32,7 +33,7 @@ from typing import Any
 from auditor.core.errors import InputError
 from auditor.core.json_text import json_value
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
-from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.frameworks.common import empty_submission, harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
 from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
 
@@ -135,6 +136,8 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
         yield b.add(
             actor=agent, kind=StepKind.final_output, content=submission, raw={"field": "info.submission"}
         )
+    elif status == "submitted" and isinstance(submission, str):  # an empty diff handed in
+        yield empty_submission(b, status, raw={"field": "info.submission"})
 
 
 def _object(value: Any, where: str, b: StepBuilder) -> dict[str, Any]:

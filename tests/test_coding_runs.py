@@ -156,6 +156,68 @@ def test_a_run_the_harness_stopped_at_its_limit_stopped_only_there(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("name", "held"),
+    [("stash_unpopped_empty", "an empty diff"), ("stash_unpopped_scratch_only", "a diff of repro.py alone")],
+)
+def test_a_change_stashed_and_never_popped_is_submitted_none_of(name, held):
+    """Real mini-swe-agent v2 runs: the fix made and checked, ``git stash`` to see the original
+    fail, never popped; the submission is empty (the harness's record) or holds the scratch script
+    alone. Nothing of the fix was submitted: realized, filed at the stash."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    (lost,) = coding_findings(trace)
+    assert lost.title == "agent submitted none of the change it made" and lost.failure_mode == "3.2"
+    assert lost.disposition.value == "realized" and lost.confidence == 0.9
+    stash = next(s for s in trace.steps if s.kind is StepKind.tool_call and "git stash" in command_of(s))
+    assert lost.first_anomalous_step == stash.step_id
+    assert f"is {held}: none of that change" in lost.mechanism and "django/utils/text.py" in lost.mechanism
+    if name == "stash_unpopped_empty":
+        end = trace.steps[-1]
+        assert (
+            end.raw["record"] == "exit" and end.raw["empty_submission"] is True and end.content == "Submitted"
+        )
+        assert lost.evidence[-2].quote == "Submitted" and lost.evidence[-2].step_id == end.step_id
+
+
+def test_a_change_stashed_and_popped_before_the_submission_is_submitted():
+    trace = trace_of(V2 / "stash_popped.traj.json")
+    assert trace.steps[-1].kind is StepKind.final_output and coding_findings(trace) == []
+
+
+def test_an_empty_submission_is_the_harness_record_in_v1_and_swe_agent_too(tmp_path):
+    """mini-SWE-agent v1 (``info.submission`` empty, ``Submitted``) and SWE-agent (``submitted``):
+    the run ends on the harness's record of an empty submission; the v1 run changed a source file in
+    place and submitted none of it (the SWE-agent run edited only a test file: nothing lost of the
+    project's code)."""
+    v1 = json.loads(CLEAN.read_text())
+    v1["info"]["submission"] = ""
+    swe = json.loads(SWE_AGENT.read_text())
+    swe["info"] |= {"exit_status": "submitted", "submission": ""}
+    for name, doc, status in (("v1.traj.json", v1, "Submitted"), ("swe.traj", swe, "submitted")):
+        (tmp_path / name).write_text(json.dumps(doc))
+        trace = trace_of(tmp_path / name)
+        end = trace.steps[-1]
+        assert (end.kind, end.content, end.raw.get("empty_submission")) == (StepKind.message, status, True)
+        lost = coding_findings(trace)
+        assert [f.mechanism.endswith("is an empty diff: none of that change.") for f in lost] == (
+            [True] if status == "Submitted" else []
+        )
+
+
+def test_edits_of_files_the_run_made_or_copied_are_no_lost_change():
+    """A script the run wrote and edited, or a copy it made, existed only in the run: submitting
+    without them loses nothing of the project."""
+    made = "cat <<'EOF' > tool.py\nx = 1\nEOF"
+    copied = f"cp {CHANGED} backup.py"
+    trace = _coding_run(
+        [(made, "<returncode>0</returncode>"), ("sed -i 's/x = 1/x = 2/' tool.py", "<returncode>0</returncode>"),
+         (copied, "<returncode>0</returncode>"), ("sed -i 's/a/b/' backup.py", "<returncode>0</returncode>")]
+    )  # fmt: skip
+    assert TestRunFacts(trace).edited_in_place == []
+
+
+@pytest.mark.parametrize(
     ("status", "limit"), [("exit_cost", True), ("submitted (exit_context)", True), ("exit_format", False)]
 )
 def test_a_swe_agent_run_its_harness_ended_carries_the_record(tmp_path, status, limit):

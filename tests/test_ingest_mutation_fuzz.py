@@ -44,6 +44,7 @@ FILES = [
     "real/swe-agent/function_calling_simple.traj",
     "real/mini-swe-agent/sympy__sympy-18211.traj.json",
     "real/mini-swe-agent-v2/toolcall_limits.traj.json",
+    "real/mini-swe-agent-v2/stash_unpopped_empty.traj.json",
 ]
 
 

@@ -45,7 +45,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Timeline:
-    submitted: str | None  # the step of the submitted diff
+    submitted: str | None  # the step of the submitted diff (or of the harness's record of an empty one)
+    empty: bool  # the submission was an empty diff
     changed: tuple[str, ...]  # the files it changes
     new: tuple[str, ...]  # those of them it adds
     entries: tuple[Entry, ...]
@@ -88,8 +89,11 @@ def timeline(trace: Trace) -> Timeline:
         ),
         None,
     )
+    if submitted is None and facts.empty_submission is not None:
+        submitted = steps[facts.empty_submission].step_id
     return Timeline(
         submitted=submitted,
+        empty=facts.submission is None and facts.empty_submission is not None,
         changed=tuple(facts.changed),
         new=tuple(p for p, c in facts.changed.items() if c.new),
         entries=tuple(entries),
@@ -178,6 +182,8 @@ def files_text(found: Timeline, paths: tuple[str, ...]) -> str:
 
 def submission_line(found: Timeline) -> str:
     changed = files_text(found, found.changed)
+    if found.empty:
+        return f"submitted an empty diff at {found.submitted}; files edited: {changed}"
     return (
         f"submitted at {found.submitted}: {changed}"
         if found.submitted

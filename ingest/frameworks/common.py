@@ -95,7 +95,7 @@ def harness_exit(
     b: StepBuilder, status: Any, content: str = "", raw: dict[str, Any] | None = None
 ) -> TraceStep:
     """The harness's record that it ended a run other than by the agent's submission (a step,
-    cost or context limit, an error): a ``system`` step, the framework speaking, whose content is
+    cost or context limit, an error; or a submission of nothing, ``empty_submission``): a ``system`` step, the framework speaking, whose content is
     the record verbatim (the status itself where the harness wrote no message);
     ``raw.record = "exit"`` and ``raw.exit_status`` let a reader find it."""
     return b.add(
@@ -104,6 +104,14 @@ def harness_exit(
         content=content or str(status),
         raw=(raw or {}) | {"record": "exit", "exit_status": status},
     )
+
+
+def empty_submission(
+    b: StepBuilder, status: Any, content: str = "", raw: dict[str, Any] | None = None
+) -> TraceStep:
+    """The harness's record that the run was submitted with no change at all (an empty diff): the
+    run's end, marked ``raw.empty_submission``, since no ``final_output`` holds a submission."""
+    return harness_exit(b, status, content, (raw or {}) | {"empty_submission": True})
 
 
 def pack_raw(**fields: Any) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """A coding agent's change, checked against what its own test runs said (MAST 3.2 / 3.3).
 
 Reads the test-run facts (``test_runs``) of a run that submitted a diff (its final act; a run
-without one is not judged, since which files existed before is then unknown): the fix is the edits
+without one is judged only for having submitted nothing, since which files existed before is
+otherwise unknown): the fix is the edits
 of files that existed before and are neither tests nor prose (a release note); the *submission* is the run's final act (the submitted
 diff), else its last command; the claim is the submitting turn (its success sentence when it has
 one, else its command). Each shape is filed at the act the failure follows from:
@@ -34,7 +35,12 @@ one, else its command). Each shape is filed at the act the failure follows from:
   above (the same failure to show the fix, with both outputs quoted). A check whose code imports
   none of the changed files' packages never ran the change, and is not counted;
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
-  it fixes was never shown. A lead.
+  it fixes was never shown. A lead;
+- *none of the change submitted* (3.2): the run changed project files in place (``sed -i`` that
+  exited 0, an editor's replace or insert: files that existed) and its submission holds none of
+  them: an empty diff (the harness's record, ``empty_submission``) or a diff of other files (a
+  ``git stash`` never popped, a cleanup that undid the fix). Filed at the revert that undid the
+  change, else at its last edit; realized; it stands alone (the checks judged code never submitted).
 
 Every finding quotes the change, the output it rests on and the submitting turn's claim. For
 attribution, a coding run's failure follows from its change: ``first_change`` is where the
@@ -56,6 +62,7 @@ from auditor.audit.detectors.test_runs import (
     TestRun,
     TestRunFacts,
     file_of_test,
+    first_line,
     is_test_file,
     output_body,
     uncoloured,
@@ -76,6 +83,7 @@ _DISMISS = re.compile(
 # Tests failing after the change: the failures may be the environment's, and the agent often says so
 # rightly: the default. Existing assertions rewritten: a change of behaviour often rewrites them as
 # the project's own fix does: weakest. Chosen on the development repositories (AUROC 0.730 -> 0.756).
+LOST = 0.9  # nothing of the change was submitted: whatever the checks said, the fix is not there
 UNSHOWN = 0.8
 FAILING = 0.7
 EDITED = 0.5
@@ -88,6 +96,9 @@ class CodingVerificationDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         tests = TestRunFacts(ctx.trace)
+        lost = self._lost(ctx, tests)
+        if lost is not None:
+            return [lost]  # what the run tested is not what it submitted: nothing else to judge
         if tests.submission is None:
             return []  # without the submitted diff, which files existed before (the fix) is unknown
         fix = tests.source_edits
@@ -107,6 +118,57 @@ class CodingVerificationDetector:
             if d is not None
         ]
         return drafts
+
+    # -- submitted none of the change ----------------------------------------------------------------
+    def _lost(self, ctx: AuditContext, tests: TestRunFacts) -> FindingDraft | None:
+        """The run changed project files in place and submitted none of them: an empty diff (the
+        harness's record) or a diff of other files (a ``git stash`` never popped, a cleanup that
+        undid the fix)."""
+        edits = tests.edited_in_place
+        if not edits or (tests.submission is None and tests.empty_submission is None):
+            return None
+        if tests.submission is not None and any(t in tests.changed for e in edits for t in e.targets):
+            return None
+        facts = RunFacts.of(ctx)
+        end = self._submission(tests) if tests.submission is not None else tests.empty_submission
+        assert end is not None
+        files = list(dict.fromkeys(t for e in edits for t in e.targets))
+        last = edits[-1]
+        step = facts.steps[last.pos]
+        undone = max((p for p in tests.reverts if last.pos < p < end), default=None)
+        shown = first_line(facts.steps[end].content)
+        held = (
+            "an empty diff"
+            if tests.submission is None
+            else f"a diff of {', '.join(tests.changed) or 'nothing'} alone"
+        )
+        mechanism = f"{step.actor} changed {', '.join(files)} in place (last at step {step.step_id}: '{last.quote[:80]}')"
+        evidence = [facts.unit(last.pos, last.quote)]
+        if undone is not None:
+            undo = first_line(tests.calls[undone][0])
+            mechanism += f"; at step {facts.steps[undone].step_id} '{undo[:80]}' put the code back"
+            evidence.append(facts.unit(undone, undo))
+        mechanism += f"; the submission at step {facts.steps[end].step_id} is {held}: none of that change."
+        evidence += [facts.unit(end, shown), *self._claim_units(facts, tests, end)]
+        return failure_draft(
+            facts,
+            mode="3.2",
+            confidence=LOST,
+            pos=undone if undone is not None else last.pos,
+            title=f"{step.actor} submitted none of the change it made",
+            mechanism=mechanism,
+            violated="what is submitted is the change the run made and checked",
+            evidence=evidence,
+            effect=realized(
+                f"the run ended (step {facts.steps[end].step_id}) submitting {held}",
+                "the submission holds none of the fix",
+            ),
+            path=[
+                facts.hop(last.pos, "code changed"),
+                *([facts.hop(undone, "change undone")] if undone is not None else []),
+                facts.hop(end, "submitted without it"),
+            ],
+        )
 
     @staticmethod
     def _submission(tests: TestRunFacts) -> int:

@@ -211,6 +211,7 @@ _ACI = frozenset(
 # the shell's own exit codes for a program it could not start: not found (127), not executable (126)
 _NOT_RUN = frozenset({126, 127})
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
+_PATH = re.compile(r"[\w./-]+\.\w+")  # a file's path as an edit names it (a sed script's stray word is none)
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
 
 
@@ -846,7 +847,7 @@ class TestRunFacts:
             step = self.steps[pos]
             editor = _editor_target(step)
             if editor is not None:
-                edits.append(Edit(pos, (self._rel(editor),), _first_line(step.content) or editor))
+                edits.append(Edit(pos, (self._rel(editor),), first_line(step.content) or editor))
                 continue
             if not command:
                 continue
@@ -1086,6 +1087,12 @@ class TestRunFacts:
     def scratch(self) -> frozenset[str]:
         """Paths the agent created during the run (a heredoc, a ``>`` redirect, an editor's
         ``create``, ``mkdir``) that the submitted diff does not hold; an edited project file is none."""
+        return self._made - set(self.changed)
+
+    @cached_property
+    def _made(self) -> frozenset[str]:
+        """Paths the agent created during the run (a heredoc, a ``>`` redirect, an editor's
+        ``create``, ``mkdir``)."""
         made = set()
         for pos, (command, _) in self.calls.items():
             args: Any = self.steps[pos].tool.arguments if self.steps[pos].tool else None
@@ -1101,7 +1108,7 @@ class TestRunFacts:
                     made.update(_norm(w).rstrip("/") for w in words[1:] if not w.startswith("-"))
                 elif words[0] == "create" and len(words) > 1:
                     made.add(_norm(words[1]))
-        return frozenset(made - set(self.changed))
+        return frozenset(made)
 
     def _is_scratch(self, path: str) -> bool:
         return any(path == s or path.startswith(s + "/") for s in self.scratch)
@@ -1146,6 +1153,63 @@ class TestRunFacts:
             and _IMPORT_FAILED.search(out) is not None
             and not any(path in out for path in self.changed if self._source(path))
         )
+
+    @cached_property
+    def empty_submission(self) -> int | None:
+        """Where the harness recorded that the run was submitted with no change at all (its exit
+        record marked ``empty_submission``), else None."""
+        return next(
+            (
+                p
+                for p, s in enumerate(self.steps)
+                if s.kind is StepKind.message
+                and s.raw.get("record") == "exit"
+                and s.raw.get("empty_submission")
+            ),
+            None,
+        )
+
+    @cached_property
+    def edited_in_place(self) -> list[Edit]:
+        """Edits that changed a project file the run did not create: ``sed -i`` that exited 0 (sed
+        refuses a file that is not there) and an editor's replace or insert, of a source file (not a
+        test, not prose, not made by the run). Whatever the diff holds, these files existed."""
+        copied = {
+            _norm(w[-1])
+            for command, _ in self.calls.values()
+            for w in _words(command)
+            if w[0] in ("cp", "mv") and len(w) >= 3
+        }
+        made = self._made | copied
+        out = []
+        for pos, (command, result) in self.calls.items():
+            step = self.steps[pos]
+            editor = _editor_target(step)
+            args: Any = step.tool.arguments if step.tool else None
+            if editor is not None and not (isinstance(args, dict) and args.get("command") == "create"):
+                paths = [self._rel(editor)]
+            elif result is not None and exit_code(self.steps[result]) == 0:
+                paths = [
+                    self._rel(t)
+                    for words in _words(command)
+                    if words[0] == "sed" and any(w.startswith("-i") for w in words[1:])
+                    for t in _sed_files(words)
+                ]
+            else:
+                continue
+            paths = [
+                p
+                for p in paths
+                if _PATH.fullmatch(p) and p not in made and not is_test_file(p) and not is_document(p)
+            ]
+            if paths:
+                line = (
+                    first_line(step.content)
+                    if editor is not None
+                    else next((ln for ln in command.splitlines() if _WRITES.search(ln)), command)
+                )
+                out.append(Edit(pos, tuple(dict.fromkeys(paths)), (line or paths[0]).strip()))
+        return out
 
     @cached_property
     def editing(self) -> frozenset[int]:
@@ -1196,7 +1260,7 @@ def _uncommented(code: str) -> str:
     return "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith("#"))
 
 
-def _first_line(text: str) -> str | None:
+def first_line(text: str) -> str | None:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), None)
 
 

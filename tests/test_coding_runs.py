@@ -1096,3 +1096,17 @@ def test_a_run_that_only_reads_another_project_s_files_is_quiet(tmp_path, capsys
     result = main([str(tmp_path), "--glob", "*", "--runs", "3", "--views", "3", "--json"])
     assert result["files"] == 3 and result["quiet_runs"] == 3 and result["findings"] == []
     assert json.loads(capsys.readouterr().out)["quiet_runs"] == 3
+
+
+def test_a_sed_that_failed_wrote_nothing():
+    """sed refuses a script it cannot parse and writes nothing: the reproduction after it still ran
+    the original code, and the fix begins at the edit that worked."""
+    broken = (
+        f"sed -i 's/x = 1/x = (2/;s/((/' {CHANGED}",
+        "<returncode>1</returncode>\n<output>\nsed: -e expression #2, char 5: unterminated `s' command\n</output>",
+    )
+    facts = TestRunFacts(
+        _coding_run([broken, (REPRO + "\npython repro.py", FAILED), EDIT, ("python repro.py", PASSED)])
+    )
+    assert [e.pos for e in facts.source_edits] == [5]
+    assert facts.on_original_code(facts.runs[0]) and not facts.on_original_code(facts.runs[1])

@@ -531,6 +531,10 @@ def _split(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
+def _in_place_sed(words: list[str]) -> bool:
+    return words[0] == "sed" and any(w.startswith("-i") for w in words[1:])
+
+
 def _sed_files(words: list[str]) -> list[str]:
     """The files a ``sed -i`` writes: its operands after the script (``-e`` scripts take none)."""
     operands, scripted, skip = [], False, False
@@ -843,7 +847,7 @@ class TestRunFacts:
         paths its writing code names)."""
         backups: dict[str, str] = {}  # backup path -> the file it copied
         edits = []
-        for pos, (command, _) in self.calls.items():
+        for pos, (command, result) in self.calls.items():
             step = self.steps[pos]
             editor = _editor_target(step)
             if editor is not None:
@@ -851,11 +855,19 @@ class TestRunFacts:
                 continue
             if not command:
                 continue
+            simple = _words(command)
+            if (
+                len(simple) == 1
+                and _in_place_sed(simple[0])
+                and result is not None
+                and exit_code(self.steps[result])
+            ):
+                continue  # a lone sed that failed (a script it could not parse) wrote nothing
             targets = list(_heredoc_writes(command))
             code = command
             restore = False
-            for words in _words(command):
-                if words[0] == "sed" and any(w.startswith("-i") for w in words[1:]):
+            for words in simple:
+                if _in_place_sed(words):
                     targets += _sed_files(words)
                 elif words[0] in ("cp", "mv") and len(words) >= 3:
                     source, target = _norm(words[-2]), _norm(words[-1])
@@ -944,7 +956,7 @@ class TestRunFacts:
                     for w in words[2:]:
                         if _norm(w) in models:
                             models[_norm(w)] = LineModel()
-                elif words[0] == "sed" and any(w.startswith("-i") for w in words[1:]):
+                elif _in_place_sed(words):
                     written = {self._rel(t) for t in _sed_files(words)} & followed
                     for f in written:
                         models[f] = models[f].after(_sed_script(words))
@@ -1192,7 +1204,7 @@ class TestRunFacts:
                 paths = [
                     self._rel(t)
                     for words in _words(command)
-                    if words[0] == "sed" and any(w.startswith("-i") for w in words[1:])
+                    if _in_place_sed(words)
                     for t in _sed_files(words)
                 ]
             else:

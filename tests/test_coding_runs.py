@@ -1110,3 +1110,24 @@ def test_a_sed_that_failed_wrote_nothing():
     )
     assert [e.pos for e in facts.source_edits] == [5]
     assert facts.on_original_code(facts.runs[0]) and not facts.on_original_code(facts.runs[1])
+
+
+def test_a_patch_script_edits_when_it_runs_and_a_cleanup_after_the_fix_was_shown_is_no_finding():
+    """A script that rewrites the file through a variable (``open(path, 'w')``, ``writelines``)
+    edits it when it runs; a cleanup it makes after the fix was shown (the reproduction failing on
+    the original code, passing on the change) never ran, and is no finding: a fix shown."""
+    patch = (
+        "cat <<'EOF' > cleanup.py\n"
+        f"path = '{CHANGED}'\n"
+        "lines = open(path).readlines()\n"
+        "with open(path, 'w') as f:\n"
+        "    f.writelines(lines[:-1])\n"
+        "EOF"
+    )
+    trace = _coding_run(
+        [(REPRO + "\npython repro.py", FAILED), EDIT, ("python repro.py", PASSED),
+         (patch, "<returncode>0</returncode>"), ("python cleanup.py", "<returncode>0</returncode>")]
+    )  # fmt: skip
+    facts = TestRunFacts(trace)
+    assert facts.source_edits[-1].pos == 9  # the run of cleanup.py
+    assert coding_findings(trace) == []

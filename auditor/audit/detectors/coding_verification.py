@@ -20,7 +20,8 @@ one, else its command). Each shape is filed at the act the failure follows from:
   the change does. Filed at the edit of that file; realized (the diff holds it);
 - *the changed code never ran* (3.2): after the fix's last edit no command ran a test or a
   program before the submission (a script that patches the code is no run). Filed at that edit;
-  realized;
+  realized; not when an earlier state of the change was shown fixing the failure (a check that
+  failed on the original code passed on it), as below;
 - *a fix no output supports* (3.2): after the last edit only the agent's own checks ran (its
   scripts, or a runner on files it wrote and does not submit), and no check that failed on the
   original code passes on the changed code (running the code that failed, or code that goes on
@@ -346,6 +347,11 @@ class CodingVerificationDetector:
             return None
         step = facts.steps[last.pos]
         evidence = [facts.unit(last.pos, last.quote), *self._claim_units(facts, tests, end)]
+        shown = any(self._shown_fixed(tests, before, changed) for before, changed in tests.checks.values())
+        if not after and shown:
+            # an earlier state of the change was shown fixing the failure and its last edit (a
+            # cleanup, a second thought) never ran: as below, a fix shown is no finding
+            return None
         if not after:
             return self._submitted(
                 facts,
@@ -361,7 +367,7 @@ class CodingVerificationDetector:
                 material="the submitted change was never executed",
                 path=[facts.hop(last.pos, "code changed"), facts.hop(end, "submitted unrun")],
             )
-        if any(self._shown_fixed(tests, before, changed) for before, changed in tests.checks.values()):
+        if shown:
             # A failure shown going away verifies the fix; that the project's tests did not run after
             # it is no failure by itself (no unresolved run of the development repositories had it).
             return None

@@ -105,7 +105,8 @@ _PY_WRITE = re.compile(  # a variable's write_text from its word's start: tried 
     r"""open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]|(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|(?<!\w)\w+)\.write_text\("""
 )
 _WRITES = re.compile(
-    r"""\bsed\s+(?:-\w+\s+)*-i|>\s*\S|\btee\b|\bpatch\b|\bgit apply\b|\.write\(|write_text\(|\bperl\s+-\w*i"""
+    r"""\bsed\s+(?:-\w+\s+)*-i|>\s*\S|\btee\b|\bpatch\b|\bgit apply\b|\.write(?:lines)?\(|write_text\(|\bperl\s+-\w*i"""
+    r"""|\bopen\([^)\n]*,\s*(?:mode\s*=\s*)?['"](?:[wa]|r\+)"""
 )
 _SCRIPT = re.compile(r"^(?:\S*/)?python[\d.]*$")
 _UTILITIES = frozenset(

@@ -74,26 +74,20 @@ def timeline(trace: Trace) -> Timeline:
             act = "test" if facts.project_test(run) or stopped else "check"
         else:
             continue  # a command that read or searched: no part of what the tests said
-        shown = (
+        ran = (
             run if run is not None and (run.is_test or edit is None) else None
         )  # a patching script is no run
         files = tuple(t for t in edit.targets if t in facts.changed) if edit else ()
-        entries.append(_entry(facts, pos, act, command, files, shown))
-    submitted = next(
-        (
-            s.step_id
-            for s in reversed(steps)
-            if s.kind is StepKind.final_output
-            and facts.submission is not None
-            and s.content == facts.submission
-        ),
-        None,
-    )
-    if submitted is None and facts.empty_submission is not None:
-        submitted = steps[facts.empty_submission].step_id
+        entries.append(_entry(facts, pos, act, command, files, ran))
+    submitted = [
+        s.step_id for s in steps if s.kind is StepKind.final_output and s.content == facts.submission
+    ]
+    record = facts.empty_submission if facts.submission is None else None  # an empty diff submitted
+    if record is not None:
+        submitted = [steps[record].step_id]
     return Timeline(
-        submitted=submitted,
-        empty=facts.submission is None and facts.empty_submission is not None,
+        submitted=submitted[-1] if submitted else None,
+        empty=record is not None,
         changed=tuple(facts.changed),
         new=tuple(p for p, c in facts.changed.items() if c.new),
         entries=tuple(entries),

@@ -42,6 +42,10 @@ Everything is decided by structure, never by what a run is about:
   ``cp X BACKUP`` took back onto ``X``, edits that redo verbatim those a ``git`` revert undid, or
   ``sed`` edits that bring back code a run already tested): a restore is no new change, the code
   is again what it was;
+- files *edited in place* are those a ``sed -i`` that exited 0 or an editor's replace or insert
+  changed and the run did not create (nor copy): they existed before, whatever the diff holds; a
+  run the harness recorded as submitted with an empty diff (``raw.empty_submission`` on its exit
+  record) submitted none of them;
 - *scratch* paths are the ones the agent wrote or made during the run that the submitted diff does
   not hold; a runner run only on scratch paths (a test file written to watch the runner's
   behaviour) is the agent's own check, not a *project test*.
@@ -1199,9 +1203,15 @@ class TestRunFacts:
             step = self.steps[pos]
             editor = _editor_target(step)
             args: Any = step.tool.arguments if step.tool else None
+            failed = result is not None and (
+                exit_code(self.steps[result]) not in (0, None)
+                or self.steps[result].raw.get("status") == "error"
+            )
+            if failed:
+                continue  # an edit that failed changed nothing
             if editor is not None and not (isinstance(args, dict) and args.get("command") == "create"):
                 paths = [self._rel(editor)]
-            elif result is not None and exit_code(self.steps[result]) == 0:
+            elif result is not None and exit_code(self.steps[result]) == 0:  # sed refuses a missing file
                 paths = [
                     self._rel(t)
                     for words in _words(command)

@@ -126,13 +126,12 @@ class CodingVerificationDetector:
         harness's record) or a diff of other files (a ``git stash`` never popped, a cleanup that
         undid the fix)."""
         edits = tests.edited_in_place
-        if not edits or (tests.submission is None and tests.empty_submission is None):
-            return None
+        end = self._submission(tests) if tests.submission is not None else tests.empty_submission
+        if not edits or end is None:
+            return None  # nothing changed in place, or nothing submitted (a run the harness stopped)
         if tests.submission is not None and any(t in tests.changed for e in edits for t in e.targets):
             return None
         facts = RunFacts.of(ctx)
-        end = self._submission(tests) if tests.submission is not None else tests.empty_submission
-        assert end is not None
         files = list(dict.fromkeys(t for e in edits for t in e.targets))
         last = edits[-1]
         step = facts.steps[last.pos]

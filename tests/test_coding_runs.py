@@ -280,6 +280,8 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("pytest_old_seconds.txt", "pytest", 1, 3),
         ("pytest_coloured.txt", "pytest", 0, 201),
         ("pytest_nothing_collected.txt", "pytest", 0, 0),
+        ("pytest_qq_failing.txt", "pytest", 4, 4),
+        ("pytest_qq_passing.txt", "pytest", 0, 2),
         ("sympy_wrapped.txt", "sympy", 1, 212),
         ("sympy_failed.txt", "sympy", 1, 8),
         ("sympy_exception.txt", "sympy", 1, 1623),

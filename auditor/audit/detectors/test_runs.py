@@ -7,7 +7,7 @@ Everything is decided by structure, never by what a run is about:
 - a *test run* is a command result that holds a test runner's summary line: pytest's
   ``== 1 failed, 3 passed in 0.12s ==`` (``in 0.12 seconds`` before pytest 5.1; also without the
   rules, as ``-q`` prints it) or its ``no tests ran`` / ``Interrupted: N errors`` / ``N warnings
-  in 0.01s``; unittest's and Django ``runtests.py``'s ``Ran N tests`` followed by ``OK``,
+  in 0.01s``, or, from ``-qq``, which prints no summary, its progress lines (``.FEs   [100%]``); unittest's and Django ``runtests.py``'s ``Ran N tests`` followed by ``OK``,
   ``FAILED (failures=…, errors=…)`` or (Python 3.12+, nothing found) ``NO TESTS RAN``; SymPy ``bin/test``'s ``tests finished: N passed, M failed,
   K exceptions`` (wrapped anywhere at the terminal's width); tox's ``commands succeeded/failed``
   (tox 3) or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was
@@ -70,6 +70,9 @@ _SECONDS = r"[\d.]+(?:s| seconds)\b"  # pytest 5.1+ prints "0.12s", older ones "
 _PYTEST = re.compile(rf"(?m)^(?:=+ )?((?:{_COUNT}(?:, )?)+) in {_SECONDS}[^\n]*$")
 _PYTEST_NONE = re.compile(rf"(?m)^=+ no tests ran in {_SECONDS} =+$")
 _PYTEST_INTERRUPTED = re.compile(r"(?m)^(?:!+ )?Interrupted: (\d+) errors? during collection[^\n]*$")
+# pytest -qq prints no summary line: its progress lines (a character a test: . passed, F failed,
+# E error, s skipped, x xfailed, X xpassed), padded to the terminal's width before the percentage
+_PYTEST_PROGRESS = re.compile(r"(?m)^([.FEsxX]+)[ \t]{2,}\[ *\d{1,3}%\]$")
 _PYTEST_ID = re.compile(r"(?m)^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - [^\n]*)?$")
 _PYTEST_VERBOSE = re.compile(r"(?m)^(\S+::\S+) (FAILED|ERROR)\b")
 # unittest's summary; Python 3.12+ ends a run that found no test with "NO TESTS RAN" (exit 5)
@@ -484,6 +487,12 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
     for m in _NOX.finditer(text):
         bad = m.group(2) == "failed"
         found.append((m.start(), ("nox", m.group().strip(), int(bad), int(not bad), ())))
+    if not found and (progress := list(_PYTEST_PROGRESS.finditer(text))):
+        marks = "".join(m.group(1) for m in progress)
+        ids = tuple(dict.fromkeys(i for _, i in _PYTEST_ID.findall(text)))
+        found.append(
+            (0, ("pytest", progress[-1].group(), marks.count("F") + marks.count("E"), marks.count("."), ids))
+        )
     return max(found, key=lambda f: f[0])[1] if found else None
 
 

@@ -17,7 +17,8 @@ one, else its command). Each shape is filed at the act the failure follows from:
   change just before them); realized (the run ended on it);
 - *an existing test edited to fit* (3.3): the submitted diff removes assertion lines from a test
   file that existed before (``new file mode`` absent) and adds others: the test now expects what
-  the change does. Filed at the edit of that file; realized (the diff holds it);
+  the change does (also when the diff changes tests alone). Filed at the edit of that file;
+  realized (the diff holds it);
 - *the changed code never ran* (3.2): after the fix's last edit no command ran a test or a
   program before the submission (a script that patches the code is no run). Filed at that edit;
   realized; not when an earlier state of the change was shown fixing the failure (a check that
@@ -103,10 +104,10 @@ class CodingVerificationDetector:
         if tests.submission is None:
             return []  # without the submitted diff, which files existed before (the fix) is unknown
         fix = tests.source_edits
-        if not fix:
-            return []
         facts = RunFacts.of(ctx)
         end = self._submission(tests)
+        if not fix:  # a diff of tests alone: rewritten assertions are all there is to judge
+            return list(self._edited_tests(facts, tests, end))
         drafts = [
             d
             for d in (

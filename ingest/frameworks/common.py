@@ -95,9 +95,10 @@ def harness_exit(
     b: StepBuilder, status: Any, content: str = "", raw: dict[str, Any] | None = None
 ) -> TraceStep:
     """The harness's record that it ended a run other than by the agent's submission (a step,
-    cost or context limit, an error; or a submission of nothing, ``empty_submission``): a ``system`` step, the framework speaking, whose content is
-    the record verbatim (the status itself where the harness wrote no message);
-    ``raw.record = "exit"`` and ``raw.exit_status`` let a reader find it."""
+    cost or context limit, an error; or a submission of nothing, ``empty_submission``): a
+    ``system`` step, the framework speaking, whose content is the record verbatim (the status
+    itself where the harness wrote no message); ``raw.record = "exit"`` and ``raw.exit_status``
+    let a reader find it."""
     return b.add(
         actor="harness",
         actor_kind=ActorKind.system,

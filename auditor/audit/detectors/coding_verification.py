@@ -130,7 +130,9 @@ class CodingVerificationDetector:
         end = self._submission(tests) if tests.submission is not None else tests.empty_submission
         if not edits or end is None:
             return None  # nothing changed in place, or nothing submitted (a run the harness stopped)
-        if tests.submission is not None and any(t in tests.changed for e in edits for t in e.targets):
+        if tests.submission is not None and any(
+            _names(c, t) for e in edits for t in e.targets for c in tests.changed
+        ):
             return None
         facts = RunFacts.of(ctx)
         files = list(dict.fromkeys(t for e in edits for t in e.targets))
@@ -513,6 +515,12 @@ class CodingVerificationDetector:
             effect=unestablished("whether the change addresses the reported failure is not shown before it"),
             path=[facts.hop(first.pos, "changed unreproduced")],
         )
+
+
+def _names(changed: str, written: str) -> bool:
+    """Whether a path an edit wrote is a file the diff changes: the same, or one seen from a
+    directory the command changed into (``cd sub && sed -i … x.py`` writes ``sub/x.py``)."""
+    return changed == written or changed.endswith("/" + written)
 
 
 def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:

@@ -1199,7 +1199,8 @@ class TestRunFacts:
     def edited_in_place(self) -> list[Edit]:
         """Edits that changed a project file the run did not create: ``sed -i`` that exited 0 (sed
         refuses a file that is not there) and an editor's replace or insert, of a source file (not a
-        test, not prose, not made by the run). Whatever the diff holds, these files existed."""
+        test, not prose, not made by the run) named relative to the checkout (an absolute path the
+        diff does not name may lie outside it). Whatever the diff holds, these files existed."""
         copied = {
             _norm(w[-1])
             for command, _ in self.calls.values()
@@ -1232,7 +1233,11 @@ class TestRunFacts:
             paths = [
                 p
                 for p in paths
-                if _PATH.fullmatch(p) and p not in made and not is_test_file(p) and not is_document(p)
+                if _PATH.fullmatch(p)
+                and not p.startswith("/")  # one outside the checkout (a copy under /tmp) is no project file
+                and p not in made
+                and not is_test_file(p)
+                and not is_document(p)
             ]
             if paths:
                 line = (

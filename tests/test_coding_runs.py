@@ -1152,12 +1152,13 @@ def test_a_diff_of_an_existing_test_alone_that_rewrites_its_assertions_is_a_test
     )
 
 
-def test_an_edit_made_from_a_subdirectory_is_the_diffs_file_not_a_lost_change():
-    """``cd sub && sed -i … x.py`` writes ``sub/x.py``: the diff holding it holds the change. An
-    absolute path outside the checkout (a copy under /tmp) is no project file either."""
+def test_an_edit_tried_elsewhere_is_no_lost_change_when_the_diff_changes_the_project():
+    """An edit made from a subdirectory (``cd sub && sed -i … x.py``) or of a copy outside the
+    checkout (an absolute path) names no file of the diff; the diff changes the project's code, so
+    the fix is there: no lost change. An absolute path is no project file at all."""
     folder, name = CHANGED.rsplit("/", 1)
     edit = (f"cd {folder} && sed -i 's/x = 1/x = 2/' {name}", "<returncode>0</returncode>")
-    scratch = ("sed -i 's/a/b/' /tmp/copy_of_fields.py", "<returncode>0</returncode>")
+    scratch = ("sed -i 's/a/b/' /tmp/copy_of_fields.py", "<returncode>0</returncode>")  # fmt: skip
     trace = _coding_run([(REPRO + "\npython repro.py", FAILED), edit, scratch, ("python repro.py", PASSED)])
     assert [t for e in TestRunFacts(trace).edited_in_place for t in e.targets] == [name]
     assert not [f for f in coding_findings(trace) if "none of the change" in f.title]

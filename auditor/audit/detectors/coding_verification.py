@@ -39,9 +39,11 @@ one, else its command). Each shape is filed at the act the failure follows from:
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
   it fixes was never shown. A lead;
 - *none of the change submitted* (3.2): the run changed project files in place (``sed -i`` that
-  exited 0, an editor's replace or insert: files that existed) and its submission holds none of
-  them: an empty diff (the harness's record, ``empty_submission``) or a diff of other files (a
-  ``git stash`` never popped, a cleanup that undid the fix). Filed at the revert that undid the
+  exited 0, an editor's replace or insert: files that existed) and its submission holds no change
+  of the project's code: an empty diff (the harness's record, ``empty_submission``) or a diff of
+  new files, tests or prose alone (a ``git stash`` never popped, a cleanup that undid the fix). A
+  diff that changes other code of the project may hold the fix moved there (an edit tried and
+  put back), and is judged as any other. Filed at the revert that undid the
   change, else at its last edit; realized; it stands alone (the checks judged code never submitted).
 
 Every finding quotes the change, the output it rests on and the submitting turn's claim. For
@@ -65,6 +67,7 @@ from auditor.audit.detectors.test_runs import (
     TestRunFacts,
     file_of_test,
     first_line,
+    is_document,
     is_test_file,
     output_body,
     uncoloured,
@@ -123,17 +126,17 @@ class CodingVerificationDetector:
 
     # -- submitted none of the change ----------------------------------------------------------------
     def _lost(self, ctx: AuditContext, tests: TestRunFacts) -> FindingDraft | None:
-        """The run changed project files in place and submitted none of them: an empty diff (the
-        harness's record) or a diff of other files (a ``git stash`` never popped, a cleanup that
-        undid the fix)."""
+        """The run changed project files in place and submitted no change of the project's code:
+        an empty diff (the harness's record) or one of new files, tests or prose alone (a ``git
+        stash`` never popped, a cleanup that undid the fix)."""
         edits = tests.edited_in_place
         end = self._submission(tests) if tests.submission is not None else tests.empty_submission
         if not edits or end is None:
             return None  # nothing changed in place, or nothing submitted (a run the harness stopped)
         if tests.submission is not None and any(
-            _names(c, t) for e in edits for t in e.targets for c in tests.changed
+            not c.new and not is_test_file(c.path) and not is_document(c.path) for c in tests.changed.values()
         ):
-            return None
+            return None  # the diff changes the project's code: the fix may have moved (a tried edit put back)
         facts = RunFacts.of(ctx)
         files = list(dict.fromkeys(t for e in edits for t in e.targets))
         last = edits[-1]
@@ -515,12 +518,6 @@ class CodingVerificationDetector:
             effect=unestablished("whether the change addresses the reported failure is not shown before it"),
             path=[facts.hop(first.pos, "changed unreproduced")],
         )
-
-
-def _names(changed: str, written: str) -> bool:
-    """Whether a path an edit wrote is a file the diff changes: the same, or one seen from a
-    directory the command changed into (``cd sub && sed -i … x.py`` writes ``sub/x.py``)."""
-    return changed == written or changed.endswith("/" + written)
 
 
 def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:

@@ -180,6 +180,20 @@ def test_a_change_stashed_and_never_popped_is_submitted_none_of(name, held):
         assert lost.evidence[-2].quote == "Submitted" and lost.evidence[-2].step_id == end.step_id
 
 
+def test_a_run_that_changed_nothing_and_submitted_an_empty_diff_is_a_lead():
+    """A real v2 run that reproduced the behaviour, changed nothing and submitted: whether the
+    request needed a change is a matter of its wording, so a lead (3.1) at the submitting turn."""
+    trace = trace_of(V2 / "submitted_nothing.traj.json")
+    (found,) = coding_findings(trace)
+    assert (found.title, found.failure_mode, found.disposition.value) == (
+        "agent submitted an empty change",
+        "3.1",
+        "lead",
+    )
+    submit = next(s for s in reversed(trace.steps) if s.kind is StepKind.tool_call)
+    assert found.first_anomalous_step == submit.step_id and found.evidence[0].quote == "Submitted"
+
+
 def test_a_change_stashed_and_popped_before_the_submission_is_submitted():
     trace = trace_of(V2 / "stash_popped.traj.json")
     assert trace.steps[-1].kind is StepKind.final_output and coding_findings(trace) == []
@@ -188,8 +202,8 @@ def test_a_change_stashed_and_popped_before_the_submission_is_submitted():
 def test_an_empty_submission_is_the_harness_record_in_v1_and_swe_agent_too(tmp_path):
     """mini-SWE-agent v1 (``info.submission`` empty, ``Submitted``) and SWE-agent (``submitted``):
     the run ends on the harness's record of an empty submission; the v1 run changed a source file in
-    place and submitted none of it (the SWE-agent run edited only a test file: nothing lost of the
-    project's code)."""
+    place and submitted none of it; the SWE-agent run edited only a test file: nothing of the
+    project's code lost, an empty change submitted."""
     v1 = json.loads(CLEAN.read_text())
     v1["info"]["submission"] = ""
     swe = json.loads(SWE_AGENT.read_text())
@@ -199,10 +213,11 @@ def test_an_empty_submission_is_the_harness_record_in_v1_and_swe_agent_too(tmp_p
         trace = trace_of(tmp_path / name)
         end = trace.steps[-1]
         assert (end.kind, end.content, end.raw.get("empty_submission")) == (StepKind.message, status, True)
-        lost = coding_findings(trace)
-        assert [f.mechanism.endswith("is an empty diff: none of that change.") for f in lost] == (
-            [True] if status == "Submitted" else []
-        )
+        (found,) = coding_findings(trace)
+        if status == "Submitted":  # the v1 run changed a source file in place: none of it submitted
+            assert found.mechanism.endswith("is an empty diff: none of that change.")
+        else:  # the SWE-agent run changed a test file alone: an empty change, a lead
+            assert found.title == "agent submitted an empty change" and found.disposition.value == "lead"
 
 
 def test_edits_of_files_the_run_made_or_copied_are_no_lost_change():

@@ -43,7 +43,10 @@ one, else its command). Each shape is filed at the act the failure follows from:
   of the project's code: an empty diff (the harness's record, ``empty_submission``) or a diff of
   new files, tests or prose alone (a ``git stash`` never popped, a cleanup that undid the fix). A
   diff that changes other code of the project may hold the fix moved there (an edit tried and
-  put back), and is judged as any other. Filed at the revert that undid the
+  put back), and is judged as any other;
+- *an empty change submitted* (3.1): the harness recorded an empty submission and the run changed
+  no project file on the way. Whether the request needed a change is a matter of its wording: a
+  lead, at the submitting turn. Filed at the revert that undid the
   change, else at its last edit; realized; it stands alone (the checks judged code never submitted).
 
 Every finding quotes the change, the output it rests on and the submitting turn's claim. For
@@ -101,7 +104,7 @@ class CodingVerificationDetector:
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
         tests = TestRunFacts(ctx.trace)
-        lost = self._lost(ctx, tests)
+        lost = self._lost(ctx, tests) or self._nothing(ctx, tests)
         if lost is not None:
             return [lost]  # what the run tested is not what it submitted: nothing else to judge
         if tests.submission is None:
@@ -174,6 +177,31 @@ class CodingVerificationDetector:
                 *([facts.hop(undone, "change undone")] if undone is not None else []),
                 facts.hop(end, "submitted without it"),
             ],
+        )
+
+    def _nothing(self, ctx: AuditContext, tests: TestRunFacts) -> FindingDraft | None:
+        """The run submitted an empty diff and changed no project file on the way: it ended with
+        nothing to show. Whether the request needed a change is a matter of its wording: a lead."""
+        end = tests.empty_submission
+        if end is None or tests.submission is not None:
+            return None
+        facts = RunFacts.of(ctx)
+        record = facts.steps[end]
+        claim = self._claim(facts, tests, end)
+        pos = claim[0] if claim else end
+        return failure_draft(
+            facts,
+            mode="3.1",
+            pos=pos,
+            title=f"{facts.steps[pos].actor} submitted an empty change",
+            mechanism=(
+                f"The run ended at step {record.step_id} on the harness's record of a submission with no change "
+                f"('{first_line(record.content)}'): no file of the project was changed and kept."
+            ),
+            violated="a coding run ends by submitting the change it was asked for, or says why none is needed",
+            evidence=[facts.unit(end, first_line(record.content)), *self._claim_units(facts, tests, end)],
+            effect=unestablished("whether the request needed a change is not shown by the run"),
+            path=[facts.hop(pos, "submitted"), facts.hop(end, "empty submission")],
         )
 
     @staticmethod

@@ -411,6 +411,8 @@ def test_a_coding_runs_test_timeline(signed_in: Page, origin: str, seeded: Seede
         "[...document.querySelectorAll('#tests > table:first-of-type tbody tr')].map(r => r.cells[1].textContent)"
     )
     assert rows == [e["act"] for e in served["entries"]] and "test" in rows
+    said = p.eval("[...document.querySelectorAll('#test-evidence li')].map(li => li.textContent)")
+    assert said == [f"{label}: {text}" for label, text in served["evidence_lines"]] and len(said) == 4
     verdict = p.eval("document.querySelector('#test-verdicts tbody tr').textContent")
     assert "FAILED" in verdict and served["verdicts"][0]["test"] in verdict
     p.eval("document.getElementById('tests').scrollIntoView(); true")

@@ -34,12 +34,13 @@ def test_a_failed_test_has_the_word_of_the_last_run_that_ran_it(name, passing, l
     assert found.changed == ("django/utils/text.py", "repro.py") and found.new == ("repro.py",)
     tests = [e for e in found.entries if e.act == "test"]
     assert tests[0].result == "FAILED (failures=7)" and tests[0].code == "changed" and tests[0].failed == 7
-    assert [e.act for e in found.entries][:4] == [
-        "edit",
-        "edit",
-        "edit",
-        "check",
-    ]  # repro.py, the fix twice, its run
+    acts = [e.act for e in found.entries]
+    assert acts[:4] == ["edit", "edit", "edit", "check"]  # repro.py written and run, the fix twice, its rerun
+    assert found.entries[0].result == "failed (exit 1)" and found.entries[0].code == "original"
+    # what the runs show: reproduced, shown fixed by the same script, the project's last test run
+    ev = found.evidence
+    assert (ev.reproduced, ev.shown_fixed, ev.last_test, ev.last_test_passed) == ("s5", "s11", last, passing)
+    assert ev.edited_after_pass == (() if passing else None)  # nothing edited after it / no run passed
 
 
 def test_a_failure_the_original_code_showed_is_told_apart():
@@ -98,6 +99,7 @@ def test_the_cli_lays_out_the_runs_and_the_verdicts(tmp_path):
     shown = run(["traces", "tests", trace_id], tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "repro.py (new)" in shown.stdout and "FAILED (failures=7)" in shown.stdout
+    assert "project tests after the last edit: s15 FAILED" in shown.stdout
     assert "tests that failed, and their last run" in shown.stdout
     data = json.loads(run(["traces", "tests", trace_id, "--json"], tmp_path).stdout)
     assert data["submitted"] == "s18"
@@ -153,6 +155,7 @@ def test_the_markdown_and_html_reports_of_a_coding_run_hold_its_test_runs():
     assert "submitted at s18: django/utils/text.py, repro.py (new)" in section
     assert "| `s12` | test | changed |" in section and "`s13` FAILED (failures=7)" in section
     assert "| `s13` | `s15` | FAILED | not run |" in section
+    assert "- **shown fixed:** s11 (a check that failed on the original code ran clean)" in section
     page = render(report, trace, "html")
     assert '<section id="test-runs"' in page and '<a href="#step-s15"><code>s15</code></a>' in page
 

@@ -44,6 +44,19 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What the runs show of the fix, each by the step of the result that shows it."""
+
+    reproduced: str | None  # the first run on the original code that failed
+    shown_fixed: str | None  # a check that failed on the original code running clean on the change
+    last_test: str | None  # the project's last test run after the change's last edit
+    last_test_passed: bool | None
+    edited_after_pass: (
+        tuple[str, ...] | None
+    )  # files edited after the last passing test run (None: none passed)
+
+
+@dataclass(frozen=True)
 class Timeline:
     submitted: str | None  # the step of the submitted diff (or of the harness's record of an empty one)
     empty: bool  # the submission was an empty diff
@@ -51,6 +64,7 @@ class Timeline:
     new: tuple[str, ...]  # those of them it adds
     entries: tuple[Entry, ...]
     verdicts: tuple[Verdict, ...]
+    evidence: Evidence
 
 
 def timeline(trace: Trace) -> Timeline:
@@ -74,9 +88,8 @@ def timeline(trace: Trace) -> Timeline:
             act = "test" if facts.project_test(run) or stopped else "check"
         else:
             continue  # a command that read or searched: no part of what the tests said
-        ran = (
-            run if run is not None and (run.is_test or edit is None) else None
-        )  # a patching script is no run
+        patch = pos in facts.editing  # a script that patches the code is no run of it
+        ran = run if run is not None and (run.is_test or not patch) else None
         files = tuple(t for t in edit.targets if t in facts.changed) if edit else ()
         entries.append(_entry(facts, pos, act, command, files, ran))
     submitted = [
@@ -92,6 +105,30 @@ def timeline(trace: Trace) -> Timeline:
         new=tuple(p for p, c in facts.changed.items() if c.new),
         entries=tuple(entries),
         verdicts=tuple(_verdicts(facts)),
+        evidence=_evidence(facts),
+    )
+
+
+def _evidence(facts: TestRunFacts) -> Evidence:
+    def step(run: TestRun | None) -> str | None:
+        return facts.steps[run.result].step_id if run is not None else None
+
+    fix = facts.source_edits
+    last_edit = fix[-1].pos if fix else -1
+    tests = [r for r in facts.runs if facts.project_test(r)]
+    last = next((r for r in reversed(tests) if r.call > last_edit), None) if fix else None
+    passed = next((r for r in reversed(tests) if r.ok), None)
+    after = None
+    if passed is not None:
+        after = tuple(
+            dict.fromkeys(t for e in fix if e.pos > passed.call for t in e.targets if t in facts.changed)
+        )
+    return Evidence(
+        reproduced=step(next((r for r in facts.runs if facts.on_original_code(r) and not r.ok), None)),
+        shown_fixed=step(facts.shown_fixed),
+        last_test=step(last),
+        last_test_passed=last.ok if last is not None else None,
+        edited_after_pass=after,
     )
 
 
@@ -183,6 +220,32 @@ def submission_line(found: Timeline) -> str:
         if found.submitted
         else f"no submitted diff; files edited: {changed}"
     )
+
+
+def evidence_lines(found: Timeline) -> list[tuple[str, str]]:
+    """What the runs show of the fix, a (label, text) pair each."""
+    ev = found.evidence
+    last = f"{ev.last_test} {'passed' if ev.last_test_passed else 'FAILED'}" if ev.last_test else "none ran"
+    if ev.edited_after_pass is None:
+        after = "no test run of the project passed"
+    else:
+        after = ", ".join(ev.edited_after_pass) or "nothing"
+    return [
+        (
+            "reproduced",
+            f"{ev.reproduced} (failed on the original code)"
+            if ev.reproduced
+            else "no run failed on the original code",
+        ),
+        (
+            "shown fixed",
+            f"{ev.shown_fixed} (a check that failed on the original code ran clean)"
+            if ev.shown_fixed
+            else "no check went from failing to passing",
+        ),
+        ("project tests after the last edit", last),
+        ("edited after the last passing test run", after),
+    ]
 
 
 def what_text(found: Timeline, entry: Entry) -> str:

@@ -380,7 +380,7 @@ class CodingVerificationDetector:
             return None
         step = facts.steps[last.pos]
         evidence = [facts.unit(last.pos, last.quote), *self._claim_units(facts, tests, end)]
-        shown = any(self._shown_fixed(tests, before, changed) for before, changed in tests.checks.values())
+        shown = tests.shown_fixed is not None
         if not after and shown:
             # an earlier state of the change was shown fixing the failure and its last edit (a
             # cleanup, a second thought) never ran: as below, a fix shown is no finding
@@ -451,20 +451,6 @@ class CodingVerificationDetector:
                 f"the run ended (step {facts.steps[end].step_id}) submitting the change", material
             ),
             path=path,
-        )
-
-    @staticmethod
-    def _shown_fixed(tests: TestRunFacts, before: list[TestRun], changed: list[TestRun]) -> bool:
-        """A check that failed on the original code and whose last run on the changed code is clean,
-        running the code that failed (the same script, or one that goes on from it): a script
-        rewritten in between (its setup mended) may pass by its own change, not the fix's."""
-        last = changed[-1]
-        if not last.clean:
-            return False
-        after = tests.code_run(last.call)
-        return any(
-            not r.ok and (after is None or (code := tests.code_run(r.call)) is None or after.startswith(code))
-            for r in before
         )
 
     @staticmethod

@@ -1181,6 +1181,23 @@ class TestRunFacts:
         )
 
     @cached_property
+    def shown_fixed(self) -> TestRun | None:
+        """The last run of a check that failed on the original code and ran clean on the change,
+        running the code that failed (the same script, or one that goes on from it: a script
+        rewritten in between, its setup mended, may pass by its own change, not the fix's)."""
+        shown = None
+        for before, changed in self.checks.values():
+            last = changed[-1]
+            after = self.code_run(last.call) if last.clean else None
+            if last.clean and any(
+                not r.ok
+                and (after is None or (code := self.code_run(r.call)) is None or after.startswith(code))
+                for r in before
+            ):
+                shown = last if shown is None or last.call > shown.call else shown
+        return shown
+
+    @cached_property
     def empty_submission(self) -> int | None:
         """Where the harness recorded that the run was submitted with no change at all (its exit
         record marked ``empty_submission``), else None."""
@@ -1250,9 +1267,10 @@ class TestRunFacts:
 
     @cached_property
     def editing(self) -> frozenset[int]:
-        """Positions of the commands that write a changed file: a script that patches the code is no
-        check (one that writes its own input and runs, or edits and runs a test runner, still is)."""
-        return frozenset(e.pos for e in self.edits)
+        """Positions of the commands that write a changed source file: a script that patches the code
+        is no check (one that writes its own input and runs it — a reproduction, even one the diff
+        holds — or edits and runs a test runner, still is)."""
+        return frozenset(e.pos for e in self.edits if any(self._source(_norm(t)) for t in e.targets))
 
     @cached_property
     def checks(self) -> dict[str, tuple[list[TestRun], list[TestRun]]]:

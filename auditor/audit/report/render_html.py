@@ -32,6 +32,7 @@ from auditor.audit.test_timeline import (
     ENTRY_COLUMNS,
     VERDICT_COLUMNS,
     VERDICT_TITLE,
+    evidence_lines,
     is_coding,
     result_text,
     submission_line,
@@ -246,6 +247,9 @@ def _test_runs(trace: Trace, shown: set[str]) -> str:
     out = [
         '<section id="test-runs" aria-labelledby="test-runs-h"><h2 id="test-runs-h">Test runs</h2>',
         f"<p>{e(submission_line(found))}</p>",
+        "<ul>"
+        + "".join(f"<li><strong>{e(label)}:</strong> {e(text)}</li>" for label, text in evidence_lines(found))
+        + "</ul>",
         f"<table>{head(ENTRY_COLUMNS)}<tbody>{rows}</tbody></table>",
     ]
     if found.verdicts:

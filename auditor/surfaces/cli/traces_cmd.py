@@ -129,6 +129,7 @@ def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
         ENTRY_COLUMNS,
         VERDICT_COLUMNS,
         VERDICT_TITLE,
+        evidence_lines,
         result_text,
         submission_line,
         timeline,
@@ -145,6 +146,8 @@ def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
         console.print(cell(f"{trace_id}: no command edited the code or ran it (no coding run to lay out)"))
         return
     console.print(cell(submission_line(found)), highlight=False)
+    for label, text in evidence_lines(found):
+        console.print(Text.assemble((f"{label}: ", "bold"), cell(text)), highlight=False)
     rows = [
         [
             e.step,

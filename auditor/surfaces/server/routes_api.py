@@ -178,8 +178,9 @@ def get_graph(
 @router.get("/traces/{trace_id}/tests", tags=["traces"])
 def get_tests(request: Request, _: Reader, trace_id: str) -> Response:
     """A coding run's test timeline: each edit of the submitted files, each test or check run with
-    the code it ran on (`original` or `changed`) and the runner's summary, and the last word on
-    every test that failed (`verdicts`). Empty lists for a run that ran no code."""
+    the code it ran on (`original` or `changed`) and the runner's summary, the last word on every
+    test that failed (`verdicts`), and what the runs show of the fix (`evidence`, and as text
+    `evidence_lines`). Empty lists for a run that ran no code."""
     return _json(request.app.state.views.tests(trace_id, _head(request)))
 
 

@@ -96,9 +96,11 @@ class Views:
         def compute() -> bytes:
             from dataclasses import asdict
 
-            from auditor.audit.test_timeline import timeline
+            from auditor.audit.test_timeline import evidence_lines, submission_line, timeline
 
-            return _dumps({"trace_id": trace_id, **asdict(timeline(load_trace(self.store, trace_id)))})
+            found = timeline(load_trace(self.store, trace_id))
+            said = {"headline": submission_line(found), "evidence_lines": evidence_lines(found)}
+            return _dumps({"trace_id": trace_id, **asdict(found), **said})
 
         return self._graphs.get((trace_id, version, "tests"), compute)
 

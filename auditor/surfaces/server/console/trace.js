@@ -80,8 +80,9 @@ function testsPanel(tests, jump) {
   const failed = tests.verdicts.filter((v) => !v.passing).length;
   return el("details", { class: "panel tests", id: "tests", open: true },
     el("summary", {}, el("strong", {}, "Test runs"),
-      ` · ${runs} runs, ${tests.entries.length - runs} edits · ${tests.empty ? `an empty diff submitted at ${tests.submitted}` : tests.submitted ? `submitted at ${tests.submitted}` : "no submitted diff"}`
+      ` · ${runs} runs, ${tests.entries.length - runs} edits · ${tests.headline}`
       + (tests.verdicts.length ? ` · ${failed} of ${tests.verdicts.length} failed tests still failing` : "")),
+    el("ul", { class: "small", id: "test-evidence" }, tests.evidence_lines.map(([label, text]) => el("li", {}, el("strong", {}, `${label}: `), text))),
     el("table", { class: "list" },
       el("thead", {}, el("tr", {}, ["step", "act", "on code", "what", "result"].map((h) => el("th", {}, h)))),
       el("tbody", {}, tests.entries.map((e) => el("tr", { class: `act-${e.act}` },

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
+from auditor.audit import test_timeline as tl
 from auditor.audit.report.render_graph import graph_figure
 from auditor.audit.report.render_html_style import CSS
 from auditor.audit.report.render_text import (
@@ -27,18 +28,6 @@ from auditor.audit.report.render_text import (
     plan_items,
     shorten,
     words,
-)
-from auditor.audit.test_timeline import (
-    ENTRY_COLUMNS,
-    VERDICT_COLUMNS,
-    VERDICT_TITLE,
-    evidence_lines,
-    is_coding,
-    result_text,
-    submission_line,
-    timeline,
-    verdict_cells,
-    what_text,
 )
 from schemas import AuditReport, Finding, Trace, TraceStep
 from schemas.failure import MAST_MODES
@@ -227,8 +216,8 @@ def _finding(n: int, f: Finding, report: AuditReport, acts: dict[str, str]) -> s
 def _test_runs(trace: Trace, shown: set[str]) -> str:
     """A coding run's test timeline, each step linked where the transcript shows it (nothing for
     another run)."""
-    found = timeline(trace)
-    if not is_coding(found):
+    found = tl.timeline(trace)
+    if not tl.is_coding(found):
         return ""
 
     def step(step_id: str | None) -> str:
@@ -241,25 +230,27 @@ def _test_runs(trace: Trace, shown: set[str]) -> str:
 
     rows = "".join(
         f"<tr><td>{step(x.step)}</td><td>{e(x.act)}</td><td>{e(x.code or '')}</td>"
-        f"<td><code>{e(what_text(found, x))}</code></td><td>{step(x.result_step)} {e(result_text(x))}</td></tr>"
+        f"<td><code>{e(tl.what_text(found, x))}</code></td><td>{step(x.result_step)} {e(tl.result_text(x))}</td></tr>"
         for x in found.entries
     )
     out = [
         '<section id="test-runs" aria-labelledby="test-runs-h"><h2 id="test-runs-h">Test runs</h2>',
-        f"<p>{e(submission_line(found))}</p>",
+        f"<p>{e(tl.submission_line(found))}</p>",
         "<ul>"
-        + "".join(f"<li><strong>{e(label)}:</strong> {e(text)}</li>" for label, text in evidence_lines(found))
+        + "".join(
+            f"<li><strong>{e(label)}:</strong> {e(text)}</li>" for label, text in tl.evidence_lines(found)
+        )
         + "</ul>",
-        f"<table>{head(ENTRY_COLUMNS)}<tbody>{rows}</tbody></table>",
+        f"<table>{head(tl.ENTRY_COLUMNS)}<tbody>{rows}</tbody></table>",
     ]
     if found.verdicts:
-        cells = (verdict_cells(v) for v in found.verdicts)
+        cells = (tl.verdict_cells(v) for v in found.verdicts)
         verdicts = "".join(
             f"<tr><td><code>{e(t)}</code></td><td>{step(first)}</td><td>{step(last)}</td><td>{e(then)}</td><td>{e(orig)}</td></tr>"
             for t, first, last, then, orig in cells
         )
         out.append(
-            f"<h3>{e(VERDICT_TITLE.capitalize())}</h3><table>{head(VERDICT_COLUMNS)}<tbody>{verdicts}</tbody></table>"
+            f"<h3>{e(tl.VERDICT_TITLE.capitalize())}</h3><table>{head(tl.VERDICT_COLUMNS)}<tbody>{verdicts}</tbody></table>"
         )
     return "\n".join(out) + "</section>"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from auditor.audit import test_timeline as tl
 from auditor.audit.report.render_text import (
     CRITERION_TEXT,
     RISK_TEXT,
@@ -19,18 +20,6 @@ from auditor.audit.report.render_text import (
     plan_items,
     shorten,
     words,
-)
-from auditor.audit.test_timeline import (
-    ENTRY_COLUMNS,
-    VERDICT_COLUMNS,
-    VERDICT_TITLE,
-    evidence_lines,
-    is_coding,
-    result_text,
-    submission_line,
-    timeline,
-    verdict_cells,
-    what_text,
 )
 from auditor.core.markdown import markdown_table
 from schemas import AuditReport, Finding, RepairPlanItem, Trace
@@ -113,35 +102,40 @@ def render_markdown(report: AuditReport, trace: Trace) -> str:
 
 def _test_runs(trace: Trace) -> list[str]:
     """A coding run's test timeline: what the tests said, by step (nothing for another run)."""
-    found = timeline(trace)
-    if not is_coding(found):
+    found = tl.timeline(trace)
+    if not tl.is_coding(found):
         return []
     rows = [
         [
             md_code(e.step),
             e.act,
             e.code or "",
-            md_cell(shorten(what_text(found, e), 120)),
-            (f"{md_code(e.result_step)} " if e.result_step else "") + md_cell(result_text(e)),
+            md_cell(shorten(tl.what_text(found, e), 120)),
+            (f"{md_code(e.result_step)} " if e.result_step else "") + md_cell(tl.result_text(e)),
         ]
         for e in found.entries
     ]
     out = [
         "## Test runs",
         "",
-        md_text(submission_line(found)),
+        md_text(tl.submission_line(found)),
         "",
-        *(f"- **{label}:** {md_text(text)}" for label, text in evidence_lines(found)),
+        *(f"- **{label}:** {md_text(text)}" for label, text in tl.evidence_lines(found)),
         "",
-        *markdown_table(list(ENTRY_COLUMNS), rows),
+        *markdown_table(list(tl.ENTRY_COLUMNS), rows),
         "",
     ]
     if found.verdicts:
         verdicts = [
-            [md_cell(c) if i == 0 else md_code(c) if i < 3 else c for i, c in enumerate(verdict_cells(v))]
+            [md_cell(c) if i == 0 else md_code(c) if i < 3 else c for i, c in enumerate(tl.verdict_cells(v))]
             for v in found.verdicts
         ]
-        out += [f"**{VERDICT_TITLE.capitalize()}**", "", *markdown_table(list(VERDICT_COLUMNS), verdicts), ""]
+        out += [
+            f"**{tl.VERDICT_TITLE.capitalize()}**",
+            "",
+            *markdown_table(list(tl.VERDICT_COLUMNS), verdicts),
+            "",
+        ]
     return out
 
 

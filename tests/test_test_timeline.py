@@ -102,7 +102,8 @@ def test_the_cli_lays_out_the_runs_and_the_verdicts(tmp_path):
     assert "project tests after the last edit: s15 FAILED" in shown.stdout
     assert "tests that failed, and their last run" in shown.stdout
     data = json.loads(run(["traces", "tests", trace_id, "--json"], tmp_path).stdout)
-    assert data["submitted"] == "s18"
+    assert data["submitted"] == "s18" and data["headline"].startswith("submitted at s18")
+    assert dict(data["evidence_lines"])["project tests after the last edit"] == "s15 FAILED"
     assert [v["passing"] for v in data["verdicts"]] == [False]
     assert {e["act"] for e in data["entries"]} == {"edit", "check", "test"}
 

@@ -9,7 +9,7 @@ run failed" or "no output supports the fix" can be read off the run itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from auditor.audit.detectors.test_runs import TestRun, TestRunFacts, runner_of, uncoloured
 from schemas import StepKind, Trace
@@ -194,6 +194,11 @@ def _ran(run: TestRun, test: str, failed: TestRun) -> bool:
     return run.is_test and (
         test in run.failed_set or bool(covers) or (covers is None and run.key == failed.key)
     )
+
+
+def as_json(found: Timeline) -> dict:
+    """The timeline for machines (``--json``, the API): its facts, and the lines people read."""
+    return {**asdict(found), "headline": submission_line(found), "evidence_lines": evidence_lines(found)}
 
 
 # -- how every surface shows it (terminal, Markdown, HTML, console) ------------------------------------

@@ -123,8 +123,6 @@ def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
     """What the tests said in a coding run: each edit of the submitted files, each test or check
     run and whether it ran on the original code or the change, and the last word on every test that
     failed. The facts the coding findings rest on, by step."""
-    from dataclasses import asdict
-
     from auditor.audit.test_timeline import (
         ENTRY_COLUMNS,
         VERDICT_COLUMNS,
@@ -136,11 +134,12 @@ def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
         verdict_cells,
         what_text,
     )
+    from auditor.audit.test_timeline import as_json as timeline_json
     from auditor.core.store.traces import load_trace
 
     found = timeline(load_trace(open_cli_store(), trace_id))
     if as_json:
-        print_json(asdict(found))
+        print_json(timeline_json(found))
         return
     if not found.entries:
         console.print(cell(f"{trace_id}: no command edited the code or ran it (no coding run to lay out)"))

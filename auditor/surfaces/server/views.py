@@ -94,13 +94,9 @@ class Views:
         version = self._version(trace_id, head)
 
         def compute() -> bytes:
-            from dataclasses import asdict
+            from auditor.audit.test_timeline import as_json, timeline
 
-            from auditor.audit.test_timeline import evidence_lines, submission_line, timeline
-
-            found = timeline(load_trace(self.store, trace_id))
-            said = {"headline": submission_line(found), "evidence_lines": evidence_lines(found)}
-            return _dumps({"trace_id": trace_id, **asdict(found), **said})
+            return _dumps({"trace_id": trace_id, **as_json(timeline(load_trace(self.store, trace_id)))})
 
         return self._graphs.get((trace_id, version, "tests"), compute)
 

@@ -120,9 +120,9 @@ def show(
 
 @traces_app.command("tests")
 def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
-    """What the tests said in a coding run: each edit of the submitted files, each test or check
-    run and whether it ran on the original code or the change, and the last word on every test that
-    failed. The facts the coding findings rest on, by step."""
+    """What the tests said in a coding run: what the runs show of the fix, each edit of the
+    submitted files, each test or check run and whether it ran on the original code or the change,
+    and the last word on every test that failed. The facts the coding findings rest on, by step."""
     from auditor.audit.test_timeline import (
         ENTRY_COLUMNS,
         VERDICT_COLUMNS,

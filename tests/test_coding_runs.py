@@ -1177,3 +1177,29 @@ def test_an_edit_tried_elsewhere_is_no_lost_change_when_the_diff_changes_the_pro
     trace = _coding_run([(REPRO + "\npython repro.py", FAILED), edit, scratch, ("python repro.py", PASSED)])
     assert [t for e in TestRunFacts(trace).edited_in_place for t in e.targets] == [name]
     assert not [f for f in coding_findings(trace) if "none of the change" in f.title]
+
+
+@pytest.mark.parametrize(
+    "command, output",
+    [
+        ("pytest tests/test_x.py | head -5", "tests/test_x.py F..\n\n=== FAILURES ===\n___ test_a ___\n"),
+        ("pytest --help | grep -- --runxfail", "  --runxfail           Report the results of xfail tests"),
+        ("pytest --collect-only -q tests", "tests/test_x.py::test_a\n\n3 tests collected in 0.01s"),
+    ],
+)
+def test_a_runner_that_summarised_nothing_and_did_not_fail_is_no_run(command, output):
+    """Its output cut by ``| head`` (a failure may be above the cut), its help, or a collection
+    without a run: nothing says the tests passed, so it is no run (it was a passing check)."""
+    facts = TestRunFacts(
+        _coding_run([(command, f"<returncode>0</returncode>\n<output>\n{output}\n</output>")])
+    )
+    assert facts.runs == []
+
+
+def test_a_runner_piped_beside_a_script_keeps_the_scripts_run():
+    both = (
+        "pytest tests/test_x.py | head -5; python repro.py",
+        "<returncode>0</returncode>\n<output>\nok\n</output>",
+    )
+    (run,) = TestRunFacts(_coding_run([both])).runs
+    assert run.runner == "script" and run.ok

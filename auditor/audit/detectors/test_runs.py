@@ -26,7 +26,8 @@ Everything is decided by structure, never by what a run is about:
   utilities that read, search, edit or manage files) with no runner summary in its output: a
   reproduction; it passed when its exit code is 0 and it printed no traceback (a command the
   harness killed, as at a timeout, did not). A lone command the shell could not start (exit 127
-  or 126: a runner not installed) ran nothing and is no run;
+  or 126: a runner not installed) ran nothing and is no run, nor is a runner alone that printed
+  no summary and did not fail (its output cut by ``| head``, its ``--help``, ``--collect-only``);
 - an *edit* is a command that writes files: ``sed -i``, a shell redirect or ``tee`` to a file, a
   ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
   ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
@@ -803,6 +804,11 @@ class TestRunFacts:
                 # a command the harness killed (a timeout: status error, no exit code) did not pass
                 killed = code is None and out.raw.get("status") == "error"
                 bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(out.content)))
+                running = [w for w in _words(command) if _script(w)[0] or _program(w)]
+                if not bad and all(runner_of(" ".join(w)) for w in running):
+                    # a runner alone that summarised nothing and did not fail: its output was cut
+                    # (``| head``) or it ran no test (``--help``, ``--collect-only``): no run to read
+                    continue
                 heads = [ln for ln in _head_lines(command).splitlines() if ln.strip()] or [command]
                 line = next(  # the line that runs it (a heredoc writing the script comes first)
                     (ln for ln in reversed(heads) if any(_script(w)[0] or _program(w) for w in _words(ln))),

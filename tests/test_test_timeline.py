@@ -9,6 +9,7 @@ import pytest
 
 from auditor.audit.detectors.test_runs import runner_of
 from auditor.audit.test_timeline import timeline
+from schemas import Trace
 from tests.cli_helpers import run
 from tests.test_coding_runs import CHANGED, EDIT, REAL, _coding_run, trace_of
 
@@ -61,11 +62,18 @@ def test_a_failure_the_original_code_showed_is_told_apart():
     assert found.submitted == "s7"
 
 
-def test_a_check_the_harness_stopped_is_a_failed_run_that_names_no_exit_code():
-    found = timeline(
+def test_a_failed_check_says_how_it_failed():
+    """By its exit code; and a runner the harness stopped (no exit code, the result an error) is a
+    failed run of the project's tests, not the agent's own check."""
+    failed = timeline(
         _coding_run([EDIT, ("python repro.py", "<returncode>1</returncode>\n<output>\nboom\n</output>")])
     )
-    assert found.entries[-1].act == "check" and found.entries[-1].result == "failed (exit 1)"
+    assert (failed.entries[-1].act, failed.entries[-1].result) == ("check", "failed (exit 1)")
+    trace = _coding_run([EDIT, ("pytest tests/test_x.py", "The last command timed out and has been killed.")])
+    stopped = trace.steps[4].model_copy(update={"raw": {"status": "error"}})
+    steps = [*trace.steps[:4], stopped, *trace.steps[5:]]
+    entry = timeline(Trace(header=trace.header, steps=steps)).entries[-1]
+    assert (entry.act, entry.result) == ("test", "failed (no exit code: the harness stopped it)")
 
 
 def test_a_run_with_no_code_command_has_no_entries():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from auditor.audit.detectors.test_runs import TestRun, TestRunFacts, runner_of, uncoloured
+from auditor.audit.detectors.test_runs import TestRun, TestRunFacts, first_line, runner_of, uncoloured
 from schemas import StepKind, Trace
 
 
@@ -136,7 +136,7 @@ def _entry(
     facts: TestRunFacts, pos: int, act: str, command: str, files: tuple[str, ...], run: TestRun | None
 ) -> Entry:
     step = facts.steps[pos]
-    line = next((ln.strip() for ln in command.splitlines() if ln.strip()), command)
+    line = first_line(command) or command
     if run is None:
         return Entry(step.step_id, step.index, act, line, files)
     if run.is_test:

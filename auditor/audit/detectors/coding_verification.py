@@ -2,9 +2,9 @@
 
 Reads the test-run facts (``test_runs``) of a run that submitted a diff (its final act; a run
 without one is judged only for having submitted nothing, since which files existed before is
-otherwise unknown): the fix is the edits
-of files that existed before and are neither tests nor prose (a release note); the *submission* is the run's final act (the submitted
-diff), else its last command; the claim is the submitting turn (its success sentence when it has
+otherwise unknown): the fix is the edits of files that existed before and are neither tests nor
+prose (a release note); the *submission* is the run's final act (the submitted diff), else its
+last command; the claim is the submitting turn (its success sentence when it has
 one, else its command). Each shape is filed at the act the failure follows from:
 
 - *submitted on a failing test* (3.3): a run of the project's tests after the fix failed, its
@@ -41,13 +41,13 @@ one, else its command). Each shape is filed at the act the failure follows from:
 - *none of the change submitted* (3.2): the run changed project files in place (``sed -i`` that
   exited 0, an editor's replace or insert: files that existed) and its submission holds no change
   of the project's code: an empty diff (the harness's record, ``empty_submission``) or a diff of
-  new files, tests or prose alone (a ``git stash`` never popped, a cleanup that undid the fix). A
-  diff that changes other code of the project may hold the fix moved there (an edit tried and
-  put back), and is judged as any other;
+  new files, tests or prose alone (a ``git stash`` never popped, a cleanup that undid the fix).
+  Filed at the revert that undid the change, else at its last edit; realized; it stands alone
+  (the checks judged code never submitted). A diff that changes other code of the project may
+  hold the fix moved there (an edit tried and put back), and is judged as any other;
 - *an empty change submitted* (3.1): the harness recorded an empty submission and the run changed
   no project file on the way. Whether the request needed a change is a matter of its wording: a
-  lead, at the submitting turn. Filed at the revert that undid the
-  change, else at its last edit; realized; it stands alone (the checks judged code never submitted).
+  lead, at the submitting turn.
 
 Every finding quotes the change, the output it rests on and the submitting turn's claim. For
 attribution, a coding run's failure follows from its change: ``first_change`` is where the
@@ -70,7 +70,6 @@ from auditor.audit.detectors.test_runs import (
     TestRunFacts,
     file_of_test,
     first_line,
-    is_document,
     is_test_file,
     output_body,
     uncoloured,
@@ -136,9 +135,7 @@ class CodingVerificationDetector:
         end = self._submission(tests) if tests.submission is not None else tests.empty_submission
         if not edits or end is None:
             return None  # nothing changed in place, or nothing submitted (a run the harness stopped)
-        if tests.submission is not None and any(
-            not c.new and not is_test_file(c.path) and not is_document(c.path) for c in tests.changed.values()
-        ):
+        if tests.submission is not None and tests.source_files:
             return None  # the diff changes the project's code: the fix may have moved (a tried edit put back)
         facts = RunFacts.of(ctx)
         files = list(dict.fromkeys(t for e in edits for t in e.targets))
@@ -189,6 +186,7 @@ class CodingVerificationDetector:
         record = facts.steps[end]
         claim = self._claim(facts, tests, end)
         pos = claim[0] if claim else end
+        quoted = first_line(record.content)
         return failure_draft(
             facts,
             mode="3.1",
@@ -196,10 +194,10 @@ class CodingVerificationDetector:
             title=f"{facts.steps[pos].actor} submitted an empty change",
             mechanism=(
                 f"The run ended at step {record.step_id} on the harness's record of a submission with no change "
-                f"('{first_line(record.content)}'): no file of the project was changed and kept."
+                f"('{quoted}'): no file of the project was changed and kept."
             ),
             violated="a coding run ends by submitting the change it was asked for, or says why none is needed",
-            evidence=[facts.unit(end, first_line(record.content)), *self._claim_units(facts, tests, end)],
+            evidence=[facts.unit(end, quoted), *([facts.unit(*claim)] if claim else [])],
             effect=unestablished("whether the request needed a change is not shown by the run"),
             path=[facts.hop(pos, "submitted"), facts.hop(end, "empty submission")],
         )
@@ -220,7 +218,7 @@ class CodingVerificationDetector:
         found = claim_of(facts.steps[turn].content)
         if found is not None:
             return turn, found[0]
-        line = next((ln.strip() for ln in facts.steps[turn].content.splitlines() if ln.strip()), None)
+        line = first_line(facts.steps[turn].content)
         return (turn, line) if line else None
 
     def _claim_units(self, facts: RunFacts, tests: TestRunFacts, end: int) -> list:

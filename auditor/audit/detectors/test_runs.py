@@ -7,9 +7,11 @@ Everything is decided by structure, never by what a run is about:
 - a *test run* is a command result that holds a test runner's summary line: pytest's
   ``== 1 failed, 3 passed in 0.12s ==`` (``in 0.12 seconds`` before pytest 5.1; also without the
   rules, as ``-q`` prints it) or its ``no tests ran`` / ``Interrupted: N errors`` / ``N warnings
-  in 0.01s``, or, from ``-qq``, which prints no summary, its progress lines (``.FEs   [100%]``); unittest's and Django ``runtests.py``'s ``Ran N tests`` followed by ``OK``,
-  ``FAILED (failures=…, errors=…)`` or (Python 3.12+, nothing found) ``NO TESTS RAN``; SymPy ``bin/test``'s ``tests finished: N passed, M failed,
-  K exceptions`` (wrapped anywhere at the terminal's width); tox's ``commands succeeded/failed``
+  in 0.01s``, or, from ``-qq``, which prints no summary, its progress lines (``.FEs   [100%]``);
+  unittest's and Django ``runtests.py``'s ``Ran N tests`` followed by ``OK``, ``FAILED
+  (failures=…, errors=…)`` or (Python 3.12+, nothing found) ``NO TESTS RAN``; SymPy
+  ``bin/test``'s ``tests finished: N passed, M failed, K exceptions`` (wrapped anywhere at the
+  terminal's width); tox's ``commands succeeded/failed``
   (tox 3) or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was
   successful / failed``. Failed test ids come from the runner's own lines (pytest ``FAILED id`` /
   ``ERROR id`` and verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___
@@ -445,11 +447,7 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
         c = _counts(m.group(1))
         # a run that ran no test still summarises (only skipped, deselected or warnings counted)
         if {"passed", "failed", "error"} & c.keys() or c.keys() <= {"skipped", "deselected", "warning"}:
-            ids = tuple(
-                dict.fromkeys(
-                    [i for _, i in _PYTEST_ID.findall(text)] + [i for i, _ in _PYTEST_VERBOSE.findall(text)]
-                )
-            )
+            ids = _pytest_ids(text)
             found.append(
                 (
                     m.start(),
@@ -490,11 +488,18 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
         found.append((m.start(), ("nox", m.group().strip(), int(bad), int(not bad), ())))
     if not found and (progress := list(_PYTEST_PROGRESS.finditer(text))):
         marks = "".join(m.group(1) for m in progress)
-        ids = tuple(dict.fromkeys(i for _, i in _PYTEST_ID.findall(text)))
+        ids = _pytest_ids(text)
         found.append(
             (0, ("pytest", progress[-1].group(), marks.count("F") + marks.count("E"), marks.count("."), ids))
         )
     return max(found, key=lambda f: f[0])[1] if found else None
+
+
+def _pytest_ids(text: str) -> tuple[str, ...]:
+    """The tests a pytest run names failing: its ``FAILED id`` / ``ERROR id`` lines and verbose
+    ``id FAILED`` lines, in order, once each."""
+    found = [i for _, i in _PYTEST_ID.findall(text)] + [i for i, _ in _PYTEST_VERBOSE.findall(text)]
+    return tuple(dict.fromkeys(found))
 
 
 def _words(command: str) -> list[list[str]]:
@@ -798,13 +803,12 @@ class TestRunFacts:
             elif (runner := runner_of(command)) and (raised := self._raised_in_change(out.content)):
                 # the runner died on the change before it reported a test: the change's failure
                 runs.append(TestRun(pos, result, runner, command, raised, 1, 0, (), code))
-            elif command and any(_script(w)[0] or _program(w) for w in _words(command)):
+            elif running := [w for w in _words(command) if _script(w)[0] or _program(w)]:
                 if code in _NOT_RUN and len(_words(command)) == 1:
                     continue  # the shell found no program to run (a runner not installed): no run
                 # a command the harness killed (a timeout: status error, no exit code) did not pass
                 killed = code is None and out.raw.get("status") == "error"
                 bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(out.content)))
-                running = [w for w in _words(command) if _script(w)[0] or _program(w)]
                 if not bad and all(runner_of(" ".join(w)) for w in running):
                     # a runner alone that summarised nothing and did not fail: its output was cut
                     # (``| head``) or it ran no test (``--help``, ``--collect-only``): no run to read
@@ -957,7 +961,7 @@ class TestRunFacts:
         (``line_edits``), marked: to the original code (a revert) or to a state a run already tested
         (a restore). None is marked when the model ends on the original code of a file the
         submitted diff changes (it missed a write)."""
-        files = sorted(p for p in self.changed if self._source(p))
+        files = sorted(self.source_files)
         models = {f: LineModel() for f in files}
         original = tuple(m.state() for m in models.values())
         index = {e.pos: i for i, e in enumerate(edits)}
@@ -985,7 +989,7 @@ class TestRunFacts:
                 models[f] = models[f].after(None)
             state = tuple(m.state() for m in models.values())
             if edit is not None and edit.targets and not edit.restore and None not in state:
-                touches = any(self._source(_norm(t)) for t in edit.targets)
+                touches = self._patches(edit)
                 if touches and state == original:
                     out[index[pos]] = replace(edit, reverts=True)
                 elif touches and state in ran:
@@ -1009,11 +1013,16 @@ class TestRunFacts:
     def source_edits(self) -> list[Edit]:
         """Edits of files the submitted diff changes that existed before and are not tests: the fix
         (the scratch scripts an agent leaves behind are new files)."""
-        return [
-            e
-            for e in self.edits
-            if not (e.restore or e.reverts) and any(self._source(_norm(t)) for t in e.targets)
-        ]
+        return [e for e in self.edits if not (e.restore or e.reverts) and self._patches(e)]
+
+    @cached_property
+    def source_files(self) -> tuple[str, ...]:
+        """The changed files of the project's code (``_source``), in the diff's order."""
+        return tuple(p for p in self.changed if self._source(p))
+
+    def _patches(self, edit: Edit) -> bool:
+        """Whether an edit writes a source file of the change (not only a test, a note or a script)."""
+        return any(_norm(t) in self.source_files for t in edit.targets)
 
     def _source(self, path: str) -> bool:
         """A changed file of the project's code: it existed before, and is neither a test nor prose."""
@@ -1078,7 +1087,7 @@ class TestRunFacts:
         code = self.code_run(run.call)
         if code is None:
             return None
-        names = {part.removesuffix(".py") for p in self.changed if self._source(p) for part in p.split("/")}
+        names = {part.removesuffix(".py") for p in self.source_files for part in p.split("/")}
         imported = {m.group(1).split(".")[0] for m in _IMPORT.finditer(code)}
         return bool(imported & names)
 
@@ -1168,8 +1177,7 @@ class TestRunFacts:
         if not starts:
             return None
         frames = [_norm(f) for f in _FRAME.findall(output, starts[-1])]
-        changed = [p for p in self.changed if self._source(p)]
-        if not any(f == p or f.endswith("/" + p) for f in frames for p in changed):
+        if not any(f == p or f.endswith("/" + p) for f in frames for p in self.source_files):
             return None
         raised = list(_RAISED.finditer(output, starts[-1]))
         return raised[-1].group().strip() if raised else None
@@ -1183,7 +1191,7 @@ class TestRunFacts:
         return (
             not run.passed
             and _IMPORT_FAILED.search(out) is not None
-            and not any(path in out for path in self.changed if self._source(path))
+            and not any(path in out for path in self.source_files)
         )
 
     @cached_property
@@ -1191,17 +1199,19 @@ class TestRunFacts:
         """The last run of a check that failed on the original code and ran clean on the change,
         running the code that failed (the same script, or one that goes on from it: a script
         rewritten in between, its setup mended, may pass by its own change, not the fix's)."""
-        shown = None
+        shown = []
         for before, changed in self.checks.values():
             last = changed[-1]
-            after = self.code_run(last.call) if last.clean else None
-            if last.clean and any(
+            if not last.clean:
+                continue
+            after = self.code_run(last.call)
+            if any(
                 not r.ok
                 and (after is None or (code := self.code_run(r.call)) is None or after.startswith(code))
                 for r in before
             ):
-                shown = last if shown is None or last.call > shown.call else shown
-        return shown
+                shown.append(last)
+        return max(shown, key=lambda r: r.call, default=None)
 
     @cached_property
     def empty_submission(self) -> int | None:
@@ -1276,7 +1286,7 @@ class TestRunFacts:
         """Positions of the commands that write a changed source file: a script that patches the code
         is no check (one that writes its own input and runs it — a reproduction, even one the diff
         holds — or edits and runs a test runner, still is)."""
-        return frozenset(e.pos for e in self.edits if any(self._source(_norm(t)) for t in e.targets))
+        return frozenset(e.pos for e in self.edits if self._patches(e))
 
     @cached_property
     def checks(self) -> dict[str, tuple[list[TestRun], list[TestRun]]]:

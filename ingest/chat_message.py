@@ -74,6 +74,7 @@ class ChatMessage:
     parts: list[Part]
     raw: dict[str, Any]
     omitted: list[dict[str, Any]] = field(default_factory=list)
+    timestamp: str | None = None  # when the log stamps each message (a session transcript)
 
 
 def role_message(m: dict[str, Any], n: int, loc: Loc, at: str | None = None) -> ChatMessage:

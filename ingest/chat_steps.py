@@ -71,11 +71,18 @@ def chat_steps(messages: Iterable[ChatMessage], b: StepBuilder) -> Iterator[Trac
         if m.omitted:
             first["parts_omitted"] = m.omitted
         if not m.parts:
-            yield b.add(actor=actor, actor_kind=kind, kind=StepKind.message, content="", raw=first)
+            yield b.add(
+                actor=actor,
+                actor_kind=kind,
+                kind=StepKind.message,
+                content="",
+                raw=first,
+                timestamp=m.timestamp,
+            )
             continue
         for i, part in enumerate(m.parts):
             raw = first if i == 0 else here
-            yield _step(part, actor, kind, raw, book, b)
+            yield _step(part, actor, kind, raw, book, b, m.timestamp)
 
 
 def _speaker(m: ChatMessage) -> tuple[str, ActorKind]:
@@ -90,10 +97,12 @@ def _step(
     raw: dict[str, Any],
     book: CallBook,
     b: StepBuilder,
+    timestamp: str | None = None,
 ) -> TraceStep:
     if isinstance(part, Text):
         marks = {k: v for k, v in (("part", part.part), ("block", part.block)) if v is not None}
         return b.add(
+            timestamp=timestamp,
             actor=actor,
             actor_kind=kind,
             kind=StepKind.message,
@@ -102,6 +111,7 @@ def _step(
         )
     if isinstance(part, Call):
         step = b.add(
+            timestamp=timestamp,
             actor=actor,
             actor_kind=kind,
             kind=StepKind.tool_call,
@@ -114,6 +124,7 @@ def _step(
     reply_to, called = book.answer(part)
     tool = part.name or called
     return b.add(
+        timestamp=timestamp,
         actor=tool or "tool",
         actor_kind=ActorKind.tool,
         kind=StepKind.tool_result,

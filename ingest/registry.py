@@ -38,6 +38,7 @@ def register(importer: Importer) -> Importer:
 def _register_builtins() -> None:
     from ingest import (
         chat,
+        claude_code,
         inspect_log,
         mini_swe_agent,
         openhands,
@@ -60,6 +61,7 @@ def _register_builtins() -> None:
         swe_agent.IMPORTER,
         openhands.IMPORTER,
         mini_swe_agent.IMPORTER,
+        claude_code.IMPORTER,
         *RAW_IMPORTERS,
         *chat.IMPORTERS,
     ):

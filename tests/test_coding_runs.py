@@ -17,9 +17,11 @@ from auditor.audit.detectors.test_runs import (
     TestRunFacts,
     command_of,
     parse_output,
+    runner_of,
     uncoloured,
     writes_files,
 )
+from auditor.audit.detectors.unverified_relay import HIDDEN_FAILURE
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
@@ -310,6 +312,20 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("tox_ok.txt", "tox", 0, 1),
         ("nox_failed.txt", "nox", 1, 0),
         ("nox_ok.txt", "nox", 0, 1),
+        # every test binary's summary counts: unit tests, integration tests, doctests
+        ("cargo_test_failed.txt", "cargo", 2, 1),
+        ("cargo_test_no_fail_fast.txt", "cargo", 3, 4),
+        ("cargo_test_passed.txt", "cargo", 0, 7),
+        ("cargo_test_quiet.txt", "cargo", 0, 7),
+        ("cargo_test_filtered.txt", "cargo", 0, 2),
+        ("cargo_test_compile_error.txt", "cargo", 1, 0),  # the change does not compile
+        # a package a line: failing tests by name, packages that passed
+        ("go_test_failed.txt", "go", 2, 1),
+        ("go_test_verbose_failed.txt", "go", 2, 1),
+        ("go_test_passed.txt", "go", 0, 2),
+        ("go_test_build_failed.txt", "go", 1, 1),
+        ("node_test_failed.txt", "node", 1, 1),
+        ("node_test_passed.txt", "node", 0, 2),
     ],
 )
 def test_runner_summaries_are_read_from_real_outputs(name, runner, failed, passed):
@@ -359,6 +375,36 @@ def test_failed_test_ids_come_from_the_runners_own_lines():
         "calc.tests.AddTest.test_error",
         "calc.tests.AddTest.test_add_wrong",
     }
+    assert set(parse_output((RUNS / "cargo_test_no_fail_fast.txt").read_text())[4]) == {
+        "tests::multiplies",
+        "tests::multiplies_by_one",
+        "src/lib.rs - mul (line 10)",
+    }
+    assert parse_output((RUNS / "go_test_verbose_failed.txt").read_text())[4] == ("TestMul", "TestMulTable")
+    assert parse_output((RUNS / "go_test_build_failed.txt").read_text())[4] == ("example.com/calc/mathx",)
+    assert parse_output((RUNS / "node_test_failed.txt").read_text())[4] == ("multiplies",)
+
+
+def test_a_summary_of_no_failures_is_no_failed_check():
+    """cargo writes ``0 failed`` in every clean summary: no failure word for the relay detectors."""
+    passed = (RUNS / "cargo_test_passed.txt").read_text()
+    assert HIDDEN_FAILURE.search(passed) is None
+    assert HIDDEN_FAILURE.search((RUNS / "cargo_test_failed.txt").read_text()) is not None
+
+
+@pytest.mark.parametrize(
+    ("command", "runner"),
+    [
+        ("cargo test 2>&1", "cargo"),
+        ("cargo nextest run", "cargo"),
+        ("go test ./... -run TestMul", "go"),
+        ("node --test test/", "node"),
+        ("cargo build", None),
+        ("go vet ./...", None),
+    ],
+)
+def test_compiled_language_runners_are_runners(command, runner):
+    assert runner_of(command) == runner
 
 
 def test_unittest_counts_skips_expected_failures_and_unexpected_successes_apart():

@@ -58,7 +58,9 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Timeline:
-    submitted: str | None  # the step of the submitted diff (or of the harness's record of an empty one)
+    submitted: str | None  # the step of the submitted diff (the harness's record of an empty one, a
+    # session's closing report)
+    reported: bool  # a session handed its change over in its closing report (no diff)
     empty: bool  # the submission was an empty diff
     changed: tuple[str, ...]  # the files it changes
     new: tuple[str, ...]  # those of them it adds
@@ -98,8 +100,11 @@ def timeline(trace: Trace) -> Timeline:
     record = facts.empty_submission if facts.submission is None else None  # an empty diff submitted
     if record is not None:
         submitted = [steps[record].step_id]
+    elif facts.closing_report is not None:
+        submitted = [steps[facts.closing_report].step_id]
     return Timeline(
         submitted=submitted[-1] if submitted else None,
+        reported=record is None and facts.submission is None and bool(submitted),
         empty=record is not None,
         changed=tuple(facts.changed),
         new=tuple(p for p, c in facts.changed.items() if c.new),
@@ -220,6 +225,8 @@ def submission_line(found: Timeline) -> str:
     changed = files_text(found, found.changed)
     if found.empty:
         return f"submitted an empty diff at {found.submitted}; files edited: {changed}"
+    if found.reported:
+        return f"no diff; the closing report at {found.submitted} hands over: {changed}"
     return (
         f"submitted at {found.submitted}: {changed}"
         if found.submitted

@@ -144,10 +144,14 @@ class TraceFacts:
 
     @cached_property
     def executions(self) -> list[Execution]:
-        """Tool results that report an exit status, each with the nearest earlier code act."""
+        """Tool results that report an exit status in their text (a chat's code executor), each
+        with the nearest earlier code act. A shell harness that records every command's exit code
+        (``raw.exit_code``; its text may open with it only when it failed) is read by the test-run
+        facts instead: its failed commands alone would read as the run's last execution."""
         found: list[Execution] = []
         for i, s in enumerate(self.steps):
-            m = _EXIT.match(s.content) if self.is_tool(s) or s.actor_kind is ActorKind.tool else None
+            tool = self.is_tool(s) or s.actor_kind is ActorKind.tool
+            m = _EXIT.match(s.content) if tool and type(s.raw.get("exit_code")) is not int else None
             if m is None:
                 continue
             code = next((p for p in reversed(self.steps[:i]) if self.has_code(p)), None)

@@ -1,11 +1,14 @@
 """A coding agent's change, checked against what its own test runs said (MAST 3.2 / 3.3).
 
-Reads the test-run facts (``test_runs``) of a run that submitted a diff (its final act; a run
-without one is judged only for having submitted nothing, since which files existed before is
-otherwise unknown): the fix is the edits of files that existed before and are neither tests nor
-prose (a release note); the *submission* is the run's final act (the submitted diff), else its
-last command; the claim is the submitting turn (its success sentence when it has
-one, else its command). Each shape is filed at the act the failure follows from:
+Reads the test-run facts (``test_runs``) of a run that submitted a diff (its final act), or of a
+session whose harness records which files each edit wrote and created (Claude Code), which hands
+its change over in its closing report (``closing_report``); any other run is judged only for
+having submitted nothing, since which files existed before is otherwise unknown. The fix is the
+edits of files that existed before and are neither tests nor prose (a release note); the
+*submission* is the run's final act (the submitted diff, a session's closing report), else its
+last command; the claim is the submitting turn, or the closing report itself (its success
+sentence when it has one, else its first line). Each shape is filed at the act the failure
+follows from:
 
 - *submitted on a failing test* (3.3): a run of the project's tests after the fix failed, its
   failed tests did not all run again later without failing (a narrower rerun, ``-k`` or one test
@@ -37,7 +40,7 @@ one, else its command). Each shape is filed at the act the failure follows from:
   above (the same failure to show the fix, with both outputs quoted). A check whose code imports
   none of the changed files' packages never ran the change, and is not counted;
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
-  it fixes was never shown. A lead;
+  it fixes was never shown. A lead; not for a session, whose request may ask for a feature;
 - *none of the change submitted* (3.2): the run changed project files in place (``sed -i`` that
   exited 0, an editor's replace or insert: files that existed) and its submission holds no change
   of the project's code: an empty diff (the harness's record, ``empty_submission``) or a diff of
@@ -74,7 +77,7 @@ from auditor.audit.detectors.test_runs import (
     output_body,
     uncoloured,
 )
-from schemas import EvidenceUnit, PropagationHop, RiskClass, StepKind
+from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind
 
 # words that nominate a dismissal of failures; the facts (failures persisting, not shown on the
 # original code) decide
@@ -106,11 +109,11 @@ class CodingVerificationDetector:
         lost = self._lost(ctx, tests) or self._nothing(ctx, tests)
         if lost is not None:
             return [lost]  # what the run tested is not what it submitted: nothing else to judge
-        if tests.submission is None:
+        end = self._submission(tests) if tests.submission is not None else tests.closing_report
+        if end is None:
             return []  # without the submitted diff, which files existed before (the fix) is unknown
         fix = tests.source_edits
         facts = RunFacts.of(ctx)
-        end = self._submission(tests)
         if not fix:  # a diff of tests alone: rewritten assertions are all there is to judge
             return list(self._edited_tests(facts, tests, end))
         drafts = [
@@ -120,7 +123,8 @@ class CodingVerificationDetector:
                 *self._edited_tests(facts, tests, end),
                 # a check that printed the same is the sharper form of a fix no output supports
                 self._unchanged(facts, tests, fix, end) or self._unverified(facts, tests, fix, end),
-                self._unreproduced(facts, tests, fix, end),
+                # a session's request may as well ask for a feature as for a fix: nothing to reproduce
+                self._unreproduced(facts, tests, fix, end) if tests.submission is not None else None,
             )
             if d is not None
         ]
@@ -211,8 +215,10 @@ class CodingVerificationDetector:
 
     @staticmethod
     def _claim(facts: RunFacts, tests: TestRunFacts, end: int) -> tuple[int, str] | None:
-        """The submitting turn and what to quote of it: its success sentence, else its first line."""
-        turn = max((p for p in tests.calls if p < end), default=None)
+        """The submitting turn and what to quote of it: its success sentence, else its first line (a
+        session's closing report is its own claim)."""
+        closing = facts.steps[end].kind is StepKind.message and facts.steps[end].actor_kind is ActorKind.agent
+        turn = end if closing else max((p for p in tests.calls if p < end), default=None)
         if turn is None:
             return None
         found = claim_of(facts.steps[turn].content)
@@ -537,7 +543,7 @@ def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:
     unresolved coding run's failure begins when no finding names a later act; None for a run that
     submitted no diff. The quote is None for an edit step with no text (an editor call)."""
     tests = TestRunFacts(ctx.trace)
-    if tests.submission is None or not tests.source_edits:
+    if (tests.submission is None and tests.closing_report is None) or not tests.source_edits:
         return None
     edit = tests.source_edits[0]
     return tests.steps[edit.pos].step_id, RunFacts.of(ctx).unit(edit.pos, edit.quote)

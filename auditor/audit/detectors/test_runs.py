@@ -13,9 +13,12 @@ Everything is decided by structure, never by what a run is about:
   ``bin/test``'s ``tests finished: N passed, M failed, K exceptions`` (wrapped anywhere at the
   terminal's width); tox's ``commands succeeded/failed``
   (tox 3) or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was
-  successful / failed``. Failed test ids come from the runner's own lines (pytest ``FAILED id`` /
-  ``ERROR id`` and verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___
-  path:test ___`` headers). Outputs are read without a terminal's colour codes, and summaries
+  successful / failed``; ``cargo test``'s ``test result: ok. N passed; M failed`` (every test
+  binary's, summed; ``could not compile`` before any is a failed run), ``go test``'s package lines
+  (``ok``, ``FAIL``, ``[build failed]``) and ``node --test``'s closing counts (``# fail N``).
+  Failed test ids come from the runner's own lines (pytest ``FAILED id`` / ``ERROR id`` and
+  verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___ path:test ___``
+  headers; cargo's ``test name ... FAILED``, go's ``--- FAIL: Name``, TAP's ``not ok N - name``). Outputs are read without a terminal's colour codes, and summaries
   quoted verbatim with them. A run that collected no test (a path not found) reached none of the
   project's, nor did one that could not import its tests (pytest's ``ERROR collecting``,
   unittest's ``_FailedTest``) for a reason its output places outside the changed files (Django's
@@ -33,12 +36,16 @@ Everything is decided by structure, never by what a run is about:
 - an *edit* is a command that writes files: ``sed -i``, a shell redirect or ``tee`` to a file, a
   ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
   ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
-  tool's create/replace/insert (``path`` argument). Its targets are the paths it writes, and, for
-  code, the changed files it names outside comments;
+  tool's create/replace/insert (``path`` argument; Claude Code's ``Edit``, ``MultiEdit``, ``Write``
+  by ``file_path``); an edit whose result is an error wrote nothing. Its targets are the paths it
+  writes, and, for code, the changed files it names outside comments (not in a heredoc handed to a
+  program as text, such as a commit message);
 - the *changed files* are those of the submitted diff (``diff --git a/X b/X``; ``new file mode``
-  marks a new one), else the edits' targets. A *test file* has a ``test``/``tests``/``testing``
-  directory or a ``test_*.py`` / ``*_test.py`` name; a *document* (``.rst``, ``.txt``, ``.md``,
-  a CHANGES or NEWS file) is prose: its edits (a release note) are no part of the code runs check;
+  marks a new one), else the edits' targets (new: those the run created, as a ``>`` redirect or
+  Claude Code's ``Write`` result of ``type: create`` says), relative to the session's ``cwd``. A *test file* has a ``test``/``tests``/``testing``
+  (or ``__tests__``) directory or a ``test_*.py`` / ``*_test.py`` / ``*_test.go`` / ``*.test.js``
+  / ``*.spec.ts`` name; a *document* (``.rst``, ``.txt``, ``.md``, a CHANGES or NEWS file,
+  ``.gitignore``) is prose or bookkeeping: its edits are no part of the code runs check;
 - a *revert* puts changed files back to the original code (``git stash``, ``git checkout PATH``,
   or line-addressed ``sed -i`` edits that take the change out again, as ``line_edits`` follows
   them); a *restore* ends it (``git stash pop/apply``, ``mv``/``cp`` of a backup that an earlier
@@ -94,6 +101,18 @@ _TOX = re.compile(
     r"|^[^\S\n]*(\S+): (OK|FAIL)(?: code -?\d+)? \(\d[^\n]*$"
 )
 _NOX = re.compile(r"(?m)^nox > Session (\S+) (was successful|failed)[^\n]*$")
+# cargo test: one summary a test binary (unit tests, each integration test, the doctests), and the
+# build's own failure when the change does not compile
+_CARGO = re.compile(r"(?m)^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed;[^\n]*$")
+_CARGO_ID = re.compile(r"(?m)^test (.+?) \.\.\. FAILED$")
+_CARGO_BUILD = re.compile(r"(?m)^error: could not compile `[^`\n]+`[^\n]*$")
+# go test: a line a package (``ok``, ``FAIL``, a build that failed), the failing tests by name
+_GO = re.compile(r"(?m)^(ok|FAIL)[ \t]+(\S+)[ \t]+(?:[\d.]+s|\(cached\)|\[[a-z ]+ failed\])[^\n]*$")
+_GO_ID = re.compile(r"(?m)^--- FAIL: (\S+)")
+# node --test: its closing counts, as TAP (``# fail 1``, no terminal) or the spec reporter (``ℹ fail 1``)
+_NODE = re.compile(r"(?m)^(?:# |ℹ )tests (\d+)[^\S\n]*\n(?:(?:# |ℹ )\w+ [\d.]+[^\S\n]*(?:\n|$))+")
+_NODE_COUNT = re.compile(r"(?m)^(?:# |ℹ )(pass|fail|cancelled) (\d+)")
+_NODE_ID = re.compile(r"(?m)^(?:not ok \d+ - |✖ )(.+?)(?: \([\d.]+ms\))?$")
 _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and cursor codes (pytest --color)
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a traceback's frame (the file it ran through) and the line naming what it raised
@@ -221,24 +240,42 @@ _ACI = frozenset(
 )
 # the shell's own exit codes for a program it could not start: not found (127), not executable (126)
 _NOT_RUN = frozenset({126, 127})
-_TEST_DIRS = frozenset({"test", "tests", "testing"})
+_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__"})
 _PATH = re.compile(r"[\w./-]+\.\w+")  # a file's path as an edit names it (a sed script's stray word is none)
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
+_WRITTEN = frozenset({"new_string", "edits", "content", "new_source"})  # what Claude Code's editors write
 
 
 def is_test_file(path: str) -> bool:
-    """Whether a path is a test module (its directory or its name says so)."""
+    """Whether a path is a test module (its directory or its name says so: ``test_x.py``,
+    ``x_test.go``, ``x.test.js``, ``x.spec.ts``)."""
     p = PurePosixPath(path)
-    return bool(_TEST_DIRS & set(p.parts[:-1])) or p.name.startswith("test_") or p.stem.endswith("_test")
+    return (
+        bool(_TEST_DIRS & set(p.parts[:-1]))
+        or p.name.startswith("test_")
+        or p.stem.endswith(("_test", ".test", ".spec"))
+    )
 
 
 _DOCUMENT_SUFFIXES = frozenset({".rst", ".txt", ".md", ".adoc"})
-_DOCUMENT_NAMES = frozenset({"CHANGES", "CHANGELOG", "NEWS", "HISTORY", "AUTHORS"})
+_DOCUMENT_NAMES = frozenset(
+    {
+        "CHANGES",
+        "CHANGELOG",
+        "NEWS",
+        "HISTORY",
+        "AUTHORS",
+        "LICENSE",
+        ".gitignore",
+        ".gitattributes",
+        ".mailmap",
+    }
+)
 
 
 def is_document(path: str) -> bool:
-    """Whether a path is prose, not code (a release note, a changelog, a page of the docs): an
-    edit of one changes nothing a run could show."""
+    """Whether a path is prose or the repository's bookkeeping, not code (a release note, a
+    changelog, a page of the docs, ``.gitignore``): an edit of one changes nothing a run could show."""
     p = PurePosixPath(path)
     return p.suffix.lower() in _DOCUMENT_SUFFIXES or p.name in _DOCUMENT_NAMES
 
@@ -486,6 +523,7 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
     for m in _NOX.finditer(text):
         bad = m.group(2) == "failed"
         found.append((m.start(), ("nox", m.group().strip(), int(bad), int(not bad), ())))
+    found += _compiled_runners(text)
     if not found and (progress := list(_PYTEST_PROGRESS.finditer(text))):
         marks = "".join(m.group(1) for m in progress)
         ids = _pytest_ids(text)
@@ -493,6 +531,37 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
             (0, ("pytest", progress[-1].group(), marks.count("F") + marks.count("E"), marks.count("."), ids))
         )
     return max(found, key=lambda f: f[0])[1] if found else None
+
+
+def _compiled_runners(text: str) -> list[tuple[int, tuple[str, str, int, int, tuple[str, ...]]]]:
+    """The summaries of cargo test, go test and node --test in an output, each runner's summaries
+    taken together (a run of several test binaries or packages is one run): its counts summed, the
+    first failing summary quoted (else the last). A change that does not compile is a failed run:
+    cargo's ``could not compile`` before any summary, go's ``[build failed]`` package."""
+    found = []
+    if cargo := list(_CARGO.finditer(text)):
+        shown = next((m for m in cargo if m.group(1) == "FAILED"), cargo[-1])
+        failed, passed = (sum(int(m.group(k)) for m in cargo) for k in (3, 2))
+        ids = tuple(dict.fromkeys(_CARGO_ID.findall(text)))
+        found.append((cargo[-1].start(), ("cargo", shown.group().strip(), failed, passed, ids)))
+    elif build := _CARGO_BUILD.search(text):
+        found.append((build.start(), ("cargo", build.group().strip(), 1, 0, ())))
+    if packages := list(_GO.finditer(text)):
+        bad = [m for m in packages if m.group(1) == "FAIL"]
+        ids = (*_GO_ID.findall(text), *(m.group(2) for m in bad if m.group().endswith("failed]")))
+        shown = bad[0] if bad else packages[-1]
+        counts = ("go", shown.group().strip(), max(len(bad), len(ids)), len(packages) - len(bad), tuple(ids))
+        found.append((packages[-1].start(), counts))
+    for m in _NODE.finditer(text):
+        c = {k: int(v) for k, v in _NODE_COUNT.findall(m.group())}
+        failed = c.get("fail", 0) + c.get("cancelled", 0)
+        shown = "fail " if failed else "pass "
+        line = next(
+            (ln for ln in m.group().splitlines() if ln[2:].startswith(shown)), m.group().splitlines()[0]
+        )
+        ids = tuple(dict.fromkeys(_NODE_ID.findall(text, 0, m.start())))
+        found.append((m.start(), ("node", line.strip(), failed, c.get("pass", 0), ids if failed else ())))
+    return found
 
 
 def _pytest_ids(text: str) -> tuple[str, ...]:
@@ -596,6 +665,31 @@ def _head_lines(command: str) -> str:
     return "\n".join(out)
 
 
+_INTERPRETERS = frozenset({"perl", "ruby", "node", "bash", "sh", "zsh"})
+
+
+def _without_text(command: str) -> str:
+    """A command without the heredoc bodies that are text handed to a program, not code nor a file
+    written (``git commit -m "$(cat <<'EOF' … EOF)"``: a ``>`` in its author's address writes nothing)."""
+    lines, out, end, keep = command.splitlines(), [], None, False
+    for line in lines:
+        if end is not None:
+            if line.strip() == end:
+                end = None
+            if keep or end is None:
+                out.append(line)
+            continue
+        out.append(line)
+        m = _HEREDOC.search(line)
+        if m:
+            words = re.findall(r"[\w./-]+", line[: m.start()])
+            end = m.group(1)
+            keep = bool(_REDIRECT.search(line)) or any(
+                _SCRIPT.match(w.rsplit("/", 1)[-1]) or w.rsplit("/", 1)[-1] in _INTERPRETERS for w in words
+            )
+    return "\n".join(out)
+
+
 def _heredocs(command: str) -> Iterator[tuple[str, str, bool]]:
     """The files a command writes with a heredoc (``cat <<'EOF' > f.py``): (path, body, whether it
     appends: ``>>``)."""
@@ -682,6 +776,11 @@ def runner_of(command: str) -> str | None:
             return "unittest"  # manage.py test, django-admin test: unittest's summary
         if program.endswith("bin/test"):
             return "sympy"
+        if words[:2] in (["cargo", "test"], ["cargo", "nextest"], ["go", "test"]) or words[:2] == [
+            "node",
+            "--test",
+        ]:
+            return "node" if words[0] == "node" else words[0]
     return None
 
 
@@ -757,6 +856,8 @@ class TestRunFacts:
 
     def __init__(self, trace: Trace) -> None:
         self.steps = trace.steps
+        cwd = trace.header.metadata.get("cwd")  # the checkout a session ran in (Claude Code)
+        self.root = cwd.rstrip("/") + "/" if isinstance(cwd, str) and cwd.startswith("/") else None
         self.submission = next(
             (
                 s.content
@@ -827,17 +928,25 @@ class TestRunFacts:
 
     def _rel(self, path: str) -> str:
         """A written path as the diff names it: an absolute path under the checkout (SWE-agent's
-        ``/repo/…``, OpenHands' ``/workspace/…``) by the changed file it ends with."""
+        ``/repo/…``, OpenHands' ``/workspace/…``) by the changed file it ends with; under the
+        session's working directory, relative to it."""
         path = _norm(path)
+        if self.root is not None and path.startswith(self.root):
+            return path.removeprefix(self.root)
         if path.startswith("/"):
             return next((c for c in self._diff_paths if path.endswith("/" + c)), path)
         return path
 
     @cached_property
     def changed(self) -> dict[str, ChangedFile]:
-        """The submitted diff's files (else the edits' targets), path -> what changed."""
+        """The submitted diff's files (else the edits' targets, those the run created new), path ->
+        what changed."""
         if self.submission is None:
-            return {_norm(t): ChangedFile(_norm(t), new=False) for e in self._edits(()) for t in e.targets}
+            return {
+                _norm(t): ChangedFile(_norm(t), new=_norm(t) in self._made)
+                for e in self._edits(())
+                for t in e.targets
+            }
         out: dict[str, ChangedFile] = {}
         chunks = re.split(r"(?m)^(?=diff --git )", self.submission)
         for chunk in chunks:
@@ -875,7 +984,10 @@ class TestRunFacts:
             step = self.steps[pos]
             editor = _editor_target(step)
             if editor is not None:
-                edits.append(Edit(pos, (self._rel(editor),), first_line(step.content) or editor))
+                if (
+                    result is None or self.steps[result].raw.get("status") != "error"
+                ):  # a failed edit wrote nothing
+                    edits.append(Edit(pos, (self._rel(editor),), first_line(step.content) or editor))
                 continue
             if not command:
                 continue
@@ -888,7 +1000,7 @@ class TestRunFacts:
             ):
                 continue  # a lone sed that failed (a script it could not parse) wrote nothing
             targets = list(_heredoc_writes(command))
-            code = command
+            code = _without_text(command)
             restore = False
             for words in simple:
                 if _in_place_sed(words):
@@ -1135,7 +1247,7 @@ class TestRunFacts:
         """Paths the agent created during the run (a heredoc, a ``>`` redirect, an editor's
         ``create``, ``mkdir``)."""
         made = set()
-        for pos, (command, _) in self.calls.items():
+        for pos, (command, result) in self.calls.items():
             args: Any = self.steps[pos].tool.arguments if self.steps[pos].tool else None
             if (
                 isinstance(args, dict)
@@ -1143,6 +1255,8 @@ class TestRunFacts:
                 and isinstance(args.get("path"), str)
             ):
                 made.add(_norm(args["path"]))
+            elif (created := _created(self.steps[result] if result is not None else None)) is not None:
+                made.add(self._rel(created))
             made.update(_norm(m.group(1).strip("'\"")) for m in _CREATE.finditer(_head_lines(command)))
             for words in _words(command):
                 if words[0] == "mkdir":
@@ -1212,6 +1326,32 @@ class TestRunFacts:
             ):
                 shown.append(last)
         return max(shown, key=lambda r: r.call, default=None)
+
+    @cached_property
+    def closing_report(self) -> int | None:
+        """The closing report of a session that submits no diff but whose harness records what each
+        edit wrote (Claude Code: an editor's result names its file, and a file it made as created):
+        the agent's last message after its last command, which stands where a submitted diff
+        stands; None for any other run (which files existed before is otherwise unknown)."""
+        recorded = any(
+            _account_file(self.steps[result])
+            for pos, (_, result) in self.calls.items()
+            if result is not None and _editor_target(self.steps[pos]) is not None
+        )
+        if self.submission is not None or not recorded:
+            return None
+        last = max(self.calls, default=-1)
+        return next(
+            (
+                p
+                for p in range(len(self.steps) - 1, last, -1)
+                if self.steps[p].actor_kind is ActorKind.agent
+                and self.steps[p].kind is StepKind.message
+                and not self.steps[p].raw.get("block")
+                and self.steps[p].content.strip()
+            ),
+            None,
+        )
 
     @cached_property
     def empty_submission(self) -> int | None:
@@ -1315,6 +1455,20 @@ def output_body(step: TraceStep) -> str:
     return (found.group(1) if found else text).strip()
 
 
+def _account_file(result: TraceStep) -> str | None:
+    """The file an editor's result says it wrote (Claude Code's ``toolUseResult.filePath``)."""
+    account = result.raw.get("tool_use_result")
+    path = account.get("filePath") if isinstance(account, dict) else None
+    return path if isinstance(path, str) else None
+
+
+def _created(result: TraceStep | None) -> str | None:
+    """The file an editor's result says it created (Claude Code's ``toolUseResult.type: create``)."""
+    account = result.raw.get("tool_use_result") if result is not None else None
+    made = isinstance(account, dict) and account.get("type") == "create"
+    return _account_file(result) if made and result is not None else None
+
+
 def _norm(path: str) -> str:
     return path.removeprefix("./").removeprefix("/testbed/")
 
@@ -1336,10 +1490,15 @@ def first_line(text: str) -> str | None:
 
 
 def _editor_target(step: TraceStep) -> str | None:
-    """The path an editor tool call writes (create / str_replace / insert), else None; SWE-agent's
-    windowed ``edit`` / ``insert`` name no path and write the file open in its editor (the turn's
-    recorded ``state.open_file``)."""
+    """The path an editor tool call writes (create / str_replace / insert; Claude Code's ``Edit``,
+    ``MultiEdit``, ``Write`` and ``NotebookEdit``, by their ``file_path`` and what they write), else
+    None; SWE-agent's windowed ``edit`` / ``insert`` name no path and write the file open in its
+    editor (the turn's recorded ``state.open_file``)."""
     args: Any = step.tool.arguments if step.tool else None
+    if isinstance(args, dict) and _WRITTEN & args.keys():
+        path = args.get("file_path", args.get("notebook_path"))
+        if isinstance(path, str):
+            return path
     if step.tool is not None and step.tool.name in ("edit", "insert") and not isinstance(args, dict | None):
         args = {}
     if isinstance(args, dict) and "path" not in args and step.tool.name in ("edit", "insert"):

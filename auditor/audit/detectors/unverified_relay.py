@@ -32,9 +32,9 @@ from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
 
 # Failures a recorded exit status can hide (a test runner piped into `tail`, a script that prints
-# its exception and exits 0): a traceback, failed tests, an exception line.
+# its exception and exits 0): a traceback, failed tests (not cargo's "0 failed"), an exception line.
 HIDDEN_FAILURE = re.compile(
-    r"(?i:traceback \(most recent call last\)|\b\d+ failed\b)|(?m:^FAILED\b)|\b[A-Z]\w+(?:Error|Exception): "
+    r"(?i:traceback \(most recent call last\)|\b[1-9]\d* failed\b)|(?m:^FAILED\b)|\b[A-Z]\w+(?:Error|Exception): "
 )
 # An HTTP error status with its registered reason phrase ("503 Service Unavailable"): a number
 # before any capitalised word is as often a file's size before a month in a listing, or a street.

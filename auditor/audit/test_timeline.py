@@ -120,7 +120,7 @@ def _evidence(facts: TestRunFacts) -> Evidence:
 
     fix = facts.source_edits
     last_edit = fix[-1].pos if fix else -1
-    tests = [r for r in facts.runs if facts.project_test(r)]
+    tests = facts.project_runs
     last = next((r for r in reversed(tests) if r.call > last_edit), None) if fix else None
     passed = next((r for r in reversed(tests) if r.ok), None)
     after = None

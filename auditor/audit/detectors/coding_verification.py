@@ -235,7 +235,7 @@ class CodingVerificationDetector:
     def _failing(
         self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
     ) -> FindingDraft | None:
-        after = [r for r in tests.runs if tests.project_test(r) and fix[0].pos <= r.call < end]
+        after = [r for r in tests.project_runs if fix[0].pos <= r.call < end]
         broken = [
             r
             for r in after
@@ -308,7 +308,7 @@ class CodingVerificationDetector:
     def _passed_later(tests: TestRunFacts, run: TestRun, end: int) -> bool:
         """Every failed test ran again later and did not fail (a narrower rerun, ``-k`` or one
         test id, clears only what it picks); without ids, a later passing run of the whole check."""
-        later = [r for r in tests.runs if tests.project_test(r) and run.call < r.call < end]
+        later = [r for r in tests.project_runs if run.call < r.call < end]
 
         def cleared(test: str) -> bool:
             return any(r.covers(test) and r.clears(test) for r in later)

@@ -145,25 +145,39 @@ def _unrequested_spans(
     own: list[tuple[int, str]] = []  # the writes whose act the principal asked for, with their tool
     named: list[tuple[int, str]] = []  # the values the principal's steps name, by position
     out: dict[InstructionSpan, frozenset[int]] = {}
-    for pos, text in texts.data:
-        if text and any(p > pos and any(_holds(text, v) for v in values) for p, values in written):
-            if addressees is None:
-                addressees = Addressees.of(ctx.trace, declared).with_requests(ctx.trace, declared)
-                tools = [(p, steps[p].tool.name) for p, _ in written]  # type: ignore[union-attr]
-                own = [(p, tool) for p, tool in tools if addressees.asked_for(tool)]
-                if not own:  # the principal asked for no write of its own: it may hand a record's over
-                    named = [
-                        (p, v)
-                        for p, s in enumerate(steps)
-                        if channels[p] is Channel.principal
-                        for v in _named_values(s.content)
-                    ]
-            for span in spans_in(steps[pos], addressees, unaddressed=True):
-                if not _designated(steps[pos].content, span, [v for p, v in named if p < pos]):
-                    out[span] = frozenset(
-                        p for p, tool in own if not any(addressees.directs(d, tool) for d in span.directives)
-                    )
+    for pos in _holding(texts.data, written):
+        if addressees is None:
+            addressees = Addressees.of(ctx.trace, declared).with_requests(ctx.trace, declared)
+            tools = [(p, steps[p].tool.name) for p, _ in written]  # type: ignore[union-attr]
+            own = [(p, tool) for p, tool in tools if addressees.asked_for(tool)]
+            if not own:  # the principal asked for no write of its own: it may hand a record's over
+                named = [
+                    (p, v)
+                    for p, s in enumerate(steps)
+                    if channels[p] is Channel.principal
+                    for v in _named_values(s.content)
+                ]
+        for span in spans_in(steps[pos], addressees, unaddressed=True):
+            if not _designated(steps[pos].content, span, [v for p, v in named if p < pos]):
+                out[span] = frozenset(
+                    p for p, tool in own if not any(addressees.directs(d, tool) for d in span.directives)
+                )
     return out
+
+
+def _holding(data: list[tuple[int, str]], written: list[tuple[int, list[str]]]) -> list[int]:
+    """The data steps, in order, that hold a value some later write carries: read from the last
+    back, with the values written after each gathered once (a path every edit names is one value)."""
+    later: dict[str, None] = {}
+    found = []
+    w = len(written) - 1
+    for pos, text in reversed(data):
+        while w >= 0 and written[w][0] > pos:
+            later.update(dict.fromkeys(written[w][1]))
+            w -= 1
+        if text and any(_holds(text, v) for v in later):
+            found.append(pos)
+    return found[::-1]
 
 
 def _holds(text: str, value: str) -> bool:

@@ -1268,6 +1268,11 @@ class TestRunFacts:
     def _is_scratch(self, path: str) -> bool:
         return any(path == s or path.startswith(s + "/") for s in self.scratch)
 
+    @cached_property
+    def project_runs(self) -> list[TestRun]:
+        """The runs that reached the project's tests (``project_test``), in order."""
+        return [r for r in self.runs if self.project_test(r)]
+
     def project_test(self, run: TestRun) -> bool:
         """A runner run that reached the project's tests: one ran (a run that collected none, as
         on a path not found, reached nothing; so did one that could not import its tests for a

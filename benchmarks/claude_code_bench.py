@@ -1,0 +1,129 @@
+"""How importing and reviewing a Claude Code session scales with its length.
+
+A real session (tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl) is extended by
+``--cycles`` rounds of the loop a long session is made of, before its closing report: an ``Edit``
+of the source file (with the harness's account of it: the patch and a copy of the file) and a
+``Bash`` test run answering it, failing and passing in turn. Prints, per length, the file's size,
+the import's time (every step streamed from the file), the review's (the rules engine, every
+detector) and the test timeline's (``auditor traces tests``), and the peak memory of the process.
+
+    python benchmarks/claude_code_bench.py                  # 100, 1000 and 5000 cycles
+    python benchmarks/claude_code_bench.py --cycles 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
+
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.test_timeline import timeline
+from ingest import open_traces
+from schemas import Trace
+
+SESSION = (
+    Path(__file__).resolve().parents[1] / "tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl"
+)
+
+
+def _cycle(n: int, base: dict, path: str, copy: str) -> list[dict]:
+    """One edit of ``path`` and one test run, as the harness writes them (ids unique per cycle)."""
+    failing = n % 2 == 0
+    output = "1 failed, 1 passed in 0.01s" if failing else "2 passed in 0.01s"
+    shell = (
+        f"Exit code 1\nFAILED tests/test_math_utils.py::test_add - assert\n{output}" if failing else output
+    )
+    edit, run = f"toolu_bench_edit_{n}", f"toolu_bench_run_{n}"
+
+    def turn(role: str, content: list, **extra: object) -> dict:
+        return {
+            **base,
+            "type": role,
+            "uuid": f"{role}-{n}-{len(content)}",
+            "message": {"role": role, "content": content},
+            **extra,
+        }
+
+    return [
+        turn(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": edit,
+                    "name": "Edit",
+                    "input": {"file_path": path, "old_string": f"x = {n}", "new_string": f"x = {n + 1}"},
+                }
+            ],
+        ),
+        turn(
+            "user",
+            [{"type": "tool_result", "tool_use_id": edit, "content": f"The file {path} has been updated."}],
+            toolUseResult={
+                "filePath": path,
+                "originalFile": copy,
+                "structuredPatch": [{"lines": [f"-x = {n}", f"+x = {n + 1}"]}],
+            },
+        ),
+        turn(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": run,
+                    "name": "Bash",
+                    "input": {"command": "python -m pytest tests/test_math_utils.py"},
+                }
+            ],
+        ),
+        turn("user", [{"type": "tool_result", "tool_use_id": run, "content": shell, "is_error": failing}]),
+    ]
+
+
+def extended(cycles: int, folder: Path) -> Path:
+    lines = [json.loads(line) for line in SESSION.read_text(encoding="utf-8").splitlines() if line.strip()]
+    base = {k: lines[1][k] for k in ("sessionId", "cwd", "version")}
+    path = f"{base['cwd']}/src/math_utils.py"
+    copy = "def add(a, b):\n    return a + b\n" * 200  # the file copy the harness writes beside every edit
+    added = [r for n in range(cycles) for r in _cycle(n, base, path, copy)]
+    out = folder / f"session-{cycles}.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in [*lines[:-1], *added, lines[-1]]), encoding="utf-8")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cycles", type=int, nargs="*", default=[100, 1000, 5000])
+    args = parser.parse_args()
+    print(
+        f"{'cycles':>7} {'steps':>7} {'MB':>7} {'import s':>9} {'review s':>9} {'timeline s':>11} {'peak MB':>8}"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        for cycles in args.cycles:
+            path = extended(cycles, Path(folder))
+            start = time.perf_counter()
+            imported = next(open_traces(path, "claude-code"))
+            trace = Trace(header=imported.header, steps=list(imported.steps()))
+            read = time.perf_counter() - start
+            start = time.perf_counter()
+            run_rules_audit(trace)
+            review = time.perf_counter() - start
+            start = time.perf_counter()
+            timeline(trace)
+            laid = time.perf_counter() - start
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            size = path.stat().st_size / 1e6
+            print(
+                f"{cycles:>7} {len(trace.steps):>7} {size:>7.1f} {read:>9.2f} {review:>9.2f} {laid:>11.2f} {peak:>8.0f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

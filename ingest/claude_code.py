@@ -14,7 +14,8 @@ header, not steps. So the steps are, in file order:
   calls, the call's ``input`` as its arguments (a ``Bash`` call's ``command``, an ``Edit``'s
   ``file_path``, ``old_string`` and ``new_string`` …);
 - a ``tool_result`` block: the result of the call it names (actor: the tool), ``is_error`` its
-  status. A failed ``Bash`` result opens with ``Exit code N``: that is its ``raw.exit_code``; a
+  status (the harness sets it on every result that failed, so a result without it succeeded: a
+  file read that mentions a failure is no failed read). A failed ``Bash`` result opens with ``Exit code N``: that is its ``raw.exit_code``; a
   ``Bash`` result that is no error exited 0. The record's ``toolUseResult`` (the harness's own
   account: stdout and stderr, ``interrupted``, an edit's ``filePath``, its ``type`` — ``create`` or
   ``update`` — and ``structuredPatch``) is kept in ``raw.tool_use_result``, less its copies of the
@@ -24,11 +25,15 @@ header, not steps. So the steps are, in file order:
   step of ``claude-code`` after the result, which keeps the file's text alone.
 
 Subagents: a ``Task`` (or ``Agent``) call delegates to a subagent whose records are marked
-``isSidechain`` (with its ``agentId``; Claude Code 1.x wrote them into the session's file, 2.x into
-``subagents/agent-<id>.jsonl`` beside it, each its own trace). The subagent is its own actor, named
-by the call's ``subagent_type`` when the file holds the call, and its id (``Explore:a1b2c3``); the
-prompt that opens its conversation is the delegating agent's message to it, not the principal's.
-The main agent is ``claude``.
+``isSidechain`` (with its ``agentId``). Claude Code 1.x wrote them into the session's file; 2.x
+writes each subagent's conversation to a file of its own, ``<session>/subagents/agent-<id>.jsonl``
+(2.0: ``agent-<id>.jsonl`` beside the session's file), which is read with the session: its steps
+follow the call whose prompt opens it (the prompt is all that links them), so the trace holds the
+delegation, the subagent's work and the report it hands back, in the order they happened; a
+subagent file no call opens follows the session's own steps. The subagent is its own actor, named
+by the call's ``subagent_type`` and its id (``Explore:a2271d``); the prompt that opens its
+conversation is the delegating agent's message to it, not the principal's. The main agent is
+``claude``. A subagent's file read alone is a trace of its own.
 
 The session's ``cwd``, ``sessionId``, ``version``, ``gitBranch`` and the models seen go to the
 header. A session records no verdict on its task: no outcome.
@@ -40,6 +45,7 @@ in ``raw``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -55,7 +61,7 @@ from ingest.frameworks.common import pack_raw
 from ingest.textlines import bounded_lines
 from schemas.trace import TraceHeader, TraceStep
 
-MAIN = "claude"
+MAIN = "agent"  # the main agent (the subagents are named by their type); not the product, which data names everywhere
 HARNESS = "claude-code"
 DELEGATING = frozenset({"Task", "Agent"})  # the tools that hand work to a subagent
 _TURNS = frozenset({"user", "assistant"})
@@ -86,23 +92,59 @@ class ClaudeCodeImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
+        subagents = subagent_files(path)
         digest = file_digest(path)
+        if subagents:  # the trace is the session with its subagents: its id changes with any of them
+            digests = [digest, *(file_digest(p) for p in subagents.values())]
+            digest = hashlib.sha256("".join(digests).encode()).hexdigest()
         header = TraceHeader(
             trace_id=f"claude-code-{digest[:16]}",
             source=str(path),
             framework="Claude Code",
-            metadata={"source_sha256": digest},
+            metadata=pack_raw(
+                source_sha256=digest,
+                subagent_files=[str(p.relative_to(path.parent)) for p in subagents.values()],
+            ),
         )
         yield ImportedTrace(
             importer=self.name, header=header, steps=lambda facts: _Session(path, facts).steps()
         )
 
 
+def subagent_files(path: Path) -> dict[str, Path]:
+    """The files of a session's subagents (2.x ``<session>/subagents/agent-*.jsonl``, 2.0
+    ``agent-*.jsonl`` beside it naming the session), by the prompt that opens each."""
+    folder = path.parent / path.stem / "subagents"
+    found = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    if not path.name.startswith("agent-"):
+        found += sorted(p for p in path.parent.glob("agent-*.jsonl") if p != path)
+    out: dict[str, Path] = {}
+    for candidate in found:
+        first = _first_turn(candidate)
+        if first is not None and first.get("sessionId") == path.stem and first.get("isSidechain"):
+            content = first["message"].get("content")
+            out.setdefault(content if isinstance(content, str) else json.dumps(content), candidate)
+    return out
+
+
+def _first_turn(path: Path) -> dict[str, Any] | None:
+    """A file's first user or assistant record, None when it has none or is no JSON lines."""
+    with path.open("rb") as stream:
+        for line, offset, raw in bounded_lines(stream, str(path)):
+            if raw.strip():
+                record = _record(raw, str(path), line, offset)
+                if record.get("type") in _TURNS and isinstance(record.get("message"), dict):
+                    return record
+    return None
+
+
 class _Session:
-    """One pass over a session file: the records in order, with the calls that delegated so far."""
+    """One pass over a session file and its subagents' files: the records in order, with the calls
+    that delegated so far."""
 
     def __init__(self, path: Path, facts: Facts) -> None:
         self.path = path
+        self.pending = subagent_files(path)  # the subagents' files no call has opened yet
         self.facts = facts
         self.b = StepBuilder(str(path))
         self.tools: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> (tool name, input)
@@ -112,25 +154,36 @@ class _Session:
         self.notes: list[ChatMessage] = []  # the harness's reminders split off the last record's results
 
     def steps(self) -> Iterator[TraceStep]:
-        return chat_steps(self._messages(), self.b)
+        return chat_steps(self._all(), self.b)
 
-    def _messages(self) -> Iterator[ChatMessage]:
-        where = str(self.path)
-        with self.path.open("rb") as stream:
+    def _all(self) -> Iterator[ChatMessage]:
+        yield from self._messages(self.path)
+        while self.pending:  # a subagent no call opened: after the session's own steps
+            yield from self._messages(self.pending.pop(next(iter(self.pending))))
+
+    def _messages(self, path: Path) -> Iterator[ChatMessage]:
+        where = str(path)
+        with path.open("rb") as stream:
             for line, offset, raw in bounded_lines(stream, where):
                 if not raw.strip():
                     continue
                 record = _record(raw, where, line, offset)
                 kind = record.get("type")
-                if kind in _TURNS and isinstance(record.get("message"), dict):
-                    yield self._message(record, line)
-                    yield from self.notes
-                    self.notes.clear()
-                else:
+                if kind not in _TURNS or not isinstance(record.get("message"), dict):
                     self.facts.count(f"record:{kind}")
+                    continue
+                message = self._message(record, line, path)
+                yield message
+                yield from self.notes
+                self.notes.clear()
+                for call in message.parts:  # a delegation: the subagent's work follows its call
+                    args = call.arguments if isinstance(call, Call) and call.name in DELEGATING else None
+                    prompt = args.get("prompt") if isinstance(args, dict) else None
+                    if isinstance(prompt, str) and prompt in self.pending:
+                        yield from self._messages(self.pending.pop(prompt))
 
-    def _message(self, record: dict[str, Any], line: int) -> ChatMessage:
-        loc = Loc(str(self.path), "", line)
+    def _message(self, record: dict[str, Any], line: int, path: Path) -> ChatMessage:
+        loc = Loc(str(path), "", line)
         m = role_message(record["message"], line, loc, at="message")
         self._header(record)
         if m.role == "assistant" and isinstance(record["message"].get("model"), str):
@@ -155,6 +208,7 @@ class _Session:
             if not self.task_seen and (text := _text_of(m)):
                 self.facts.task, self.task_seen = text, True
         raw = pack_raw(
+            file=str(path.relative_to(self.path.parent)) if path != self.path else None,
             line=line,
             type=record.get("type"),
             uuid=record.get("uuid"),
@@ -199,6 +253,7 @@ class _Session:
                 )
             )
             result = replace(result, content=result.content[: note.start()])
+        raw.setdefault("status", "ok")  # the harness flags every failed result (is_error): none here
         account = record.get("toolUseResult")
         if isinstance(account, dict):
             raw["tool_use_result"] = {k: v for k, v in account.items() if k not in _FILE_COPIES}

@@ -5,6 +5,7 @@ input) and the coding facts and findings read from them, on real sessions
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def test_the_principal_agent_tools_and_harness_are_who_the_transcript_says():
     first = trace.steps[0]
     assert (first.actor, first.actor_kind) == ("user", ActorKind.human)
     agents = {s.actor for s in trace.steps if s.actor_kind is ActorKind.agent}
-    assert agents == {"claude"}
+    assert agents == {"agent"}
     # the Stop hook's feedback is the harness speaking, not the principal
     hooks = [s for s in trace.steps if s.content.startswith("Stop hook feedback")]
     assert len(hooks) == 2 and all(
@@ -155,7 +156,7 @@ def test_a_session_whose_last_test_run_failed_is_a_finding_that_validates(tmp_pa
     trace = _trace(_write(tmp_path / "failing.jsonl", records))
     report = run_rules_audit(trace)
     coding = [f for f in report.findings if f.detector == "coding_verification"]
-    assert [f.title for f in coding] == ["claude submitted while its last test run failed"]
+    assert [f.title for f in coding] == ["agent submitted while its last test run failed"]
     quotes = " ".join(u.quote for u in coding[0].evidence)
     assert "1 failed, 1 passed" in quotes and "The task is complete" in quotes
     assert validate_report(report.model_dump(mode="json"), trace).ok
@@ -213,7 +214,7 @@ def test_a_subagent_is_its_own_actor_and_its_prompt_the_delegating_agents(tmp_pa
     ]
     trace = _trace(_write(tmp_path / "subagent.jsonl", head))
     steps = {s.content: s for s in trace.steps if s.kind is StepKind.message}
-    assert (steps[prompt].actor, steps[prompt].actor_kind) == ("claude", ActorKind.agent)
+    assert (steps[prompt].actor, steps[prompt].actor_kind) == ("agent", ActorKind.agent)
     assert steps["In src/math_utils.py."].actor == "Explore:ab8180"
     assert trace.header.task.startswith("Add a function")  # the subagent's prompt is no principal's request
 
@@ -261,3 +262,58 @@ def test_a_rust_port_reads_its_cargo_runs_as_the_projects_tests_and_files_nothin
     assert tasks[0][1].raw["tool_use_result"]["agentId"] == "ab81802"
     report = run_rules_audit(trace)
     assert report.findings == []  # cargo's "0 failed" is no failure, the port's checks all passed
+
+
+SUBAGENT_SESSION = REAL / "explore_subagent_session" / "29ccd257-68b1-427f-ae5f-6524b7cb6f20.jsonl"
+SUBAGENT_FILE = SUBAGENT_SESSION.parent / SUBAGENT_SESSION.stem / "subagents" / "agent-a2271d1.jsonl"
+
+
+def test_a_session_is_read_with_its_subagents_work_after_the_call_that_delegated_it():
+    """Claude Code 2.x: the subagent's conversation is a file of its own; the trace holds the
+    delegation, the subagent's work and the report it hands back, in that order."""
+    trace = _trace(SUBAGENT_SESSION)
+    assert trace.header.metadata["subagent_files"] == [
+        "29ccd257-68b1-427f-ae5f-6524b7cb6f20/subagents/agent-a2271d1.jsonl"
+    ]
+    ((task, report),) = _by_call(trace, "Task")
+    prompt = trace.steps[task.index + 1]
+    assert (prompt.actor, prompt.actor_kind) == ("agent", ActorKind.agent)
+    assert prompt.content == task.tool.arguments["prompt"] and prompt.raw["file"].endswith(
+        "agent-a2271d1.jsonl"
+    )
+    work = trace.steps[task.index + 2 : report.index]
+    subagent = {s.actor for s in work if s.actor_kind is ActorKind.agent}
+    assert subagent == {"Explore:a2271d"}
+    assert sum(1 for s in work if s.kind is StepKind.tool_call) == 24  # the report's totalToolUseCount
+    assert report.raw["tool_use_result"]["agentId"] == "a2271d1"
+    assert trace.steps[-1].actor == "agent"  # the main agent's answer to the principal closes it
+    assert trace.header.task.startswith("Use the Explore task")
+
+
+def test_a_subagent_file_changes_the_sessions_trace_id_and_reads_alone_as_its_own(tmp_path):
+    folder = tmp_path / "s"
+    shutil.copytree(SUBAGENT_SESSION.parent, folder)
+    copy = folder / SUBAGENT_SESSION.name
+    assert next(open_traces(copy)).header.trace_id == next(open_traces(SUBAGENT_SESSION)).header.trace_id
+    agent = folder / SUBAGENT_SESSION.stem / "subagents" / SUBAGENT_FILE.name
+    agent.write_text(agent.read_text(encoding="utf-8").replace("haiku", "Haiku"), encoding="utf-8")
+    assert next(open_traces(copy)).header.trace_id != next(open_traces(SUBAGENT_SESSION)).header.trace_id
+    alone = _trace(SUBAGENT_FILE)  # its opening prompt is the delegating agent's, no principal's
+    assert alone.steps[0].actor == "agent" and alone.header.task is None
+    assert {s.actor for s in alone.steps if s.actor_kind is ActorKind.agent} == {"agent", "subagent:a2271d"}
+
+
+def test_a_subagent_no_call_opens_follows_the_sessions_own_steps(tmp_path):
+    folder = tmp_path / "s"
+    shutil.copytree(SUBAGENT_SESSION.parent, folder)
+    main = folder / SUBAGENT_SESSION.name
+    records = _records(main)
+    for r in records:
+        for block in r.get("message", {}).get("content") or []:
+            if isinstance(block, dict) and block.get("name") == "Task":
+                block["input"]["prompt"] = "Something else."
+    trace = _trace(_write(main, records))
+    ((task, report),) = _by_call(trace, "Task")
+    assert trace.steps[task.index + 1].step_id == report.step_id  # nothing opened the subagent here
+    tail = [s for s in trace.steps if s.raw.get("file")]
+    assert tail and tail[0].index > report.index and len(trace.steps) == len(_trace(SUBAGENT_SESSION).steps)

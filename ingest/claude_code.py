@@ -127,6 +127,21 @@ def subagent_files(path: Path) -> dict[str, Path]:
     return out
 
 
+def read_with_session(path: Path) -> bool:
+    """Whether a file is a subagent's conversation that its session's file, beside it, reads in
+    (a folder walked whole reviews the session once, not each subagent again)."""
+    if not (path.name.startswith("agent-") and path.suffix == ".jsonl"):
+        return False
+    if path.parent.name == "subagents" and path.parent.parent.with_suffix(".jsonl").is_file():
+        return True
+    try:
+        first = _first_turn(path)
+    except InputError:
+        return False  # not a session's file: read (and refused) on its own
+    session = first.get("sessionId") if first is not None else None
+    return isinstance(session, str) and (path.parent / f"{session}.jsonl").is_file()
+
+
 def _first_turn(path: Path) -> dict[str, Any] | None:
     """A file's first user or assistant record, None when it has none or is no JSON lines."""
     with path.open("rb") as stream:

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from auditor.core.errors import AuditorError, InputError
 from ingest.base import ImportedTrace, file_digest
+from ingest.claude_code import read_with_session
 from ingest.redact import Redactor
 from ingest.registry import detect, get, open_traces
 from ingest.spool import spooled
@@ -209,8 +210,13 @@ def _rescanned(path: Path, name: str) -> Iterator[ImportedTrace]:
 
 
 def iter_files(root: Path, recursive: bool) -> Iterator[Path]:
-    """Files under a directory in a stable order, hidden files and folders skipped."""
+    """Files under a directory in a stable order, hidden files and folders skipped, and a Claude
+    Code subagent's file that its session's file reads in (the session is one trace)."""
     pattern = "**/*" if recursive else "*"
     for path in sorted(root.glob(pattern)):
-        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts):
+        if (
+            path.is_file()
+            and not any(part.startswith(".") for part in path.relative_to(root).parts)
+            and not read_with_session(path)
+        ):
             yield path

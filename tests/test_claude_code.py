@@ -16,6 +16,7 @@ from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.audit.test_timeline import timeline
 from auditor.core.errors import InputError
+from ingest.pipeline import iter_files
 from ingest.registry import detect, open_traces
 from schemas import ActorKind, StepKind, Trace
 from tests.conftest import REPO
@@ -317,3 +318,18 @@ def test_a_subagent_no_call_opens_follows_the_sessions_own_steps(tmp_path):
     assert trace.steps[task.index + 1].step_id == report.step_id  # nothing opened the subagent here
     tail = [s for s in trace.steps if s.raw.get("file")]
     assert tail and tail[0].index > report.index and len(trace.steps) == len(_trace(SUBAGENT_SESSION).steps)
+
+
+def test_a_folder_walk_reviews_a_session_once_with_its_subagents_in_either_layout(tmp_path):
+    """2.x keeps a subagent's file under <session>/subagents/, 2.0 beside the session's file."""
+    nested = tmp_path / "nested"
+    shutil.copytree(SUBAGENT_SESSION.parent, nested)
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    shutil.copy(SUBAGENT_SESSION, flat)
+    shutil.copy(SUBAGENT_FILE, flat)
+    for folder in (nested, flat):
+        walked = list(iter_files(folder, recursive=True))
+        assert walked == [folder / SUBAGENT_SESSION.name]
+        trace = _trace(walked[0])
+        assert {s.actor for s in trace.steps} >= {"agent", "Explore:a2271d"}

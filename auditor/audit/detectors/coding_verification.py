@@ -541,7 +541,7 @@ class CodingVerificationDetector:
 def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:
     """(step id, a verbatim quote of it) of the first edit of the submitted change: where an
     unresolved coding run's failure begins when no finding names a later act; None for a run that
-    submitted no diff. The quote is None for an edit step with no text (an editor call)."""
+    submitted no diff and closed no session with a report. The quote is None for an edit step with no text (an editor call)."""
     tests = TestRunFacts(ctx.trace)
     if (tests.submission is None and tests.closing_report is None) or not tests.source_edits:
         return None

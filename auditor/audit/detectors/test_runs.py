@@ -1,7 +1,8 @@
 """Test-run facts of a coding-agent run, read from its shell commands and their outputs.
 
 Graph-free: built from the trace's steps alone, so any importer whose tool calls carry a command
-(mini-SWE-agent's ``bash``, SWE-agent's actions, OpenHands' ``CmdRunAction``) gets the same facts.
+(mini-SWE-agent's ``bash``, SWE-agent's actions, OpenHands' ``CmdRunAction``, Claude Code's
+``Bash``) gets the same facts.
 Everything is decided by structure, never by what a run is about:
 
 - a *test run* is a command result that holds a test runner's summary line: pytest's
@@ -18,12 +19,13 @@ Everything is decided by structure, never by what a run is about:
   (``ok``, ``FAIL``, ``[build failed]``) and ``node --test``'s closing counts (``# fail N``).
   Failed test ids come from the runner's own lines (pytest ``FAILED id`` / ``ERROR id`` and
   verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___ path:test ___``
-  headers; cargo's ``test name ... FAILED``, go's ``--- FAIL: Name``, TAP's ``not ok N - name``). Outputs are read without a terminal's colour codes, and summaries
-  quoted verbatim with them. A run that collected no test (a path not found) reached none of the
-  project's, nor did one that could not import its tests (pytest's ``ERROR collecting``,
-  unittest's ``_FailedTest``) for a reason its output places outside the changed files (Django's
-  tests under pytest without settings). A runner command (pytest, ``python -m pytest|unittest``,
-  a ``runtests.py``, ``bin/test``, tox, nox) that printed no summary but died in a traceback
+  headers; cargo's ``test name ... FAILED``, go's ``--- FAIL: Name``, TAP's ``not ok N - name``).
+  Outputs are read without a terminal's colour codes, and summaries quoted verbatim with them. A
+  run that collected no test (a path not found) reached none of the project's, nor did one that
+  could not import its tests (pytest's ``ERROR collecting``, unittest's ``_FailedTest``) for a
+  reason its output places outside the changed files (Django's tests under pytest without
+  settings). A runner command (pytest, ``python -m pytest|unittest``, a ``runtests.py``,
+  ``bin/test``, tox, nox, ``cargo test``, ``go test``, ``node --test``) that printed no summary but died in a traceback
   running through a changed source file is a test run with one failure, quoted by its error line:
   the project's tests could not run on the change;
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
@@ -42,8 +44,8 @@ Everything is decided by structure, never by what a run is about:
   program as text, such as a commit message);
 - the *changed files* are those of the submitted diff (``diff --git a/X b/X``; ``new file mode``
   marks a new one), else the edits' targets (new: those the run created, as a ``>`` redirect or
-  Claude Code's ``Write`` result of ``type: create`` says), relative to the session's ``cwd``. A *test file* has a ``test``/``tests``/``testing``
-  (or ``__tests__``) directory or a ``test_*.py`` / ``*_test.py`` / ``*_test.go`` / ``*.test.js``
+  Claude Code's ``Write`` result of ``type: create`` says), relative to the session's ``cwd``. A
+  *test file* has a ``test``/``tests``/``testing`` (or ``__tests__``) directory or a ``test_*.py`` / ``*_test.py`` / ``*_test.go`` / ``*.test.js``
   / ``*.spec.ts`` name; a *document* (``.rst``, ``.txt``, ``.md``, a CHANGES or NEWS file,
   ``.gitignore``) is prose or bookkeeping: its edits are no part of the code runs check;
 - a *revert* puts changed files back to the original code (``git stash``, ``git checkout PATH``,
@@ -776,11 +778,8 @@ def runner_of(command: str) -> str | None:
             return "unittest"  # manage.py test, django-admin test: unittest's summary
         if program.endswith("bin/test"):
             return "sympy"
-        if words[:2] in (["cargo", "test"], ["cargo", "nextest"], ["go", "test"]) or words[:2] == [
-            "node",
-            "--test",
-        ]:
-            return "node" if words[0] == "node" else words[0]
+        if words[:2] in (["cargo", "test"], ["cargo", "nextest"], ["go", "test"], ["node", "--test"]):
+            return words[0]
     return None
 
 
@@ -984,9 +983,8 @@ class TestRunFacts:
             step = self.steps[pos]
             editor = _editor_target(step)
             if editor is not None:
-                if (
-                    result is None or self.steps[result].raw.get("status") != "error"
-                ):  # a failed edit wrote nothing
+                failed = result is not None and self.steps[result].raw.get("status") == "error"
+                if not failed:  # a failed edit wrote nothing
                     edits.append(Edit(pos, (self._rel(editor),), first_line(step.content) or editor))
                 continue
             if not command:

@@ -58,7 +58,7 @@ from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_tex
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text, role_message
 from ingest.chat_steps import chat_steps
 from ingest.frameworks.common import pack_raw
-from ingest.textlines import bounded_lines
+from ingest.textlines import bounded_lines, json_line
 from schemas.trace import TraceHeader, TraceStep
 
 MAIN = "agent"  # the main agent (the subagents are named by their type); not the product, which data names everywhere
@@ -291,17 +291,7 @@ class _Session:
 
 
 def _record(raw: bytes, where: str, line: int, offset: int) -> dict[str, Any]:
-    try:
-        record = json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError("not UTF-8 text", path=where, line=line, offset=offset + exc.start) from exc
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(
-            f"not a JSON record: {exc}",
-            path=where,
-            line=line,
-            hint="a Claude Code session file holds one JSON object per line",
-        ) from exc
+    record = json_line(raw, where, line, offset, "a Claude Code session file holds one JSON object per line")
     if not isinstance(record, dict):
         raise InputError("a record must be a JSON object", path=where, line=line)
     if not isinstance(record.get("type"), str | None):

@@ -39,6 +39,7 @@ def _register_builtins() -> None:
     from ingest import (
         chat,
         claude_code,
+        codex,
         inspect_log,
         mini_swe_agent,
         openhands,
@@ -62,6 +63,7 @@ def _register_builtins() -> None:
         openhands.IMPORTER,
         mini_swe_agent.IMPORTER,
         claude_code.IMPORTER,
+        codex.IMPORTER,
         *RAW_IMPORTERS,
         *chat.IMPORTERS,
     ):

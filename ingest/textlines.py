@@ -6,9 +6,10 @@ file from disk and a trace string embedded in a corpus record.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from auditor.core.errors import InputError
 from ingest.limits import max_document_bytes, size_text, too_large
@@ -84,3 +85,14 @@ def string_lines(text: str) -> Iterator[str]:
 def join_block(lines: list[str]) -> str:
     """A block's verbatim text: its lines joined, outer blank lines and trailing blanks removed."""
     return "".join(lines).strip("\r\n").rstrip()
+
+
+def json_line(raw: bytes, path: str, line: int, offset: int, hint: str) -> Any:
+    """One line of a JSON-lines log, decoded (a byte-order mark allowed on the first); a line that
+    is no JSON or no UTF-8 names the file, the line and, for bad bytes, the byte."""
+    try:
+        return json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError("not UTF-8 text", path=path, line=line, offset=offset + exc.start) from exc
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"not a JSON record: {exc}", path=path, line=line, hint=hint) from exc

@@ -35,6 +35,7 @@ SAMPLES: dict[str, Path] = {
     "mini-swe-agent": REPO / "tests/fixtures/real/mini-swe-agent/sympy__sympy-13852.traj.json",
     "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",
     "claude-code": REPO / "tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl",
+    "codex": REPO / "tests/fixtures/real/codex/vscode_shell_exit127_interrupted.jsonl",
     "hyperagent": RAW / "06_Round2_HyperAgent_SWE-Bench-Lite.json",
     "ag2": RAW / "07_Round2_AG2_GSM-Plus.json",
     "metagpt": RAW / "04_Round1_MetaGPT_ProgramDev.json",

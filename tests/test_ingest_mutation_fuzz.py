@@ -46,6 +46,7 @@ FILES = [
     "real/mini-swe-agent-v2/toolcall_limits.traj.json",
     "real/mini-swe-agent-v2/stash_unpopped_empty.traj.json",
     "real/claude-code/pytest_edit_commit_session.jsonl",
+    "real/codex/vscode_shell_exit127_interrupted.jsonl",
 ]
 
 

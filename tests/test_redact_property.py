@@ -46,6 +46,7 @@ EXAMPLES: dict[str, Path] = {  # the smallest real example of each importer
     "swe-agent": FIXTURES / "real" / "swe-agent" / "function_calling_simple.traj",
     "openhands": FIXTURES / "real" / "openhands" / "basic_interactions.json",
     "claude-code": FIXTURES / "real" / "claude-code" / "pytest_edit_commit_session.jsonl",
+    "codex": FIXTURES / "real" / "codex" / "vscode_shell_exit127_interrupted.jsonl",
     "hyperagent": MAST / "06_Round2_HyperAgent_SWE-Bench-Lite.json",
     "ag2": MAST / "07_Round2_AG2_GSM-Plus.json",
     "metagpt": MAST / "14_Round3_MetaGPT_ProgramDev.json",

@@ -246,6 +246,8 @@ _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__"})
 _PATH = re.compile(r"[\w./-]+\.\w+")  # a file's path as an edit names it (a sed script's stray word is none)
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
 _WRITTEN = frozenset({"new_string", "edits", "content", "new_source"})  # what Claude Code's editors write
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+_INTERPRETERS = frozenset({"perl", "ruby", "node"}) | _SHELLS  # programs a heredoc feeds code to
 
 
 def is_test_file(path: str) -> bool:
@@ -292,12 +294,21 @@ def writes_files(step: TraceStep) -> bool:
 
 
 def command_of(step: TraceStep) -> str | None:
-    """The shell command a tool call ran: ``arguments.command``, or the arguments as a string."""
+    """The shell command a tool call ran: ``arguments.command`` (or ``cmd``), an argv list as the
+    script a shell runs (Codex's ``["bash", "-lc", script]``) or as its words joined, or the
+    arguments as a string."""
     if step.kind is not StepKind.tool_call or step.tool is None:
         return None
     args = step.tool.arguments
     if isinstance(args, dict):
-        command = args.get("command")
+        command = args.get("command", args.get("cmd"))
+        if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+            shell = (
+                len(command) == 3
+                and PurePosixPath(command[0]).name in _SHELLS
+                and command[1] in ("-c", "-lc")
+            )
+            command = command[2] if shell else shlex.join(command)
         return command if isinstance(command, str) and not args.get("path") else None
     return args if isinstance(args, str) else None
 
@@ -665,9 +676,6 @@ def _head_lines(command: str) -> str:
         if m:
             end = m.group(1)
     return "\n".join(out)
-
-
-_INTERPRETERS = frozenset({"perl", "ruby", "node", "bash", "sh", "zsh"})
 
 
 def _without_text(command: str) -> str:

@@ -1,0 +1,204 @@
+"""OpenAI Codex CLI session rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): one trace
+per file, every JSON line one record ``{"timestamp", "type", "payload"}``.
+
+``response_item`` records hold the conversation as the Responses API writes it, and they are the
+steps, in file order:
+
+- a ``message``: the principal's words (``user``, human), the agent's (``assistant``, actor
+  ``agent``), text parts joined; a user message that is the harness's own context rather than a
+  request (it opens with ``<environment_context>`` or ``<user_instructions>``: the working
+  directory and sandbox, the project's AGENTS.md) is the harness speaking (``system``, actor
+  ``codex``);
+- a ``reasoning`` item's summary: the agent's message marked ``raw.block = "reasoning"`` (its
+  encrypted content is left in the source);
+- a ``function_call`` (``shell``, ``exec_command`` …) or ``custom_tool_call`` (``apply_patch``):
+  the agent's tool call, its JSON ``arguments`` parsed (a ``shell`` command is an argv list,
+  ``["bash", "-lc", script]``), a custom tool's ``input`` kept as ``{"input": …}``;
+- a ``function_call_output`` / ``custom_tool_call_output``: the result of the call its ``call_id``
+  names. Its ``output`` is often itself JSON, ``{"output": text, "metadata": {"exit_code": N}}``:
+  the text is the result, the exit code its ``raw.exit_code`` and status (0 ``ok``, else
+  ``error``); a plain-text output is kept as written.
+
+``session_meta`` (the session's id, ``cwd``, ``cli_version``, ``originator``, git) and the first
+``turn_context`` (model, approval and sandbox policy) go to the header. ``event_msg`` records repeat
+the conversation for the UI (``user_message``, ``agent_message``, ``agent_reasoning``) or count
+tokens: they are counted, not steps, save ``turn_aborted`` (the user stopped the turn) and
+``error``, which end the run: the harness's end record (``harness_exit``). A rollout records no
+verdict on its task: no outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from auditor.core.errors import InputError
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.chat_message import Call, ChatMessage, Loc, Result, Text, arguments
+from ingest.chat_steps import chat_steps
+from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.textlines import bounded_lines, json_line
+from schemas.trace import TraceHeader, TraceStep
+
+AGENT = "agent"
+HARNESS = "codex"
+_CONTEXT = re.compile(r"\A\s*<(?:environment_context|user_instructions)>")  # the harness's own turns
+_RECORD = re.compile(
+    r'\A\s*\{"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|turn_context|event_msg)"'
+)
+_ENDS = frozenset({"turn_aborted", "error"})
+_META_KEYS = ("id", "cwd", "cli_version", "originator", "git")
+
+
+class CodexImporter:
+    name = "codex"
+    description = "OpenAI Codex CLI session rollout (JSONL), one trace per file"
+
+    def detect(self, path: Path, head: bytes) -> str | None:
+        if _RECORD.match(head_text(head)) and '"payload"' in head_text(head):
+            return "JSON lines of {timestamp, type, payload} rollout records (Codex CLI)"
+        return None
+
+    def open(self, path: Path) -> Iterator[ImportedTrace]:
+        digest = file_digest(path)
+        header = TraceHeader(
+            trace_id=f"codex-{digest[:16]}",
+            source=str(path),
+            framework="Codex CLI",
+            metadata={"source_sha256": digest},
+        )
+        yield ImportedTrace(
+            importer=self.name, header=header, steps=lambda facts: _Rollout(path, facts).steps()
+        )
+
+
+class _Rollout:
+    """One pass over a rollout: its records in order, each call's tool name kept for its output."""
+
+    def __init__(self, path: Path, facts: Facts) -> None:
+        self.path = path
+        self.facts = facts
+        self.b = StepBuilder(str(path))
+        self.tools: dict[str, str] = {}  # call id -> tool name
+        self.end: tuple[str, str, dict[str, Any]] | None = None
+        self.task_seen = False
+
+    def steps(self) -> Iterator[TraceStep]:
+        yield from chat_steps(self._messages(), self.b)
+        if self.end is not None:
+            yield harness_exit(self.b, *self.end)
+
+    def _messages(self) -> Iterator[ChatMessage]:
+        where = str(self.path)
+        with self.path.open("rb") as stream:
+            for line, offset, raw in bounded_lines(stream, where):
+                if not raw.strip():
+                    continue
+                record = _record(raw, where, line, offset)
+                kind, payload = record.get("type"), record["payload"]
+                item = payload.get("type")
+                if kind == "response_item":
+                    message = self._item(payload, item, Loc(where, "payload", line), record.get("timestamp"))
+                    if message is not None:
+                        yield message
+                        continue
+                elif kind == "session_meta":
+                    self.facts.metadata.update(pack_raw(**{k: payload.get(k) for k in _META_KEYS}))
+                elif kind == "turn_context" and "turn_context" not in self.facts.metadata:
+                    self.facts.metadata["turn_context"] = payload
+                elif kind == "event_msg" and item in _ENDS:
+                    text = payload.get("message") or payload.get("reason") or item
+                    self.end = (str(item), str(text), {"line": line})
+                self.facts.count(f"{kind}:{item}" if isinstance(item, str) else str(kind))
+
+    def _item(self, payload: dict[str, Any], item: Any, loc: Loc, stamp: Any) -> ChatMessage | None:
+        timestamp = stamp if isinstance(stamp, str) else None
+        raw = pack_raw(line=loc.line, type=item, id=payload.get("id"))
+        if item == "message":
+            role = payload.get("role")
+            text = _text(payload.get("content"), loc)
+            if role == "assistant":
+                return ChatMessage(None, "assistant", AGENT, [Text(text)], raw, timestamp=timestamp)
+            if _CONTEXT.match(text) or role in ("developer", "system"):
+                return ChatMessage(None, "system", HARNESS, [Text(text)], raw, timestamp=timestamp)
+            if not self.task_seen:
+                self.facts.task, self.task_seen = text, True
+            return ChatMessage(None, "user", None, [Text(text)], raw, timestamp=timestamp)
+        if item == "reasoning":
+            summary = payload.get("summary")
+            texts = (
+                [s.get("text") for s in summary if isinstance(s, dict)] if isinstance(summary, list) else []
+            )
+            joined = "\n".join(t for t in texts if isinstance(t, str))
+            if not joined:
+                return None  # encrypted reasoning alone: nothing the trace can quote
+            return ChatMessage(
+                None, "assistant", AGENT, [Text(joined, block="reasoning")], raw, timestamp=timestamp
+            )
+        if item in ("function_call", "custom_tool_call"):
+            name, call_id = payload.get("name"), payload.get("call_id")
+            if not isinstance(name, str) or not name:
+                raise loc.error("a tool call needs a 'name'", ".name")
+            if item == "function_call":
+                args, verbatim = arguments(payload.get("arguments"), loc, ".arguments")
+            else:
+                args, verbatim = {"input": payload.get("input")}, ""
+            if isinstance(call_id, str):
+                self.tools[call_id] = name
+            return ChatMessage(
+                None, "assistant", AGENT, [Call(name, args, call_id, verbatim)], raw, timestamp=timestamp
+            )
+        if item in ("function_call_output", "custom_tool_call_output"):
+            call_id = payload.get("call_id")
+            content, status = _output(payload.get("output"), loc)
+            name = self.tools.get(call_id) if isinstance(call_id, str) else None
+            return ChatMessage(
+                None, "tool", name, [Result(content, call_id, name, status)], raw, timestamp=timestamp
+            )
+        return None
+
+
+def _output(value: Any, loc: Loc) -> tuple[str, dict[str, Any]]:
+    """A call's output text and status: the JSON envelope's ``output`` and ``metadata.exit_code``,
+    else the text as written."""
+    if not isinstance(value, str):
+        raise loc.error("a call's output must be text", ".output")
+    try:
+        envelope = json.loads(value)
+    except (json.JSONDecodeError, RecursionError):
+        return value, {}
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("output"), str):
+        return value, {}
+    metadata = envelope.get("metadata") if isinstance(envelope.get("metadata"), dict) else {}
+    code = metadata.get("exit_code")
+    if type(code) is not int:
+        return envelope["output"], {}
+    status = {"status": "ok"} if code == 0 else {"status": "error", "error_type": "exit_code"}
+    return envelope["output"], {**status, "exit_code": code}
+
+
+def _text(content: Any, loc: Loc) -> str:
+    """A message's text parts (``input_text``, ``output_text``), joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise loc.error("a message's 'content' must be a list of parts", ".content")
+    texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(texts)
+
+
+def _record(raw: bytes, where: str, line: int, offset: int) -> dict[str, Any]:
+    record = json_line(raw, where, line, offset, "a Codex rollout holds one JSON object per line")
+    if not isinstance(record, dict) or not isinstance(record.get("payload"), dict):
+        raise InputError(
+            "a record must be an object with a 'payload' object", path=where, line=line, field="payload"
+        )
+    if not isinstance(record.get("type"), str) or not isinstance(record["payload"].get("type"), str | None):
+        raise InputError("a record's 'type' must be text", path=where, line=line, field="type")
+    return record
+
+
+IMPORTER = CodexImporter()

@@ -13,7 +13,8 @@ steps, in file order:
   encrypted content is left in the source);
 - a ``function_call`` (``shell``, ``exec_command`` …) or ``custom_tool_call`` (``apply_patch``):
   the agent's tool call, its JSON ``arguments`` parsed (a ``shell`` command is an argv list,
-  ``["bash", "-lc", script]``), a custom tool's ``input`` kept as ``{"input": …}``;
+  ``["bash", "-lc", script]``), a custom tool's ``input`` (``apply_patch``'s patch: ``*** Begin
+  Patch``, ``*** Update File: PATH`` …) as ``{"input": …}`` and as the step's text;
 - a ``function_call_output`` / ``custom_tool_call_output``: the result of the call its ``call_id``
   names. Its ``output`` is often itself JSON, ``{"output": text, "metadata": {"exit_code": N}}``:
   the text is the result, the exit code its ``raw.exit_code`` and status (0 ``ok``, else
@@ -145,7 +146,8 @@ class _Rollout:
             if item == "function_call":
                 args, verbatim = arguments(payload.get("arguments"), loc, ".arguments")
             else:
-                args, verbatim = {"input": payload.get("input")}, ""
+                text = payload.get("input")
+                args, verbatim = {"input": text}, text if isinstance(text, str) else ""
             if isinstance(call_id, str):
                 self.tools[call_id] = name
             return ChatMessage(

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from auditor.audit.detectors.test_runs import TestRunFacts, command_of, exit_code
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
 from schemas import ActorKind, StepKind, Trace
@@ -99,3 +101,92 @@ def test_an_output_that_is_no_text_names_its_line(tmp_path):
     with pytest.raises(InputError) as caught:
         list(next(open_traces(path, "codex")).steps())
     assert f"line {at + 1}" in str(caught.value) and "output" in str(caught.value)
+
+
+def _extended(tmp_path: Path, patch_call: dict, test_output: str, code: int) -> Path:
+    """The real rollout with an apply_patch edit (the envelope a real MoonMind rollout holds:
+    ``custom_tool_call`` apply_patch, ``*** Begin Patch`` …), a test run and a closing claim added
+    in place of the interrupt."""
+    records = [json.loads(line) for line in ROLLOUT.read_text(encoding="utf-8").splitlines()]
+    records = [r for r in records if r["payload"].get("type") != "turn_aborted"]
+    stamp = records[-1]["timestamp"]
+
+    def item(payload: dict) -> dict:
+        return {"timestamp": stamp, "type": "response_item", "payload": payload}
+
+    envelope = json.dumps({"output": test_output, "metadata": {"exit_code": code, "duration_seconds": 0.5}})
+    records += [
+        item(patch_call),
+        item({"type": "custom_tool_call_output", "call_id": "call_patch", "output": "Success."}),
+        item(
+            {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": "call_test",
+                "arguments": json.dumps({"command": ["bash", "-lc", "pytest -q tests"]}),
+            }
+        ),
+        item({"type": "function_call_output", "call_id": "call_test", "output": envelope}),
+        item(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Done: the help works and the tests pass."}],
+            }
+        ),
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+PATCH = (
+    "*** Begin Patch\n*** Update File: spec-kit/src/specify_cli/__init__.py\n@@\n-x = 1\n+x = 2\n"
+    "*** Add File: spec-kit/notes.py\n+y = 1\n*** End Patch\n"
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {
+            "type": "custom_tool_call",
+            "status": "completed",
+            "call_id": "call_patch",
+            "name": "apply_patch",
+            "input": PATCH,
+        },
+        {
+            "type": "function_call",
+            "name": "shell",
+            "call_id": "call_patch",
+            "arguments": json.dumps({"command": ["apply_patch", PATCH]}),
+        },
+    ],
+    ids=["custom-tool", "shell-argv"],
+)
+def test_a_patch_is_the_sessions_change_and_a_failing_run_after_it_a_finding(tmp_path, call):
+    trace = _trace(
+        _extended(
+            tmp_path,
+            call,
+            "F.\nFAILED tests/test_cli.py::test_help - AssertionError\n1 failed, 1 passed in 0.05s\n",
+            1,
+        )
+    )
+    facts = TestRunFacts(trace)
+    assert facts.changed.keys() == {"spec-kit/src/specify_cli/__init__.py", "spec-kit/notes.py"}
+    assert facts.source_files == ("spec-kit/src/specify_cli/__init__.py",)  # the added file is new
+    assert [r.command for r in facts.runs] == ["pytest -q tests"]  # the patch applied is no run
+    report = run_rules_audit(trace)
+    coding = [f for f in report.findings if f.detector == "coding_verification"]
+    assert [f.title for f in coding] == ["agent submitted while its last test run failed"]
+    quotes = " ".join(u.quote for u in coding[0].evidence)
+    assert "Update File: spec-kit/src/specify_cli/__init__.py" in quotes and "1 failed" in quotes
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+def test_a_patch_whose_tests_then_pass_is_no_finding(tmp_path):
+    call = {"type": "custom_tool_call", "call_id": "call_patch", "name": "apply_patch", "input": PATCH}
+    trace = _trace(_extended(tmp_path, call, "..\n2 passed in 0.05s\n", 0))
+    assert not [f for f in run_rules_audit(trace).findings if f.detector == "coding_verification"]

@@ -39,12 +39,14 @@ Everything is decided by structure, never by what a run is about:
   ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
   ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
   tool's create/replace/insert (``path`` argument; Claude Code's ``Edit``, ``MultiEdit``, ``Write``
-  by ``file_path``); an edit whose result is an error wrote nothing. Its targets are the paths it
+  by ``file_path``; Codex's ``apply_patch``, every file its patch names); an edit whose result is
+  an error wrote nothing. Its targets are the paths it
   writes, and, for code, the changed files it names outside comments (not in a heredoc handed to a
   program as text, such as a commit message);
 - the *changed files* are those of the submitted diff (``diff --git a/X b/X``; ``new file mode``
-  marks a new one), else the edits' targets (new: those the run created, as a ``>`` redirect or
-  Claude Code's ``Write`` result of ``type: create`` says), relative to the session's ``cwd``. A
+  marks a new one), else the edits' targets (new: those the run created, as a ``>`` redirect,
+  Claude Code's ``Write`` result of ``type: create`` or a patch's ``*** Add File:`` says),
+  relative to the session's ``cwd``. A
   *test file* has a ``test``/``tests``/``testing`` (or ``__tests__``) directory or a ``test_*.py`` / ``*_test.py`` / ``*_test.go`` / ``*.test.js``
   / ``*.spec.ts`` name; a *document* (``.rst``, ``.txt``, ``.md``, a CHANGES or NEWS file,
   ``.gitignore``) is prose or bookkeeping: its edits are no part of the code runs check;
@@ -287,7 +289,7 @@ def is_document(path: str) -> bool:
 def writes_files(step: TraceStep) -> bool:
     """Whether an act changes files: an editor tool's write, or a command that writes (see the
     module doc). A rerun after one is a fix-and-rerun loop, not the same act repeated."""
-    if _editor_target(step) is not None:
+    if _editor_target(step) is not None or patched(step):
         return True
     command = command_of(step)
     return command is not None and bool(_WRITES.search(command) or _heredoc_writes(command))
@@ -900,7 +902,7 @@ class TestRunFacts:
         """Every test or script run, in order."""
         runs = []
         for pos, (command, result) in self.calls.items():
-            if result is None:
+            if result is None or patched(self.steps[pos]):  # a patch applied is an edit, not a run
                 continue
             out = self.steps[result]
             code = exit_code(out)
@@ -990,9 +992,14 @@ class TestRunFacts:
         for pos, (command, result) in self.calls.items():
             step = self.steps[pos]
             editor = _editor_target(step)
-            if editor is not None:
+            patch = patched(step)
+            if editor is not None or patch:
                 failed = result is not None and self.steps[result].raw.get("status") == "error"
-                if not failed:  # a failed edit wrote nothing
+                if failed:  # a failed edit wrote nothing
+                    continue
+                if patch:
+                    edits.append(Edit(pos, tuple(self._rel(p) for p in patch), next(iter(patch.values()))[1]))
+                else:
                     edits.append(Edit(pos, (self._rel(editor),), first_line(step.content) or editor))
                 continue
             if not command:
@@ -1122,7 +1129,7 @@ class TestRunFacts:
         """What an edit did, act by act: its simple commands and the bodies it wrote by heredoc (an
         editor call: its arguments)."""
         step = self.steps[pos]
-        if _editor_target(step) is not None:
+        if _editor_target(step) is not None or patched(step):
             return frozenset({repr(step.tool.arguments if step.tool else None)})
         command = self.calls[pos][0]
         return frozenset(" ".join(w) for w in _words(command)) | frozenset(_heredoc_writes(command).values())
@@ -1263,6 +1270,7 @@ class TestRunFacts:
                 made.add(_norm(args["path"]))
             elif (created := _created(self.steps[result] if result is not None else None)) is not None:
                 made.add(self._rel(created))
+            made.update(self._rel(p) for p, (added, _) in patched(self.steps[pos]).items() if added)
             made.update(_norm(m.group(1).strip("'\"")) for m in _CREATE.finditer(_head_lines(command)))
             for words in _words(command):
                 if words[0] == "mkdir":
@@ -1340,14 +1348,15 @@ class TestRunFacts:
 
     @cached_property
     def closing_report(self) -> int | None:
-        """The closing report of a session that submits no diff but whose harness records what each
-        edit wrote (Claude Code: an editor's result names its file, and a file it made as created):
-        the agent's last message after its last command, which stands where a submitted diff
-        stands; None for any other run (which files existed before is otherwise unknown)."""
+        """The closing report of a session that submits no diff but whose edits say which files
+        existed (Claude Code: an editor's result names its file, and a file it made as created;
+        Codex: a patch updates a file or adds one): the agent's last message after its last
+        command, which stands where a submitted diff stands; None for any other run (which files
+        existed before is otherwise unknown)."""
         recorded = any(
-            _account_file(self.steps[result])
+            patched(self.steps[pos])
+            or (result is not None and _editor_target(self.steps[pos]) and _account_file(self.steps[result]))
             for pos, (_, result) in self.calls.items()
-            if result is not None and _editor_target(self.steps[pos]) is not None
         )
         if self.submission is not None or not recorded:
             return None
@@ -1405,6 +1414,8 @@ class TestRunFacts:
                 continue  # an edit that failed changed nothing
             if editor is not None and not (isinstance(args, dict) and args.get("command") == "create"):
                 paths = [self._rel(editor)]
+            elif patch := patched(step):
+                paths = [self._rel(p) for p, (added, _) in patch.items() if not added]
             elif result is not None and exit_code(self.steps[result]) == 0:  # sed refuses a missing file
                 paths = [
                     self._rel(t)
@@ -1498,6 +1509,24 @@ def _uncommented(code: str) -> str:
 
 def first_line(text: str) -> str | None:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), None)
+
+
+# Codex's apply_patch: an envelope of file sections, each opened by a line naming its file
+_PATCH_FILE = re.compile(r"(?m)^\*\*\* (Update|Add|Delete) File: *(\S[^\n]*?) *$")
+
+
+def patched(step: TraceStep) -> dict[str, tuple[bool, str]]:
+    """The files a Codex ``apply_patch`` call writes (its ``input``, or an ``apply_patch`` argv's
+    patch: ``*** Begin Patch`` … ``*** Update File: PATH`` / ``*** Add File: PATH`` …), each with
+    whether the patch adds it and the line that names it; empty for any other call."""
+    args: Any = step.tool.arguments if step.tool and step.kind is StepKind.tool_call else None
+    text = args.get("input") if isinstance(args, dict) else None
+    command = args.get("command") if isinstance(args, dict) else None
+    if text is None and isinstance(command, list) and command[:1] == ["apply_patch"] and len(command) == 2:
+        text = command[1]
+    if not isinstance(text, str) or not text.lstrip().startswith("*** Begin Patch"):
+        return {}
+    return {m.group(2): (m.group(1) == "Add", m.group().strip()) for m in _PATCH_FILE.finditer(text)}
 
 
 def _editor_target(step: TraceStep) -> str | None:

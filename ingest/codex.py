@@ -51,7 +51,7 @@ _RECORD = re.compile(
     r'\A\s*\{"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|turn_context|event_msg)"'
 )
 _ENDS = frozenset({"turn_aborted", "error"})
-_META_KEYS = ("id", "cwd", "cli_version", "originator", "git")
+_META_KEYS = ("cwd", "cli_version", "originator", "git")  # and the session's id, as session_id
 
 
 class CodexImporter:
@@ -107,7 +107,8 @@ class _Rollout:
                         yield message
                         continue
                 elif kind == "session_meta":
-                    self.facts.metadata.update(pack_raw(**{k: payload.get(k) for k in _META_KEYS}))
+                    meta = {k: payload.get(k) for k in _META_KEYS}
+                    self.facts.metadata.update(pack_raw(session_id=payload.get("id"), **meta))
                 elif kind == "turn_context" and "turn_context" not in self.facts.metadata:
                     self.facts.metadata["turn_context"] = payload
                 elif kind == "event_msg" and item in _ENDS:

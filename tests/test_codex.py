@@ -32,6 +32,7 @@ def test_the_harness_context_the_request_and_the_agents_reasoning_are_who_the_ro
     trace = _trace(ROLLOUT)
     meta = trace.header.metadata
     assert trace.header.framework == "Codex CLI"
+    assert meta["session_id"] == "0199955b-5deb-72e2-9988-4b1b799e1206"
     assert (meta["cli_version"], meta["originator"], meta["turn_context"]["model"]) == (
         "0.42.0-alpha.3",
         "codex_vscode",

@@ -37,7 +37,7 @@ from ingest.chat_langchain import kind_of
 from ingest.chat_runs import runs_of, trace_of
 from ingest.jsonstream import JsonReader
 from ingest.limits import max_document_bytes, size_text, too_large
-from ingest.textlines import bounded_lines
+from ingest.textlines import bounded_lines, json_line
 
 CHAT_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
@@ -220,21 +220,7 @@ class ChatJsonlImporter:
             for lineno, offset, raw in bounded_lines(stream, where):
                 if not raw.strip():
                     continue
-                try:
-                    doc = json.loads(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
-                except UnicodeDecodeError as exc:
-                    raise InputError(
-                        "not UTF-8 text", path=where, line=lineno, offset=offset + exc.start
-                    ) from exc
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"malformed JSON: {exc.msg} (column {exc.colno})",
-                        path=where,
-                        line=lineno,
-                        offset=offset,
-                    ) from exc
-                except RecursionError:
-                    raise InputError("JSON nested too deeply to read", path=where, line=lineno) from None
+                doc = json_line(raw, where, lineno, offset)
                 for run in runs_of(doc, where, lineno):
                     yield trace_of(self.name, digest, run, where, None, lineno)
 

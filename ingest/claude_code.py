@@ -107,7 +107,9 @@ class ClaudeCodeImporter:
             ),
         )
         yield ImportedTrace(
-            importer=self.name, header=header, steps=lambda facts: _Session(path, facts).steps()
+            importer=self.name,
+            header=header,
+            steps=lambda facts: _Session(path, dict(subagents), facts).steps(),
         )
 
 
@@ -157,12 +159,12 @@ class _Session:
     """One pass over a session file and its subagents' files: the records in order, with the calls
     that delegated so far."""
 
-    def __init__(self, path: Path, facts: Facts) -> None:
+    def __init__(self, path: Path, subagents: dict[str, Path], facts: Facts) -> None:
         self.path = path
-        self.pending = subagent_files(path)  # the subagents' files no call has opened yet
+        self.pending = subagents  # the subagents' files no call has opened yet, by their prompt
         self.facts = facts
         self.b = StepBuilder(str(path))
-        self.tools: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> (tool name, input)
+        self.tools: dict[str, str] = {}  # call id -> tool name
         self.subagents: dict[str, str] = {}  # agentId or delegating call id -> actor
         self.prompts: dict[str, str] = {}  # a delegating call's prompt -> its subagent type
         self.task_seen = False
@@ -237,7 +239,7 @@ class _Session:
 
     def _called(self, call_id: str, name: str, arguments: Any) -> None:
         args = arguments if isinstance(arguments, dict) else {}
-        self.tools[call_id] = (name, args)
+        self.tools[call_id] = name
         if name in DELEGATING and isinstance(args.get("prompt"), str):
             self.prompts[args["prompt"]] = str(args.get("subagent_type") or "subagent")
 
@@ -253,7 +255,7 @@ class _Session:
 
     def _result(self, result: Result, record: dict[str, Any]) -> Result:
         """A tool result with the harness's account of it and, for a shell command, its exit code."""
-        tool, _ = self.tools.get(str(result.call_id), ("", {}))
+        tool = self.tools.get(str(result.call_id), "")
         raw = dict(result.raw)
         note = _REMINDER.search(result.content) if tool == "Read" else None
         if note is not None:

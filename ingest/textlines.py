@@ -87,12 +87,16 @@ def join_block(lines: list[str]) -> str:
     return "".join(lines).strip("\r\n").rstrip()
 
 
-def json_line(raw: bytes, path: str, line: int, offset: int, hint: str) -> Any:
+def json_line(raw: bytes, path: str, line: int, offset: int, hint: str | None = None) -> Any:
     """One line of a JSON-lines log, decoded (a byte-order mark allowed on the first); a line that
-    is no JSON or no UTF-8 names the file, the line and, for bad bytes, the byte."""
+    is no JSON or no UTF-8 names the file, the line and the byte or column."""
     try:
         return json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"))
     except UnicodeDecodeError as exc:
         raise InputError("not UTF-8 text", path=path, line=line, offset=offset + exc.start) from exc
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"not a JSON record: {exc}", path=path, line=line, hint=hint) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=line, offset=offset, hint=hint
+        ) from exc
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path, line=line, hint=hint) from None

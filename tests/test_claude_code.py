@@ -223,7 +223,7 @@ def test_a_subagent_is_its_own_actor_and_its_prompt_the_delegating_agents(tmp_pa
 @pytest.mark.parametrize(
     ("damage", "expected"),
     [
-        (lambda lines: [*lines[:5], "{not json", *lines[5:]], ("line 6", "not a JSON record")),
+        (lambda lines: [*lines[:5], "{not json", *lines[5:]], ("line 6", "malformed JSON")),
         (
             lambda lines: [*lines[:3], json.dumps({**json.loads(lines[3]), "message": "hi"}), *lines[4:]],
             ("line 4", "message"),
@@ -233,7 +233,7 @@ def test_a_subagent_is_its_own_actor_and_its_prompt_the_delegating_agents(tmp_pa
             lambda lines: [*lines[:2], json.dumps({**json.loads(lines[2]), "type": {"a": 1}}), *lines[3:]],
             ("line 3", "type"),
         ),
-        (lambda lines: [*lines[:-1], lines[-1][: len(lines[-1]) // 2]], ("line 38", "not a JSON record")),
+        (lambda lines: [*lines[:-1], lines[-1][: len(lines[-1]) // 2]], ("line 38", "malformed JSON")),
     ],
     ids=["not-json", "message-not-object", "not-an-object", "type-not-text", "cut-mid-line"],
 )

@@ -72,7 +72,7 @@ def test_shell_calls_are_commands_with_their_exit_codes_and_the_interrupt_ends_t
 @pytest.mark.parametrize(
     ("damage", "expected"),
     [
-        (lambda lines: [*lines[:3], "{oops", *lines[3:]], ("line 4", "not a JSON record")),
+        (lambda lines: [*lines[:3], "{oops", *lines[3:]], ("line 4", "malformed JSON")),
         (
             lambda lines: [
                 *lines[:3],

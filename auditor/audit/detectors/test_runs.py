@@ -665,39 +665,29 @@ def _sed_script(words: list[str]) -> str | None:
     return operands[0] if operands else None
 
 
-def _head_lines(command: str) -> str:
-    """A command without its heredoc bodies."""
-    lines, out, end = command.splitlines(), [], None
-    for line in lines:
-        if end is not None:
-            if line.strip() == end:
-                end = None
-            continue
-        out.append(line)
-        m = _HEREDOC.search(line)
-        if m:
-            end = m.group(1)
-    return "\n".join(out)
-
-
-def _without_text(command: str) -> str:
-    """A command without the heredoc bodies that are text handed to a program, not code nor a file
-    written (``git commit -m "$(cat <<'EOF' … EOF)"``: a ``>`` in its author's address writes nothing)."""
+def _head_lines(command: str, code: bool = False) -> str:
+    """A command without its heredoc bodies; with ``code``, without only those that are text
+    handed to a program, neither code it runs nor a file it writes (``git commit -m "$(cat <<'EOF'
+    … EOF)"``: a ``>`` in its author's address writes nothing)."""
     lines, out, end, keep = command.splitlines(), [], None, False
     for line in lines:
         if end is not None:
             if line.strip() == end:
                 end = None
-            if keep or end is None:
+            elif keep:
                 out.append(line)
             continue
         out.append(line)
         m = _HEREDOC.search(line)
         if m:
-            words = re.findall(r"[\w./-]+", line[: m.start()])
             end = m.group(1)
-            keep = bool(_REDIRECT.search(line)) or any(
-                _SCRIPT.match(w.rsplit("/", 1)[-1]) or w.rsplit("/", 1)[-1] in _INTERPRETERS for w in words
+            words = re.findall(r"[\w./-]+", line[: m.start()])
+            keep = code and (
+                bool(_REDIRECT.search(line))
+                or any(
+                    _SCRIPT.match(w.rsplit("/", 1)[-1]) or w.rsplit("/", 1)[-1] in _INTERPRETERS
+                    for w in words
+                )
             )
     return "\n".join(out)
 
@@ -1013,7 +1003,7 @@ class TestRunFacts:
             ):
                 continue  # a lone sed that failed (a script it could not parse) wrote nothing
             targets = list(_heredoc_writes(command))
-            code = _without_text(command)
+            code = _head_lines(command, code=True)
             restore = False
             for words in simple:
                 if _in_place_sed(words):

@@ -8,8 +8,9 @@ often written one block per record); the rest are the harness's bookkeeping (``s
 header, not steps. So the steps are, in file order:
 
 - a ``user`` record's text: the principal's words (human ``user``); one the harness wrote itself
-  (``isMeta``, a compaction's summary ``isCompactSummary``) is the harness speaking (``system``
-  actor ``claude-code``);
+  (``isMeta``, a compaction's summary ``isCompactSummary``, a hook's feedback ``isSynthetic``) is
+  the harness speaking (``system`` actor ``claude-code``), as is a reply the harness wrote in the
+  model's place (model ``<synthetic>``: an API error, a local command's outcome);
 - an ``assistant`` record's blocks: the agent's messages (thinking marked ``raw.block``) and tool
   calls, the call's ``input`` as its arguments (a ``Bash`` call's ``command``, an ``Edit``'s
   ``file_path``, ``old_string`` and ``new_string`` …);
@@ -33,7 +34,20 @@ delegation, the subagent's work and the report it hands back, in the order they 
 subagent file no call opens follows the session's own steps. The subagent is its own actor, named
 by the call's ``subagent_type`` and its id (``Explore:a2271d``); the prompt that opens its
 conversation is the delegating agent's message to it, not the principal's. The main agent is
-``claude``. A subagent's file read alone is a trace of its own.
+``agent`` (not the product's name, which projects write everywhere). A subagent's file read alone
+is a trace of its own.
+
+Headless mode (``claude -p --output-format stream-json --verbose``, format ``claude-code-stream``)
+writes the same ``user`` and ``assistant`` records, read the same way, between a ``system`` record
+``init`` (the session's id, ``cwd``, model, version, permission mode and tools: the header) and a
+``result`` record (its subtype, turns, cost and the permissions denied: the header; a subtype
+other than ``success``, such as ``error_max_turns``, or ``is_error``, ends the run with the
+harness's end record). What a hook handed the agent (a ``hook_response``'s output) is the
+harness speaking. A call it lists as denied permission ran nothing: its result is an error
+whose ``error_type`` is ``refused``. A subagent's records name the call that delegated to it
+(``parent_tool_use_id``); the harness's account of a result is ``tool_use_result``. The prompt the
+run was given is not written unless replayed (``--replay-user-messages``): without it the trace has
+no principal's request.
 
 The session's ``cwd``, ``sessionId``, ``version``, ``gitBranch`` and the models seen go to the
 header. A session records no verdict on its task: no outcome.
@@ -57,9 +71,9 @@ from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text, role_message
 from ingest.chat_steps import chat_steps
-from ingest.frameworks.common import pack_raw
+from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.textlines import bounded_lines, json_line
-from schemas.trace import TraceHeader, TraceStep
+from schemas.trace import REFUSED, TraceHeader, TraceStep
 
 MAIN = "agent"  # the main agent (the subagents are named by their type); not the product, which data names everywhere
 HARNESS = "claude-code"
@@ -72,8 +86,13 @@ _EXIT = re.compile(r"\A(?:Error: )?Exit code (-?\d+)\b")
 _SESSION = re.compile(r'"sessionId"\s*:\s*"')
 _RECORD = re.compile(r'"type"\s*:\s*"(?:user|assistant|summary|system|file-history-snapshot)"')
 _SHAPE = re.compile(r'"(?:parentUuid|isSidechain|leafUuid)"\s*:')
+_SYNTHETIC = "<synthetic>"  # the model the harness names on a reply it wrote itself (an API error)
 _FILE_COPIES = ("originalFile", "content", "file")  # the harness's copies of a file: the source keeps them
-_HEADER_KEYS = ("cwd", "sessionId", "version", "gitBranch")
+_HEADER_KEYS = ("cwd", "sessionId", "session_id", "version", "gitBranch")
+# headless mode opens with the harness's own records: ``init``, or the session's hooks before it
+_STREAM = re.compile(r'\A\s*\{\s*"type"\s*:\s*"system"\s*,\s*"subtype"\s*:\s*"')
+_INIT_KEYS = ("cwd", "session_id", "model", "claude_code_version", "permissionMode", "tools", "mcp_servers")
+_RESULT_KEYS = ("subtype", "is_error", "num_turns", "duration_ms", "total_cost_usd", "permission_denials")
 
 
 class ClaudeCodeImporter:
@@ -111,6 +130,46 @@ class ClaudeCodeImporter:
             header=header,
             steps=lambda facts: _Session(path, dict(subagents), facts).steps(),
         )
+
+
+class ClaudeCodeStreamImporter:
+    name = "claude-code-stream"
+    description = "Claude Code headless output (claude -p --output-format stream-json), one trace per file"
+
+    def detect(self, path: Path, head: bytes) -> str | None:
+        text = head_text(head)
+        if _STREAM.match(text) and '"session_id"' in text and not _SESSION.search(text):
+            return "JSON lines opened by system records with a session_id (Claude Code stream-json)"
+        return None
+
+    def open(self, path: Path) -> Iterator[ImportedTrace]:
+        digest = file_digest(path)
+        header = TraceHeader(
+            trace_id=f"claude-code-{digest[:16]}",
+            source=str(path),
+            framework="Claude Code (headless)",
+            metadata={"source_sha256": digest},
+        )
+        yield ImportedTrace(
+            importer=self.name,
+            header=header,
+            steps=lambda facts: _Session(path, {}, facts, _refused(path)).steps(),
+        )
+
+
+def _refused(path: Path) -> frozenset[str]:
+    """The calls a headless run's ``result`` lists as denied permission (``permission_denials``):
+    it comes last, after the results it explains, so it is read first."""
+    refused: set[str] = set()
+    with path.open("rb") as stream:
+        for line, offset, raw in bounded_lines(stream, str(path)):
+            if b'"permission_denials"' in raw:
+                record = _record(raw, str(path), line, offset)
+                denials = record.get("permission_denials") if record.get("type") == "result" else None
+                for d in denials if isinstance(denials, list) else []:
+                    if isinstance(d, dict) and isinstance(d.get("tool_use_id"), str):
+                        refused.add(d["tool_use_id"])
+    return frozenset(refused)
 
 
 def subagent_files(path: Path) -> dict[str, Path]:
@@ -159,19 +218,26 @@ class _Session:
     """One pass over a session file and its subagents' files: the records in order, with the calls
     that delegated so far."""
 
-    def __init__(self, path: Path, subagents: dict[str, Path], facts: Facts) -> None:
+    def __init__(
+        self, path: Path, subagents: dict[str, Path], facts: Facts, refused: frozenset[str] = frozenset()
+    ) -> None:
         self.path = path
+        self.refused = refused  # the calls the harness would not let run
         self.pending = subagents  # the subagents' files no call has opened yet, by their prompt
         self.facts = facts
         self.b = StepBuilder(str(path))
         self.tools: dict[str, str] = {}  # call id -> tool name
         self.subagents: dict[str, str] = {}  # agentId or delegating call id -> actor
         self.prompts: dict[str, str] = {}  # a delegating call's prompt -> its subagent type
+        self.delegations: dict[str, str] = {}  # a delegating call's id -> its subagent type
+        self.end: tuple[str, str, dict[str, Any]] | None = None  # a headless run's error result
         self.task_seen = False
         self.notes: list[ChatMessage] = []  # the harness's reminders split off the last record's results
 
     def steps(self) -> Iterator[TraceStep]:
-        return chat_steps(self._all(), self.b)
+        yield from chat_steps(self._all(), self.b)
+        if self.end is not None:
+            yield harness_exit(self.b, *self.end)
 
     def _all(self) -> Iterator[ChatMessage]:
         yield from self._messages(self.path)
@@ -187,7 +253,8 @@ class _Session:
                 record = _record(raw, where, line, offset)
                 kind = record.get("type")
                 if kind not in _TURNS or not isinstance(record.get("message"), dict):
-                    self.facts.count(f"record:{kind}")
+                    if (hook := self._bookkeeping(record, line)) is not None:
+                        yield hook
                     continue
                 message = self._message(record, line, path)
                 yield message
@@ -203,12 +270,15 @@ class _Session:
         loc = Loc(str(path), "", line)
         m = role_message(record["message"], line, loc, at="message")
         self._header(record)
-        if m.role == "assistant" and isinstance(record["message"].get("model"), str):
+        model = record["message"].get("model")
+        if m.role == "assistant" and isinstance(model, str) and model != _SYNTHETIC:
             models = self.facts.metadata.setdefault("models", [])
-            if record["message"]["model"] not in models:
-                models.append(record["message"]["model"])
+            if model not in models:
+                models.append(model)
         subagent = self._subagent(record, m)
-        if m.role == "assistant":
+        if m.role == "assistant" and model == _SYNTHETIC:
+            name, role = HARNESS, "system"  # words the harness wrote in the model's place
+        elif m.role == "assistant":
             name, role = subagent or MAIN, "assistant"
             for call in m.parts:
                 if isinstance(call, Call) and isinstance(call.call_id, str):
@@ -216,7 +286,7 @@ class _Session:
         elif any(isinstance(p, Result) for p in m.parts):
             name, role = None, "user"
             m.parts = [self._result(p, record) if isinstance(p, Result) else p for p in m.parts]
-        elif record.get("isMeta") or record.get("isCompactSummary"):
+        elif record.get("isMeta") or record.get("isCompactSummary") or record.get("isSynthetic"):
             name, role = HARNESS, "system"
         elif subagent is not None:
             name, role = MAIN, "assistant"  # the delegating agent's prompt to its subagent
@@ -231,20 +301,61 @@ class _Session:
             uuid=record.get("uuid"),
             parentUuid=record.get("parentUuid"),
             isSidechain=record.get("isSidechain") or None,
+            parent_tool_use_id=record.get("parent_tool_use_id"),
             agentId=record.get("agentId"),
             isMeta=record.get("isMeta"),
             message={k: v for k, v in record["message"].items() if k not in ("role", "content")},
         )
         return replace(m, index=None, role=role, name=name, raw=raw, timestamp=record.get("timestamp"))
 
+    def _bookkeeping(self, record: dict[str, Any], line: int) -> ChatMessage | None:
+        """A record that is no turn: counted; a headless run's ``init`` gives the header, its
+        ``result`` the run's end (an error or a cut-off run is the harness's end record), and what
+        a hook it ran handed the agent (``hook_response``) is the harness speaking."""
+        kind = record.get("type")
+        self.facts.count(f"record:{kind}")
+        if kind == "system" and record.get("subtype") == "hook_response":
+            said = record.get("output") or record.get("stdout")
+            if isinstance(said, str) and said.strip():
+                raw = pack_raw(
+                    line=line, type=kind, subtype="hook_response", hook_name=record.get("hook_name")
+                )
+                return ChatMessage(
+                    None, "system", HARNESS, [Text(said)], raw, timestamp=record.get("timestamp")
+                )
+        if kind == "system" and record.get("subtype") == "init":
+            self.facts.metadata.update(pack_raw(**{k: record.get(k) for k in _INIT_KEYS}))
+        elif kind == "result":
+            self.facts.metadata["result"] = pack_raw(**{k: record.get(k) for k in _RESULT_KEYS})
+            subtype = record.get("subtype")
+            if record.get("is_error") is True or (isinstance(subtype, str) and subtype != "success"):
+                said = record.get("result")
+                self.end = (
+                    str(subtype),
+                    said if isinstance(said, str) and said else str(subtype),
+                    {"line": line},
+                )
+        return None
+
     def _called(self, call_id: str, name: str, arguments: Any) -> None:
         args = arguments if isinstance(arguments, dict) else {}
         self.tools[call_id] = name
-        if name in DELEGATING and isinstance(args.get("prompt"), str):
-            self.prompts[args["prompt"]] = str(args.get("subagent_type") or "subagent")
+        if name in DELEGATING:
+            kind = str(args.get("subagent_type") or "subagent")
+            self.delegations[call_id] = kind
+            if isinstance(args.get("prompt"), str):
+                self.prompts[args["prompt"]] = kind
 
     def _subagent(self, record: dict[str, Any], m: ChatMessage) -> str | None:
-        """The subagent a record belongs to (None: the main agent's conversation)."""
+        """The subagent a record belongs to (None: the main agent's conversation): a transcript
+        marks its records ``isSidechain``, a headless stream names the delegating call
+        (``parent_tool_use_id``)."""
+        parent = record.get("parent_tool_use_id")
+        if isinstance(parent, str) and parent:
+            if parent not in self.subagents:
+                kind = self.delegations.get(parent, "subagent")
+                self.subagents[parent] = f"{kind}:{parent.removeprefix('toolu_')[:6]}"
+            return self.subagents[parent]
         if not record.get("isSidechain"):
             return None
         key = str(record.get("agentId") or record.get("sessionId") or "")
@@ -271,7 +382,9 @@ class _Session:
             )
             result = replace(result, content=result.content[: note.start()])
         raw.setdefault("status", "ok")  # the harness flags every failed result (is_error): none here
-        account = record.get("toolUseResult")
+        if result.call_id in self.refused:
+            raw |= {"status": "error", "error_type": REFUSED}
+        account = record.get("toolUseResult", record.get("tool_use_result"))  # transcript, stream
         if isinstance(account, dict):
             raw["tool_use_result"] = {k: v for k, v in account.items() if k not in _FILE_COPIES}
         elif account is not None:
@@ -308,3 +421,4 @@ def _text_of(m: ChatMessage) -> str:
 
 
 IMPORTER = ClaudeCodeImporter()
+STREAM_IMPORTER = ClaudeCodeStreamImporter()

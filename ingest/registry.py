@@ -40,6 +40,7 @@ def _register_builtins() -> None:
         chat,
         claude_code,
         codex,
+        codex_exec,
         inspect_log,
         mini_swe_agent,
         openhands,
@@ -63,7 +64,9 @@ def _register_builtins() -> None:
         openhands.IMPORTER,
         mini_swe_agent.IMPORTER,
         claude_code.IMPORTER,
+        claude_code.STREAM_IMPORTER,
         codex.IMPORTER,
+        codex_exec.IMPORTER,
         *RAW_IMPORTERS,
         *chat.IMPORTERS,
     ):

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import to_json
 
 CANONICAL_FORMAT_VERSION = 1
+# ``raw.error_type`` of a tool result whose call the harness or the user would not let run (Claude
+# Code's permission denials, Codex's declined commands): the call ran nothing, observed nothing
+REFUSED = "refused"
 
 # A trace id names a stream, a URL path segment (/api/traces/{id}, the console) and a line of
 # terminal output, so it is short and holds nothing that a path, a query or a terminal reads

@@ -326,6 +326,13 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("go_test_build_failed.txt", "go", 1, 1),
         ("node_test_failed.txt", "node", 1, 1),
         ("node_test_passed.txt", "node", 0, 2),
+        ("bun_test_failed.txt", "bun", 1, 2),
+        ("bun_test_passed.txt", "bun", 0, 3),
+        ("vitest_failed.txt", "vitest", 1, 3),
+        ("vitest_failed_coloured.txt", "vitest", 1, 3),
+        ("vitest_passed.txt", "vitest", 0, 4),
+        ("jest_failed.txt", "jest", 1, 3),  # jest's "Tests:" line, not pytest's counts
+        ("jest_passed.txt", "jest", 0, 4),
     ],
 )
 def test_runner_summaries_are_read_from_real_outputs(name, runner, failed, passed):
@@ -383,6 +390,19 @@ def test_failed_test_ids_come_from_the_runners_own_lines():
     assert parse_output((RUNS / "go_test_verbose_failed.txt").read_text())[4] == ("TestMul", "TestMulTable")
     assert parse_output((RUNS / "go_test_build_failed.txt").read_text())[4] == ("example.com/calc/mathx",)
     assert parse_output((RUNS / "node_test_failed.txt").read_text())[4] == ("multiplies",)
+    assert parse_output((RUNS / "bun_test_failed.txt").read_text())[4] == ("math > mean of empty list is 0",)
+    assert parse_output((RUNS / "vitest_failed.txt").read_text())[4] == (
+        "vt/math.test.js > math > mean of empty list is 0",
+    )
+    assert parse_output((RUNS / "jest_failed.txt").read_text())[4] == ("math › mean of empty list is 0",)
+
+
+def test_a_javascript_file_that_failed_to_load_is_a_failed_run():
+    """No test failed, but a test file did not load: vitest's ``Test Files`` and jest's suites say so."""
+    vitest = " Test Files  1 failed | 1 passed (2)\n      Tests  3 passed (3)\n   Start at  17:13:06\n"
+    assert parse_output(vitest)[:4] == ("vitest", "Test Files  1 failed | 1 passed (2)", 1, 3)
+    jest = "Test Suites: 1 failed, 1 passed, 2 total\nTests:       3 passed, 3 total\nSnapshots:   0 total\n"
+    assert parse_output(jest)[:4] == ("jest", "Test Suites: 1 failed, 1 passed, 2 total", 1, 3)
 
 
 def test_a_summary_of_no_failures_is_no_failed_check():
@@ -399,11 +419,17 @@ def test_a_summary_of_no_failures_is_no_failed_check():
         ("cargo nextest run", "cargo"),
         ("go test ./... -run TestMul", "go"),
         ("node --test test/", "node"),
+        ("bun test", "bun"),
+        ("npx vitest run src", "vitest"),
+        ("npx jest --ci", "jest"),
+        ("npm test -- --watch=false", "package"),
+        ("bun run test 2>&1 | tail -15", "package"),
+        ("bun run typecheck", None),
         ("cargo build", None),
         ("go vet ./...", None),
     ],
 )
-def test_compiled_language_runners_are_runners(command, runner):
+def test_other_languages_runners_are_runners(command, runner):
     assert runner_of(command) == runner
 
 

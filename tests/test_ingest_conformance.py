@@ -36,6 +36,9 @@ SAMPLES: dict[str, Path] = {
     "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",
     "claude-code": REPO / "tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl",
     "codex": REPO / "tests/fixtures/real/codex/vscode_shell_exit127_interrupted.jsonl",
+    "codex-exec": REPO / "tests/fixtures/real/codex-exec/fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
+    "claude-code-stream": REPO
+    / "tests/fixtures/real/claude-code-stream/trackgentic_bun_test_edit_permission_denied.jsonl",
     "hyperagent": RAW / "06_Round2_HyperAgent_SWE-Bench-Lite.json",
     "ag2": RAW / "07_Round2_AG2_GSM-Plus.json",
     "metagpt": RAW / "04_Round1_MetaGPT_ProgramDev.json",

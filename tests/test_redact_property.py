@@ -47,6 +47,11 @@ EXAMPLES: dict[str, Path] = {  # the smallest real example of each importer
     "openhands": FIXTURES / "real" / "openhands" / "basic_interactions.json",
     "claude-code": FIXTURES / "real" / "claude-code" / "pytest_edit_commit_session.jsonl",
     "codex": FIXTURES / "real" / "codex" / "vscode_shell_exit127_interrupted.jsonl",
+    "codex-exec": FIXTURES / "real" / "codex-exec" / "fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
+    "claude-code-stream": FIXTURES
+    / "real"
+    / "claude-code-stream"
+    / "trackgentic_bun_test_edit_permission_denied.jsonl",
     "hyperagent": MAST / "06_Round2_HyperAgent_SWE-Bench-Lite.json",
     "ag2": MAST / "07_Round2_AG2_GSM-Plus.json",
     "metagpt": MAST / "14_Round3_MetaGPT_ProgramDev.json",

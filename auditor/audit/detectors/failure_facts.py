@@ -50,6 +50,7 @@ from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, hop
 from auditor.audit.detectors.test_runs import answered_call, shows_files
 from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
+from schemas.trace import REFUSED
 
 _EXIT = re.compile(r"\A\s*exit ?code:?\s*(-?\d+)[^\n]*", re.I)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):|Traceback:[ \t]*\n\s*File \"")
@@ -91,6 +92,13 @@ FINISHING_TOOLS = frozenset({"terminate", "complete_task", "final_answer", "fini
 # a framework's own record of running the program it built, kept as a system step by its importer
 EXECUTION_RECORDS = frozenset({"Test Reports"})
 ERROR_STATUSES = frozenset({"error", "failed", "failure", "timeout"})
+
+
+def refused(step: TraceStep) -> bool:
+    """Whether a result is a refusal (``schemas.trace.REFUSED``): no observation of anything."""
+    return step.raw.get("error_type") == REFUSED
+
+
 MIN_ACT_WORDS = 4
 
 
@@ -238,10 +246,11 @@ class RunFacts:
 
     @cached_property
     def observations(self) -> frozenset[int]:
-        """Results, and agent relays of an execution (right after another participant's code)."""
+        """Results (save refusals: nothing ran), and agent relays of an execution (right after
+        another participant's code)."""
         out = set()
         for pos, step in enumerate(self.steps):
-            if self.is_result(pos) or (
+            if (self.is_result(pos) and not refused(step)) or (
                 pos > 0
                 and self.is_agent(pos)
                 and self.steps[pos - 1].actor != step.actor

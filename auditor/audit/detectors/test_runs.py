@@ -117,12 +117,42 @@ _GO_ID = re.compile(r"(?m)^--- FAIL: (\S+)")
 _NODE = re.compile(r"(?m)^(?:# |ℹ )tests (\d+)[^\S\n]*\n(?:(?:# |ℹ )\w+ [\d.]+[^\S\n]*(?:\n|$))+")
 _NODE_COUNT = re.compile(r"(?m)^(?:# |ℹ )(pass|fail|cancelled) (\d+)")
 _NODE_ID = re.compile(r"(?m)^(?:not ok \d+ - |✖ )(.+?)(?: \([\d.]+ms\))?$")
+# JavaScript runners, one closing summary a run: bun test's counts above "Ran N tests across M
+# files", vitest's "Tests  1 failed | 3 passed (4)", jest's "Tests:       1 failed, 3 passed, 4 total"
+# (a test file that failed to load counts where no test failed: vitest's "Test Files", jest's suites)
+_BUN = re.compile(r"(?m)^Ran \d+ tests? across \d+ files?\.[^\n]*$")
+_BUN_COUNT = re.compile(r"(?m)^ ?(\d+) (pass|fail|skip|todo|errors?)$")
+_BUN_ID = re.compile(r"(?m)^\(fail\) (.+?)(?: \[[\d.]+m?s\])?$")
+_VITEST = re.compile(
+    r"(?m)^[^\S\n]*Test Files[^\S\n]{2,}(?P<files>[^\n]*?) \(\d+\)[^\S\n]*\n"
+    r"[^\S\n]*Tests[^\S\n]{2,}(?P<tests>[^\n]*?)(?: \(\d+\))?[^\S\n]*$"
+)
+_VITEST_ID = re.compile(r"(?m)^[^\S\n]*FAIL[^\S\n]+(\S+ > [^\n]+?)[^\S\n]*$")
+_JEST = re.compile(
+    r"(?m)^Test Suites:[^\S\n]+(?P<files>[^\n]*?)\d+ total\n^Tests:[^\S\n]+(?P<tests>[^\n]*?)\d+ total$"
+)
+_JEST_ID = re.compile(r"(?m)^  ● (?!Test suite failed to run)(.+?)[^\S\n]*$")
 _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and cursor codes (pytest --color)
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a traceback's frame (the file it ran through) and the line naming what it raised
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
 _RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
-_RUNNER_PROGRAMS = {"pytest": "pytest", "py.test": "pytest", "tox": "tox", "nox": "nox"}
+_RUNNER_PROGRAMS = {
+    "pytest": "pytest",
+    "py.test": "pytest",
+    "tox": "tox",
+    "nox": "nox",
+    "vitest": "vitest",
+    "jest": "jest",
+}
+# a project's own test script (package.json's "test"): its runner is known by its summary alone
+_PACKAGE_TESTS = (
+    ["npm", "test"],
+    ["npm", "run", "test"],
+    ["yarn", "test"],
+    ["pnpm", "test"],
+    ["bun", "run", "test"],
+)
 _DJANGO_COMMANDS = frozenset({"manage.py", "django-admin", "django-admin.py"})
 # a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
 # stand-in test for a module it failed to import
@@ -296,23 +326,34 @@ def writes_files(step: TraceStep) -> bool:
 
 
 def command_of(step: TraceStep) -> str | None:
-    """The shell command a tool call ran: ``arguments.command`` (or ``cmd``), an argv list as the
-    script a shell runs (Codex's ``["bash", "-lc", script]``) or as its words joined, or the
-    arguments as a string."""
+    """The shell command a tool call ran: ``arguments.command`` (or ``cmd``), an argv (a list, or
+    shell-quoted text) as the script a shell runs (Codex's ``["bash", "-lc", script]``), a list
+    otherwise as its words joined; or the arguments as a string."""
     if step.kind is not StepKind.tool_call or step.tool is None:
         return None
     args = step.tool.arguments
     if isinstance(args, dict):
         command = args.get("command", args.get("cmd"))
         if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
-            shell = (
-                len(command) == 3
-                and PurePosixPath(command[0]).name in _SHELLS
-                and command[1] in ("-c", "-lc")
-            )
-            command = command[2] if shell else shlex.join(command)
+            command = _shell_script(command) or shlex.join(command)
+        elif isinstance(command, str):
+            command = _shell_script(command) or command
         return command if isinstance(command, str) and not args.get("path") else None
     return args if isinstance(args, str) else None
+
+
+def _shell_script(argv: list[str] | str) -> str | None:
+    """The script an argv hands a shell (Codex's ``["bash", "-lc", script]``, or that argv
+    shell-quoted as its event stream writes it, ``bash -lc 'pytest -q'``), else None."""
+    if isinstance(argv, str):
+        if not argv.startswith(("bash ", "sh ", "zsh ", "/")):
+            return None
+        try:
+            argv = shlex.split(argv)
+        except ValueError:
+            return None
+    shell = len(argv) == 3 and PurePosixPath(argv[0]).name in _SHELLS and argv[1] in ("-c", "-lc")
+    return argv[2] if shell else None
 
 
 def exit_code(step: TraceStep) -> int | None:
@@ -538,7 +579,7 @@ def _parse_plain(text: str) -> tuple[str, str, int, int, tuple[str, ...]] | None
     for m in _NOX.finditer(text):
         bad = m.group(2) == "failed"
         found.append((m.start(), ("nox", m.group().strip(), int(bad), int(not bad), ())))
-    found += _compiled_runners(text)
+    found += _compiled_runners(text) + _js_runners(text)
     if not found and (progress := list(_PYTEST_PROGRESS.finditer(text))):
         marks = "".join(m.group(1) for m in progress)
         ids = _pytest_ids(text)
@@ -576,6 +617,33 @@ def _compiled_runners(text: str) -> list[tuple[int, tuple[str, str, int, int, tu
         )
         ids = tuple(dict.fromkeys(_NODE_ID.findall(text, 0, m.start())))
         found.append((m.start(), ("node", line.strip(), failed, c.get("pass", 0), ids if failed else ())))
+    return found
+
+
+def _js_runners(text: str) -> list[tuple[int, tuple[str, str, int, int, tuple[str, ...]]]]:
+    """The summaries of bun test, vitest and jest in an output; the failing summary line quoted."""
+    found = []
+    start = 0
+    for m in _BUN.finditer(text):
+        block = text[start : m.start()]
+        c = {
+            k.rstrip("s") if k.startswith("error") else k: int(v) for v, k in _BUN_COUNT.findall(block[-600:])
+        }
+        failed = c.get("fail", 0) + c.get("error", 0)
+        line = next((ln for ln in block.splitlines() if failed and ln.strip().endswith(" fail")), m.group())
+        ids = tuple(dict.fromkeys(_BUN_ID.findall(block))) if failed else ()
+        found.append((m.start(), ("bun", line.strip(), failed, c.get("pass", 0), ids)))
+        start = m.end()
+    for runner, pattern, ids_of in (("vitest", _VITEST, _VITEST_ID), ("jest", _JEST, _JEST_ID)):
+        for m in pattern.finditer(text):
+            tests, files = (
+                _counts(m.group("tests").replace("|", ",")),
+                _counts(m.group("files").replace("|", ",")),
+            )
+            failed = tests.get("failed", 0) or files.get("failed", 0)
+            line = m.group().splitlines()[1 if tests.get("failed", 0) or not failed else 0]
+            ids = tuple(dict.fromkeys(ids_of.findall(text, 0, m.start()))) if failed else ()
+            found.append((m.start(), (runner, line.strip(), failed, tests.get("passed", 0), ids)))
     return found
 
 
@@ -756,8 +824,9 @@ def _program(words: list[str]) -> bool:
 
 def runner_of(command: str) -> str | None:
     """The test runner a command starts (pytest, ``python -m pytest`` / ``unittest``, Django's
-    ``runtests.py`` and ``test`` command, SymPy's ``bin/test``, tox, nox), by its summary's kind;
-    None for any other."""
+    ``runtests.py`` and ``test`` command, SymPy's ``bin/test``, tox, nox, cargo test, go test,
+    ``node --test``, ``bun test``, vitest, jest; ``package`` for a project's ``npm test``, whose
+    runner its summary names), by its summary's kind; None for any other."""
     for words in _words(command):
         name = PurePosixPath(words[0]).name
         if name in _RUNNER_PROGRAMS:
@@ -778,8 +847,18 @@ def runner_of(command: str) -> str | None:
             return "unittest"  # manage.py test, django-admin test: unittest's summary
         if program.endswith("bin/test"):
             return "sympy"
-        if words[:2] in (["cargo", "test"], ["cargo", "nextest"], ["go", "test"], ["node", "--test"]):
+        if words[:2] in (
+            ["cargo", "test"],
+            ["cargo", "nextest"],
+            ["go", "test"],
+            ["node", "--test"],
+            ["bun", "test"],
+        ):
             return words[0]
+        if name in ("npx", "bunx") and args and PurePosixPath(args[0]).name in ("vitest", "jest"):
+            return PurePosixPath(args[0]).name
+        if any(words[: len(p)] == p for p in _PACKAGE_TESTS):
+            return "package"
     return None
 
 
@@ -928,13 +1007,29 @@ class TestRunFacts:
     def _rel(self, path: str) -> str:
         """A written path as the diff names it: an absolute path under the checkout (SWE-agent's
         ``/repo/…``, OpenHands' ``/workspace/…``) by the changed file it ends with; under the
-        session's working directory, relative to it."""
+        session's working directory, relative to it; with no working directory known, a relative
+        path as the absolute path an editor wrote that ends with it."""
         path = _norm(path)
         if self.root is not None and path.startswith(self.root):
             return path.removeprefix(self.root)
         if path.startswith("/"):
             return next((c for c in self._diff_paths if path.endswith("/" + c)), path)
+        if self.root is None and self.submission is None:  # a session that records no cwd
+            return next((a for a in self._written_absolute if a.endswith("/" + path)), path)
         return path
+
+    @cached_property
+    def _written_absolute(self) -> tuple[str, ...]:
+        """The absolute paths editor and patch calls wrote. Where a session records no working
+        directory (``codex exec --json``), a command's relative path that one of them ends with
+        names the same file."""
+        found = (
+            _norm(p)
+            for pos in self.calls
+            for p in (*patched(self.steps[pos]), _editor_target(self.steps[pos]) or "")
+            if p.startswith("/")
+        )
+        return tuple(dict.fromkeys(found))
 
     @cached_property
     def changed(self) -> dict[str, ChangedFile]:
@@ -1507,9 +1602,17 @@ _PATCH_FILE = re.compile(r"(?m)^\*\*\* (Update|Add|Delete) File: *(\S[^\n]*?) *$
 
 def patched(step: TraceStep) -> dict[str, tuple[bool, str]]:
     """The files a Codex ``apply_patch`` call writes (its ``input``, or an ``apply_patch`` argv's
-    patch: ``*** Begin Patch`` … ``*** Update File: PATH`` / ``*** Add File: PATH`` …), each with
-    whether the patch adds it and the line that names it; empty for any other call."""
+    patch: ``*** Begin Patch`` … ``*** Update File: PATH`` / ``*** Add File: PATH`` …; the event
+    stream's ``file_change``, its ``changes``), each with whether the patch adds it and the line
+    that names it; empty for any other call."""
     args: Any = step.tool.arguments if step.tool and step.kind is StepKind.tool_call else None
+    changes = args.get("changes") if isinstance(args, dict) else None
+    if isinstance(changes, list):  # the event stream's file_change: each file and its kind
+        return {
+            c["path"]: (c.get("kind") == "add", f"{c.get('kind')} {c['path']}")
+            for c in changes
+            if isinstance(c, dict) and isinstance(c.get("path"), str) and c["path"]
+        }
     text = args.get("input") if isinstance(args, dict) else None
     command = args.get("command") if isinstance(args, dict) else None
     if text is None and isinstance(command, list) and command[:1] == ["apply_patch"] and len(command) == 2:

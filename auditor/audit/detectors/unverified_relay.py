@@ -26,7 +26,7 @@ from http import HTTPStatus
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, endpoint_positions, head_unit, hop, windowed
-from auditor.audit.detectors.failure_facts import ERROR_STATUSES, quotable
+from auditor.audit.detectors.failure_facts import ERROR_STATUSES, quotable, refused
 from auditor.audit.detectors.test_runs import answered_call, shows_files
 from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
@@ -232,7 +232,7 @@ class UnverifiedRelayDetector:
                 ):
                     used.add(latest.pos)
                     yield latest, pos, out.surface
-            if out is not None:
+            if out is not None and not refused(step):  # a refused call checked nothing
                 for target in self._targets(ctx, pos):
                     received.setdefault(target, {})[out.author] = out
 
@@ -378,9 +378,10 @@ class UnverifiedRelayDetector:
     def _tool_errors(
         self, ctx: AuditContext, outcomes: list[_Outcome | None], relayed: set[str]
     ) -> Iterable[FindingDraft]:
-        """Each tool's failed results that no relay finding carried on, as one finding per tool."""
+        """Each tool's failed results that no relay finding carried on, as one finding per tool
+        (its calls the harness refused to run, one more)."""
         steps = ctx.trace.steps
-        errors: dict[str, list[_Outcome]] = {}
+        errors: dict[tuple[str, bool], list[_Outcome]] = {}
         for out in outcomes:
             if (
                 out is not None
@@ -388,28 +389,34 @@ class UnverifiedRelayDetector:
                 and is_result(steps[out.pos])
                 and steps[out.pos].step_id not in relayed
             ):
-                errors.setdefault(out.author, []).append(out)
-        for tool, failed in errors.items():
+                errors.setdefault((out.author, refused(steps[out.pos])), []).append(out)
+        for (tool, refusal), failed in errors.items():
             first = steps[failed[0].pos]
             more = [steps[o.pos].step_id for o in failed[1:]]
             again = f", and {len(more)} more of its results do (steps {', '.join(more[:10])})" if more else ""
             receivers = sorted(self._targets(ctx, failed[0].pos))
             reached = "was broadcast" if UNKNOWN in receivers else f"reached {', '.join(receivers)}"
             times = "once" if len(failed) == 1 else f"{len(failed)} times"
+            what, how = (
+                ("was refused", "a refusal: the call ran nothing") if refusal else ("failed", "a failure")
+            )
             yield FindingDraft(
                 risk_class=RiskClass.other,
-                title=f"{tool} failed {times}; nobody relayed the failure as success",
+                title=f"{tool} {what} {times}; nobody relayed the failure as success",
                 boundary_edge=ctx.graph.step_edges[failed[0].pos][0],
                 first_anomalous_step=first.step_id,
                 responsible_participant=tool,
                 mechanism=(
-                    f"{tool}'s result at step {first.step_id} reports a failure ('{failed[0].surface}'){again}; "
+                    f"{tool}'s result at step {first.step_id} reports {how} ('{failed[0].surface}'){again}; "
                     f"it {reached}, and no participant relayed it as a success, an established fact or a "
                     "completed step."
                 ),
                 criteria=criteria(
                     ("fails", "no interaction property is violated: the failure was not relayed as success"),
-                    ("fails", "no boundary introduced, concealed or authorized the failure: the tool failed"),
+                    (
+                        "fails",
+                        f"no boundary introduced, concealed or authorized the failure: the tool {what}",
+                    ),
                     (
                         "unassessed",
                         "an operational failure: its effect on the task is not an interaction risk",

@@ -382,7 +382,7 @@ class _Session:
             )
             result = replace(result, content=result.content[: note.start()])
         raw.setdefault("status", "ok")  # the harness flags every failed result (is_error): none here
-        if result.call_id in self.refused:
+        if isinstance(result.call_id, str) and result.call_id in self.refused:
             raw |= {"status": "error", "error_type": REFUSED}
         account = record.get("toolUseResult", record.get("tool_use_result"))  # transcript, stream
         if isinstance(account, dict):

@@ -1,14 +1,18 @@
-"""How importing and reviewing a Claude Code session scales with its length.
+"""How importing and reviewing a coding agent's session scales with its length.
 
-A real session (tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl) is extended by
-``--cycles`` rounds of the loop a long session is made of, before its closing report: an ``Edit``
-of the source file (with the harness's account of it: the patch and a copy of the file) and a
-``Bash`` test run answering it, failing and passing in turn. Prints, per length, the file's size,
-the import's time (every step streamed from the file), the review's (the rules engine, every
-detector) and the test timeline's (``auditor traces tests``), and the peak memory of the process.
+A real session is extended by ``--cycles`` rounds of the loop a long session is made of, before its
+closing report: an edit of the source file and a test run after it, failing and passing in turn,
+as the harness writes them. ``--format claude-code`` (the default) extends a Claude Code transcript
+(tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl): an ``Edit`` with the harness's
+account of it (the patch and a copy of the file) and a ``Bash`` run. ``--format codex-exec``
+extends a ``codex exec --json`` stream (tests/fixtures/real/codex-exec/fieldguide_…jsonl): a
+``file_change`` item and a ``command_execution`` started and completed. Prints, per length, the
+file's size, the import's time (every step streamed from the file), the review's (the rules engine,
+every detector) and the test timeline's (``auditor traces tests``), and the peak memory of the
+process.
 
-    python benchmarks/claude_code_bench.py                  # 100, 1000 and 5000 cycles
-    python benchmarks/claude_code_bench.py --cycles 20000
+    python benchmarks/session_bench.py                  # 100, 1000 and 5000 cycles
+    python benchmarks/session_bench.py --format codex-exec --cycles 20000
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ from auditor.audit.test_timeline import timeline
 from ingest import open_traces
 from schemas import Trace
 
-SESSION = (
-    Path(__file__).resolve().parents[1] / "tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl"
-)
+REAL = Path(__file__).resolve().parents[1] / "tests/fixtures/real"
+SESSION = REAL / "claude-code/pytest_edit_commit_session.jsonl"
+STREAM = REAL / "codex-exec/fieldguide_nvim_edit_append_mcp_blocked_write.jsonl"
 
 
 def _cycle(n: int, base: dict, path: str, copy: str) -> list[dict]:
@@ -87,6 +91,42 @@ def _cycle(n: int, base: dict, path: str, copy: str) -> list[dict]:
     ]
 
 
+def _exec_cycle(n: int, path: str) -> list[dict]:
+    """One file change and one test run as ``codex exec --json`` streams them."""
+    failing = n % 2 == 0
+    output = "F.\n1 failed, 1 passed in 0.01s\n" if failing else "..\n2 passed in 0.01s\n"
+    change = {"id": f"item_e{n}", "type": "file_change", "changes": [{"path": path, "kind": "update"}]}
+    run = {"id": f"item_r{n}", "type": "command_execution", "command": "/bin/zsh -lc 'pytest -q'"}
+    return [
+        {"type": "item.started", "item": {**change, "status": "in_progress"}},
+        {"type": "item.completed", "item": {**change, "status": "completed"}},
+        {
+            "type": "item.started",
+            "item": {**run, "aggregated_output": "", "exit_code": None, "status": "in_progress"},
+        },
+        {
+            "type": "item.completed",
+            "item": {
+                **run,
+                "aggregated_output": output,
+                "exit_code": int(failing),
+                "status": "failed" if failing else "completed",
+            },
+        },
+    ]
+
+
+def extended_stream(cycles: int, folder: Path) -> Path:
+    lines = [json.loads(line) for line in STREAM.read_text(encoding="utf-8").splitlines() if line.strip()]
+    end = next(i for i, e in enumerate(lines) if e["type"] == "turn.completed") - 1  # before the report
+    added = [e for n in range(cycles) for e in _exec_cycle(n, "/lab/cfg/lua/calc.py")]
+    out = folder / f"stream-{cycles}.jsonl"
+    out.write_text(
+        "".join(json.dumps(e) + "\n" for e in [*lines[:end], *added, *lines[end:]]), encoding="utf-8"
+    )
+    return out
+
+
 def extended(cycles: int, folder: Path) -> Path:
     lines = [json.loads(line) for line in SESSION.read_text(encoding="utf-8").splitlines() if line.strip()]
     base = {k: lines[1][k] for k in ("sessionId", "cwd", "version")}
@@ -101,15 +141,17 @@ def extended(cycles: int, folder: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, nargs="*", default=[100, 1000, 5000])
+    parser.add_argument("--format", choices=["claude-code", "codex-exec"], default="claude-code")
     args = parser.parse_args()
+    build = extended if args.format == "claude-code" else extended_stream
     print(
         f"{'cycles':>7} {'steps':>7} {'MB':>7} {'import s':>9} {'review s':>9} {'timeline s':>11} {'peak MB':>8}"
     )
     with tempfile.TemporaryDirectory() as folder:
         for cycles in args.cycles:
-            path = extended(cycles, Path(folder))
+            path = build(cycles, Path(folder))
             start = time.perf_counter()
-            imported = next(open_traces(path, "claude-code"))
+            imported = next(open_traces(path, args.format))
             trace = Trace(header=imported.header, steps=list(imported.steps()))
             read = time.perf_counter() - start
             start = time.perf_counter()

@@ -37,8 +37,10 @@ conversation is the delegating agent's message to it, not the principal's. The m
 ``agent`` (not the product's name, which projects write everywhere). A subagent's file read alone
 is a trace of its own.
 
-Headless mode (``claude -p --output-format stream-json --verbose``, format ``claude-code-stream``)
-writes the same ``user`` and ``assistant`` records, read the same way, between a ``system`` record
+Headless mode (``claude -p --output-format stream-json --verbose``, format ``claude-code-stream``;
+the Claude Code GitHub Action's execution file holds the same records as one JSON array, each
+record then named by its place, ``[n]``) writes the same ``user`` and ``assistant`` records, read
+the same way, between a ``system`` record
 ``init`` (the session's id, ``cwd``, model, version, permission mode and tools: the header) and a
 ``result`` record (its subtype, turns, cost and the permissions denied: the header; a subtype
 other than ``success``, such as ``error_max_turns``, or ``is_error``, ends the run with the
@@ -72,6 +74,7 @@ from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_tex
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text, role_message
 from ingest.chat_steps import chat_steps
 from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.jsonstream import JsonReader
 from ingest.textlines import bounded_lines, json_line
 from schemas.trace import REFUSED, TraceHeader, TraceStep
 
@@ -90,7 +93,8 @@ _SYNTHETIC = "<synthetic>"  # the model the harness names on a reply it wrote it
 _FILE_COPIES = ("originalFile", "content", "file")  # the harness's copies of a file: the source keeps them
 _HEADER_KEYS = ("cwd", "sessionId", "session_id", "version", "gitBranch")
 # headless mode opens with the harness's own records: ``init``, or the session's hooks before it
-_STREAM = re.compile(r'\A\s*\{\s*"type"\s*:\s*"system"\s*,\s*"subtype"\s*:\s*"')
+# (the GitHub Action's execution file: the same records as one JSON array)
+_STREAM = re.compile(r'\A\s*\[?\s*\{\s*"type"\s*:\s*"system"\s*,\s*"subtype"\s*:\s*"')
 _INIT_KEYS = ("cwd", "session_id", "model", "claude_code_version", "permissionMode", "tools", "mcp_servers")
 _RESULT_KEYS = ("subtype", "is_error", "num_turns", "duration_ms", "total_cost_usd", "permission_denials")
 
@@ -134,12 +138,15 @@ class ClaudeCodeImporter:
 
 class ClaudeCodeStreamImporter:
     name = "claude-code-stream"
-    description = "Claude Code headless output (claude -p --output-format stream-json), one trace per file"
+    description = (
+        "Claude Code headless output (claude -p --output-format stream-json, or the GitHub Action's"
+        " execution file), one trace per file"
+    )
 
     def detect(self, path: Path, head: bytes) -> str | None:
         text = head_text(head)
         if _STREAM.match(text) and '"session_id"' in text and not _SESSION.search(text):
-            return "JSON lines opened by system records with a session_id (Claude Code stream-json)"
+            return "JSON lines (or an array) opened by system records with a session_id (Claude Code stream-json)"
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
@@ -161,15 +168,34 @@ def _refused(path: Path) -> frozenset[str]:
     """The calls a headless run's ``result`` lists as denied permission (``permission_denials``):
     it comes last, after the results it explains, so it is read first."""
     refused: set[str] = set()
-    with path.open("rb") as stream:
-        for line, offset, raw in bounded_lines(stream, str(path)):
-            if b'"permission_denials"' in raw:
-                record = _record(raw, str(path), line, offset)
-                denials = record.get("permission_denials") if record.get("type") == "result" else None
-                for d in denials if isinstance(denials, list) else []:
-                    if isinstance(d, dict) and isinstance(d.get("tool_use_id"), str):
-                        refused.add(d["tool_use_id"])
+    for _, record in _records(path, b'"permission_denials"'):
+        denials = record.get("permission_denials") if record.get("type") == "result" else None
+        for d in denials if isinstance(denials, list) else []:
+            if isinstance(d, dict) and isinstance(d.get("tool_use_id"), str):
+                refused.add(d["tool_use_id"])
     return frozenset(refused)
+
+
+def _records(path: Path, holding: bytes | None = None) -> Iterator[tuple[Loc, dict[str, Any]]]:
+    """A file's records in order, each with where it stands: JSON lines (a transcript, a headless
+    stream), or one JSON array of them (the execution file of the Claude Code GitHub Action);
+    ``holding``: only the lines holding those bytes (a quick pass over JSON lines)."""
+    where = str(path)
+    with path.open("rb") as stream:
+        if stream.read(64).lstrip()[:1] == b"[":
+            stream.seek(0)
+            reader = JsonReader(stream, where)
+            for n, record in enumerate(reader.array()):
+                yield Loc(where, f"[{n}]."), _checked(record, Loc(where, f"[{n}]."))
+            reader.end()
+            return
+        stream.seek(0)
+        for line, offset, raw in bounded_lines(stream, where):
+            if raw.strip() and (holding is None or holding in raw):
+                record = json_line(
+                    raw, where, line, offset, "a Claude Code file holds one JSON object per line"
+                )
+                yield Loc(where, "", line), _checked(record, Loc(where, "", line))
 
 
 def subagent_files(path: Path) -> dict[str, Path]:
@@ -205,12 +231,9 @@ def read_with_session(path: Path) -> bool:
 
 def _first_turn(path: Path) -> dict[str, Any] | None:
     """A file's first user or assistant record, None when it has none or is no JSON lines."""
-    with path.open("rb") as stream:
-        for line, offset, raw in bounded_lines(stream, str(path)):
-            if raw.strip():
-                record = _record(raw, str(path), line, offset)
-                if record.get("type") in _TURNS and isinstance(record.get("message"), dict):
-                    return record
+    for _, record in _records(path):
+        if record.get("type") in _TURNS and isinstance(record.get("message"), dict):
+            return record
     return None
 
 
@@ -245,30 +268,24 @@ class _Session:
             yield from self._messages(self.pending.pop(next(iter(self.pending))))
 
     def _messages(self, path: Path) -> Iterator[ChatMessage]:
-        where = str(path)
-        with path.open("rb") as stream:
-            for line, offset, raw in bounded_lines(stream, where):
-                if not raw.strip():
-                    continue
-                record = _record(raw, where, line, offset)
-                kind = record.get("type")
-                if kind not in _TURNS or not isinstance(record.get("message"), dict):
-                    if (hook := self._bookkeeping(record, line)) is not None:
-                        yield hook
-                    continue
-                message = self._message(record, line, path)
-                yield message
-                yield from self.notes
-                self.notes.clear()
-                for call in message.parts:  # a delegation: the subagent's work follows its call
-                    args = call.arguments if isinstance(call, Call) and call.name in DELEGATING else None
-                    prompt = args.get("prompt") if isinstance(args, dict) else None
-                    if isinstance(prompt, str) and prompt in self.pending:
-                        yield from self._messages(self.pending.pop(prompt))
+        for loc, record in _records(path):
+            kind = record.get("type")
+            if kind not in _TURNS or not isinstance(record.get("message"), dict):
+                if (hook := self._bookkeeping(record, loc)) is not None:
+                    yield hook
+                continue
+            message = self._message(record, loc, path)
+            yield message
+            yield from self.notes
+            self.notes.clear()
+            for call in message.parts:  # a delegation: the subagent's work follows its call
+                args = call.arguments if isinstance(call, Call) and call.name in DELEGATING else None
+                prompt = args.get("prompt") if isinstance(args, dict) else None
+                if isinstance(prompt, str) and prompt in self.pending:
+                    yield from self._messages(self.pending.pop(prompt))
 
-    def _message(self, record: dict[str, Any], line: int, path: Path) -> ChatMessage:
-        loc = Loc(str(path), "", line)
-        m = role_message(record["message"], line, loc, at="message")
+    def _message(self, record: dict[str, Any], loc: Loc, path: Path) -> ChatMessage:
+        m = role_message(record["message"], loc.line or 0, loc, at="message")
         self._header(record)
         model = record["message"].get("model")
         if m.role == "assistant" and isinstance(model, str) and model != _SYNTHETIC:
@@ -296,7 +313,8 @@ class _Session:
                 self.facts.task, self.task_seen = text, True
         raw = pack_raw(
             file=str(path.relative_to(self.path.parent)) if path != self.path else None,
-            line=line,
+            line=loc.line,
+            record=loc.base.strip(".") or None,
             type=record.get("type"),
             uuid=record.get("uuid"),
             parentUuid=record.get("parentUuid"),
@@ -308,7 +326,7 @@ class _Session:
         )
         return replace(m, index=None, role=role, name=name, raw=raw, timestamp=record.get("timestamp"))
 
-    def _bookkeeping(self, record: dict[str, Any], line: int) -> ChatMessage | None:
+    def _bookkeeping(self, record: dict[str, Any], loc: Loc) -> ChatMessage | None:
         """A record that is no turn: counted; a headless run's ``init`` gives the header, its
         ``result`` the run's end (an error or a cut-off run is the harness's end record), and what
         a hook it ran handed the agent (``hook_response``) is the harness speaking."""
@@ -318,7 +336,11 @@ class _Session:
             said = record.get("output") or record.get("stdout")
             if isinstance(said, str) and said.strip():
                 raw = pack_raw(
-                    line=line, type=kind, subtype="hook_response", hook_name=record.get("hook_name")
+                    line=loc.line,
+                    record=loc.base.strip(".") or None,
+                    type=kind,
+                    subtype="hook_response",
+                    hook_name=record.get("hook_name"),
                 )
                 return ChatMessage(
                     None, "system", HARNESS, [Text(said)], raw, timestamp=record.get("timestamp")
@@ -333,7 +355,7 @@ class _Session:
                 self.end = (
                     str(subtype),
                     said if isinstance(said, str) and said else str(subtype),
-                    {"line": line},
+                    pack_raw(line=loc.line, record=loc.base.strip(".") or None),
                 )
         return None
 
@@ -405,14 +427,15 @@ class _Session:
                 self.facts.metadata[key] = value
 
 
-def _record(raw: bytes, where: str, line: int, offset: int) -> dict[str, Any]:
-    record = json_line(raw, where, line, offset, "a Claude Code session file holds one JSON object per line")
+def _checked(record: Any, loc: Loc) -> dict[str, Any]:
+    """A record, refused with where it stands unless its shape can be read."""
     if not isinstance(record, dict):
-        raise InputError("a record must be a JSON object", path=where, line=line)
+        field = loc.base.strip(".") or None
+        raise InputError("a record must be a JSON object", path=loc.path, line=loc.line, field=field)
     if not isinstance(record.get("type"), str | None):
-        raise InputError("a record's 'type' must be text", path=where, line=line, field="type")
+        raise loc.error("a record's 'type' must be text", "type")
     if "message" in record and record.get("type") in _TURNS and not isinstance(record["message"], dict):
-        raise InputError("must be a JSON object", path=where, line=line, field="message")
+        raise loc.error("must be a JSON object", "message")
     return record
 
 

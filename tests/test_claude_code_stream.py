@@ -192,3 +192,22 @@ def test_a_subagents_records_name_the_call_that_delegated_to_it():
     assert all(s.actor_kind is ActorKind.agent for s in sub if s.kind is not StepKind.tool_result)
     assert trace.steps.index(sub[0]) > trace.steps.index(delegation)  # the work follows its call
     assert trace.header.metadata["claude_code_version"] == "2.1.284"
+
+
+def test_the_github_actions_execution_file_reads_as_the_stream_it_holds(tmp_path):
+    """The Claude Code GitHub Action saves the same records as one JSON array (pretty-printed):
+    the hooked stream written that way gives the same steps, and a record that is no object is
+    named by its place in the array."""
+    records = _records(HOOKED)
+    path = tmp_path / "claude-execution-output.json"
+    path.write_text(json.dumps(records, indent=2), encoding="utf-8")
+    assert detect(path)[0] == "claude-code-stream"
+    as_lines, as_array = _trace(HOOKED), _trace(path)
+    assert [(s.actor, s.kind, s.content, s.raw.get("error_type")) for s in as_array.steps] == [
+        (s.actor, s.kind, s.content, s.raw.get("error_type")) for s in as_lines.steps
+    ]
+    assert as_array.steps[0].raw["record"] == "[1]" and "line" not in as_array.steps[0].raw
+    path.write_text(json.dumps([*records[:3], 7, *records[3:]]), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(next(open_traces(path, "claude-code-stream")).steps())
+    assert str(path) in str(caught.value) and "[3]" in str(caught.value)

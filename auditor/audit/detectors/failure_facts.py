@@ -92,14 +92,12 @@ FINISHING_TOOLS = frozenset({"terminate", "complete_task", "final_answer", "fini
 # a framework's own record of running the program it built, kept as a system step by its importer
 EXECUTION_RECORDS = frozenset({"Test Reports"})
 ERROR_STATUSES = frozenset({"error", "failed", "failure", "timeout"})
+MIN_ACT_WORDS = 4
 
 
 def refused(step: TraceStep) -> bool:
     """Whether a result is a refusal (``schemas.trace.REFUSED``): no observation of anything."""
     return step.raw.get("error_type") == REFUSED
-
-
-MIN_ACT_WORDS = 4
 
 
 @dataclass(frozen=True)

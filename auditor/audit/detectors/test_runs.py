@@ -2,7 +2,7 @@
 
 Graph-free: built from the trace's steps alone, so any importer whose tool calls carry a command
 (mini-SWE-agent's ``bash``, SWE-agent's actions, OpenHands' ``CmdRunAction``, Claude Code's
-``Bash``) gets the same facts.
+``Bash``, Codex's ``shell``, its argv read as the script a shell runs) gets the same facts.
 Everything is decided by structure, never by what a run is about:
 
 - a *test run* is a command result that holds a test runner's summary line: pytest's
@@ -16,10 +16,14 @@ Everything is decided by structure, never by what a run is about:
   (tox 3) or ``env: OK (…)`` / ``env: FAIL code N (…)`` (tox 4); nox's ``Session … was
   successful / failed``; ``cargo test``'s ``test result: ok. N passed; M failed`` (every test
   binary's, summed; ``could not compile`` before any is a failed run), ``go test``'s package lines
-  (``ok``, ``FAIL``, ``[build failed]``) and ``node --test``'s closing counts (``# fail N``).
+  (``ok``, ``FAIL``, ``[build failed]``), ``node --test``'s closing counts (``# fail N``),
+  ``bun test``'s counts above ``Ran N tests across M files``, vitest's ``Tests  1 failed | 3
+  passed (4)`` and jest's ``Tests: 1 failed, 3 passed, 4 total`` (a test file that failed to load
+  fails the run where no test failed).
   Failed test ids come from the runner's own lines (pytest ``FAILED id`` / ``ERROR id`` and
   verbose ``id FAILED``; unittest ``FAIL: name (module.Class)``; SymPy's ``___ path:test ___``
-  headers; cargo's ``test name ... FAILED``, go's ``--- FAIL: Name``, TAP's ``not ok N - name``).
+  headers; cargo's ``test name ... FAILED``, go's ``--- FAIL: Name``, TAP's ``not ok N - name``,
+  bun's ``(fail) name``, vitest's ``FAIL file > name``, jest's ``● name``).
   Outputs are read without a terminal's colour codes, and summaries quoted verbatim with them. A
   run that collected no test (a path not found) reached none of the project's, nor did one that
   could not import its tests (pytest's ``ERROR collecting``, unittest's ``_FailedTest``) for a

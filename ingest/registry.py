@@ -41,6 +41,7 @@ def _register_builtins() -> None:
         claude_code,
         codex,
         codex_exec,
+        gemini_cli,
         inspect_log,
         mini_swe_agent,
         openhands,
@@ -67,6 +68,7 @@ def _register_builtins() -> None:
         claude_code.STREAM_IMPORTER,
         codex.IMPORTER,
         codex_exec.IMPORTER,
+        gemini_cli.IMPORTER,
         *RAW_IMPORTERS,
         *chat.IMPORTERS,
     ):

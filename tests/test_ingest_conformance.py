@@ -36,6 +36,8 @@ SAMPLES: dict[str, Path] = {
     "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",
     "claude-code": REPO / "tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl",
     "codex": REPO / "tests/fixtures/real/codex/vscode_shell_exit127_interrupted.jsonl",
+    "gemini-cli": REPO
+    / "tests/fixtures/real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
     "codex-exec": REPO / "tests/fixtures/real/codex-exec/fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
     "claude-code-stream": REPO
     / "tests/fixtures/real/claude-code-stream/trackgentic_bun_test_edit_permission_denied.jsonl",

@@ -47,6 +47,7 @@ FILES = [
     "real/mini-swe-agent-v2/stash_unpopped_empty.traj.json",
     "real/claude-code/pytest_edit_commit_session.jsonl",
     "real/codex/vscode_shell_exit127_interrupted.jsonl",
+    "real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
     "real/codex-exec/superstar_reviewer_pytest_pass_git_exit128_ready_verdict.jsonl",
     "real/claude-code-stream/trackgentic_bun_test_edit_permission_denied.jsonl",
 ]

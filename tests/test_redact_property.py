@@ -47,6 +47,10 @@ EXAMPLES: dict[str, Path] = {  # the smallest real example of each importer
     "openhands": FIXTURES / "real" / "openhands" / "basic_interactions.json",
     "claude-code": FIXTURES / "real" / "claude-code" / "pytest_edit_commit_session.jsonl",
     "codex": FIXTURES / "real" / "codex" / "vscode_shell_exit127_interrupted.jsonl",
+    "gemini-cli": FIXTURES
+    / "real"
+    / "gemini-cli"
+    / "interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
     "codex-exec": FIXTURES / "real" / "codex-exec" / "fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
     "claude-code-stream": FIXTURES
     / "real"

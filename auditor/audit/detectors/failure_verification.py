@@ -4,7 +4,8 @@
 A claim is an agent's sentence stating that something works, passed or was verified (the
 relay detector's success phrases, and first-person "we verified / I have confirmed" sentences);
 a negated, conditional or planned claim is none, and neither is the opening (it states the task)
-nor a coordinator's structured status ledger (its reasons are a record, not a claim). Phrases only nominate; the decision is what the
+nor a coordinator's structured status ledger (its reasons are a record, not a claim), nor a model's
+recorded reasoning (``raw.block``: said to no one). Phrases only nominate; the decision is what the
 trace's observations (``failure_facts``) show before the claim:
 
 - *no check at all* (3.2): no observation precedes the claim anywhere in the run (a log that
@@ -274,8 +275,9 @@ class FailureVerificationDetector:
             drafts.append(unchecked)
         for pos in facts.acts:
             step = facts.steps[pos]
-            if pos == 0 or step.kind is StepKind.tool_call or facts.tf.ledger(step):
-                continue  # the opening states the task; a ledger's reasons are a status record
+            if pos == 0 or step.kind is StepKind.tool_call or facts.tf.ledger(step) or step.raw.get("block"):
+                continue  # the opening states the task; a ledger's reasons are a status record; a
+                # model's recorded reasoning (raw.block) is said to no one: no claim
             claim = claim_of(step.content)
             if claim is None:
                 continue

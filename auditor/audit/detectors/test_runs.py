@@ -1567,16 +1567,23 @@ def output_body(step: TraceStep) -> str:
 
 
 def _account_file(result: TraceStep) -> str | None:
-    """The file an editor's result says it wrote (Claude Code's ``toolUseResult.filePath``)."""
+    """The file an editor's result says it wrote (Claude Code's ``toolUseResult.filePath``; an
+    importer's ``raw.written.path``, as the Gemini CLI's)."""
     account = result.raw.get("tool_use_result")
+    written = result.raw.get("written")
     path = account.get("filePath") if isinstance(account, dict) else None
+    path = written.get("path") if path is None and isinstance(written, dict) else path
     return path if isinstance(path, str) else None
 
 
 def _created(result: TraceStep | None) -> str | None:
-    """The file an editor's result says it created (Claude Code's ``toolUseResult.type: create``)."""
+    """The file an editor's result says it created (Claude Code's ``toolUseResult.type: create``;
+    ``raw.written.created``)."""
     account = result.raw.get("tool_use_result") if result is not None else None
-    made = isinstance(account, dict) and account.get("type") == "create"
+    written = result.raw.get("written") if result is not None else None
+    made = (isinstance(account, dict) and account.get("type") == "create") or (
+        isinstance(written, dict) and written.get("created") is True
+    )
     return _account_file(result) if made and result is not None else None
 
 

@@ -1,0 +1,146 @@
+"""Gemini CLI chat sessions: the importer on real sessions (tests/fixtures/real/gemini-cli/SOURCES.md)
+and the coding facts read from them. A case the real sessions lack (a test run failing after an
+edit) is tested on a copy changed for it, as the test says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from auditor.audit.detectors.test_runs import TestRunFacts, command_of, exit_code
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.validator import validate_report
+from auditor.core.errors import InputError
+from ingest.registry import detect, open_traces
+from schemas import ActorKind, StepKind, Trace
+from schemas.trace import REFUSED
+from tests.conftest import REPO
+
+REAL = REPO / "tests" / "fixtures" / "real" / "gemini-cli"
+AGENT_BUILT = REAL / "interactive_python_agent_pip_exit127_venv_rewrite_unrun.json"
+REPLACED = REAL / "headless_replace_edit_then_reread.json"
+NO_TOOL = REAL / "headless_write_file_not_in_registry_ends_on_error.json"
+
+
+def _trace(path: Path) -> Trace:
+    imported = next(open_traces(path))
+    return Trace(header=imported.header, steps=list(imported.steps()))
+
+
+@pytest.mark.parametrize("path", [AGENT_BUILT, REPLACED, NO_TOOL], ids=["interactive", "replace", "no-tool"])
+def test_a_session_is_detected_as_gemini_cli(path):
+    assert detect(path)[0] == "gemini-cli"
+
+
+def test_the_principal_the_agents_thoughts_and_the_header_are_who_the_session_says():
+    trace = _trace(AGENT_BUILT)
+    meta = trace.header.metadata
+    assert (meta["session_id"], meta["models"]) == (
+        "981c87cb-90ef-4c7f-948d-23173ff43e4e",
+        ["gemini-2.5-pro"],
+    )
+    humans = [s for s in trace.steps if s.actor_kind is ActorKind.human]
+    assert len(humans) == 3 and trace.header.task == humans[0].content
+    thoughts = [s for s in trace.steps if s.raw.get("block") == "reasoning"]
+    assert thoughts and all(s.actor == "agent" and s.raw.get("subject") for s in thoughts)
+
+
+def test_shell_results_carry_the_exit_code_the_cli_wrote_and_a_cancelled_call_is_a_refusal():
+    trace = _trace(AGENT_BUILT)
+    shells = [s for s in trace.steps if s.kind is StepKind.tool_result and s.tool.name == "run_shell_command"]
+    assert [exit_code(s) for s in shells] == [None, 127, 1, 0, 0]
+    assert shells[0].raw["error_type"] == REFUSED  # the user cancelled it: nothing ran
+    calls = [s for s in trace.steps if s.kind is StepKind.tool_call and s.tool.name == "run_shell_command"]
+    assert command_of(calls[1]) == "pip install RestrictedPython"
+    assert all(r.refs.reply_to == c.step_id for c, r in zip(calls, shells, strict=True))
+
+
+def test_writes_say_whether_they_made_the_file_and_a_made_file_is_new():
+    trace = _trace(AGENT_BUILT)
+    written = [s.raw["written"] for s in trace.steps if "written" in s.raw]
+    path = "/Users/jnarowski/Dev/playground/src/test-project/main.py"
+    assert written == [{"path": path, "created": True}, {"path": path, "created": False}]
+    facts = TestRunFacts(trace)
+    assert {p: c.new for p, c in facts.changed.items()} == {path: True}
+    assert trace.steps[facts.closing_report].content.startswith("I've updated `main.py`.")
+
+
+def test_an_edit_checked_by_reading_it_back_files_no_claim_from_the_agents_thoughts():
+    """The replace session re-reads its file and says "Done.": its thoughts ("I've confirmed …")
+    are said to no one, so no claim is judged in them."""
+    trace = _trace(REPLACED)
+    (replace,) = [s for s in trace.steps if s.kind is StepKind.tool_result and s.tool.name == "replace"]
+    assert replace.raw["written"] == {"path": "/private/tmp/gemini-test/created.txt", "created": False}
+    report = run_rules_audit(trace)
+    assert report.findings == [] and validate_report(report.model_dump(mode="json"), trace).ok
+
+
+def test_a_tool_the_cli_did_not_offer_is_a_failed_call():
+    trace = _trace(NO_TOOL)
+    (result,) = [s for s in trace.steps if s.kind is StepKind.tool_result]
+    assert result.raw["status"] == "error" and "not found in registry" in result.content
+    assert "written" not in result.raw
+
+
+def test_a_test_run_failing_after_the_edit_is_a_finding_citing_the_claim_and_the_output(tmp_path):
+    """The replace session with a pytest run after its edit and a claim in place of "Done."."""
+    session = json.loads(REPLACED.read_text(encoding="utf-8"))
+    target = "/private/tmp/gemini-test/src/greet.py"
+    edit = next(
+        m for m in session["messages"] if m.get("toolCalls") and m["toolCalls"][0]["name"] == "replace"
+    )
+    edit["toolCalls"][0]["args"]["file_path"] = target
+    output = "F.\n1 failed, 1 passed in 0.02s"
+    shell = {
+        "id": "run_shell_command-1-a",
+        "name": "run_shell_command",
+        "args": {"command": "pytest -q", "description": "Run the tests."},
+        "result": [
+            {
+                "functionResponse": {
+                    "id": "run_shell_command-1-a",
+                    "name": "run_shell_command",
+                    "response": {
+                        "output": f"Command: pytest -q\nDirectory: (root)\nOutput: {output}\nError: (none)\n"
+                        "Exit Code: 1\nSignal: 0\nBackground PIDs: (none)\nProcess Group PGID: 1"
+                    },
+                }
+            }
+        ],
+        "status": "success",
+    }
+    session["messages"][-1]["toolCalls"] = [shell]
+    session["messages"].append(
+        {"id": "x", "type": "gemini", "content": "Done: greet.py is fixed and all tests pass."}
+    )
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(session, indent=2), encoding="utf-8")
+    trace = _trace(path)
+    report = run_rules_audit(trace)
+    coding = [f for f in report.findings if f.detector == "coding_verification"]
+    assert [f.title for f in coding][:1] == ["agent submitted while its last test run failed"]
+    quotes = " ".join(u.quote for u in coding[0].evidence)
+    assert "1 failed" in quotes and "all tests pass" in quotes
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+@pytest.mark.parametrize(
+    ("damage", "field"),
+    [
+        (lambda s: s["messages"].insert(1, 7), "messages[1]"),
+        (lambda s: s["messages"][1].update(toolCalls={"name": "x"}), "messages[1].toolCalls"),
+        (lambda s: s["messages"][1]["toolCalls"][0].update(result=[{"functionResponse": 3}]), "result"),
+        (lambda s: s["messages"][0].update(content=5), "messages[0].content"),
+    ],
+    ids=["message-not-object", "calls-not-list", "response-not-object", "content-not-text"],
+)
+def test_bad_input_names_the_file_and_field(tmp_path, damage, field):
+    session = json.loads(REPLACED.read_text(encoding="utf-8"))
+    damage(session)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(session), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(next(open_traces(path, "gemini-cli")).steps())
+    assert str(path) in str(caught.value) and field in str(caught.value)

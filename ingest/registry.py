@@ -37,6 +37,7 @@ def register(importer: Importer) -> Importer:
 
 def _register_builtins() -> None:
     from ingest import (
+        aider,
         chat,
         claude_code,
         codex,
@@ -69,6 +70,7 @@ def _register_builtins() -> None:
         codex.IMPORTER,
         codex_exec.IMPORTER,
         gemini_cli.IMPORTER,
+        aider.IMPORTER,
         *RAW_IMPORTERS,
         *chat.IMPORTERS,
     ):

@@ -36,6 +36,7 @@ SAMPLES: dict[str, Path] = {
     "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",
     "claude-code": REPO / "tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl",
     "codex": REPO / "tests/fixtures/real/codex/vscode_shell_exit127_interrupted.jsonl",
+    "aider": REPO / "tests/fixtures/real/aider/whole_edit_lint_autofix_commits_chinese_chat_history.md",
     "gemini-cli": REPO
     / "tests/fixtures/real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
     "codex-exec": REPO / "tests/fixtures/real/codex-exec/fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
@@ -83,6 +84,8 @@ def _strings(value: Any, out: list[str]) -> None:
 
 def _source_texts(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
+    if path.suffix == ".md":  # a chat log whose lines carry their speaker's mark: also read unmarked
+        return [text, "\n".join(_unmarked(line) for line in text.splitlines())]
     if text.lstrip()[:1] not in "[{":
         return [text]
     out: list[str] = []
@@ -96,6 +99,15 @@ def _source_texts(path: Path) -> list[str]:
     for doc in docs:
         _strings(doc, out)
     return out
+
+
+def _unmarked(line: str) -> str:
+    """A line of aider's history without its mark (``#### `` the principal, ``> `` aider) and the
+    Markdown line break aider ends it with."""
+    for mark in ("#### ", "> "):
+        if line.startswith(mark):
+            return line[len(mark) :].removesuffix("  ")
+    return "" if line.startswith("####") or line.rstrip() == ">" else line.removesuffix("  ")
 
 
 def test_every_importer_is_in_the_suite():

@@ -47,6 +47,7 @@ FILES = [
     "real/mini-swe-agent-v2/stash_unpopped_empty.traj.json",
     "real/claude-code/pytest_edit_commit_session.jsonl",
     "real/codex/vscode_shell_exit127_interrupted.jsonl",
+    "real/aider/shell_commands_search_replace_commits_chat_history.md",
     "real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
     "real/codex-exec/superstar_reviewer_pytest_pass_git_exit128_ready_verdict.jsonl",
     "real/claude-code-stream/trackgentic_bun_test_edit_permission_denied.jsonl",
@@ -57,6 +58,8 @@ def load(name: str) -> tuple[str, Any]:
     text = (FIXTURES / name).read_text()
     if name.endswith(".jsonl"):
         return "jsonl", [json.loads(line) for line in text.splitlines() if line.strip()]
+    if name.endswith(".md"):  # a text log: its lines damaged (dropped, repeated, moved, retyped)
+        return "lines", text.splitlines()
     return "json", json.loads(text)
 
 
@@ -82,7 +85,10 @@ def imported(path: Path) -> None:
 def test_a_damaged_real_file_is_traces_or_a_clear_error(name: str, rnd: random.Random) -> None:
     form, doc = load(name)
     bad = damaged(doc, rnd)
-    text = json.dumps(bad) if form == "json" else "\n".join(json.dumps(r) for r in bad)
+    if form == "lines":
+        text = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in bad)
+    else:
+        text = json.dumps(bad) if form == "json" else "\n".join(json.dumps(r) for r in bad)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / Path(name).name
         path.write_text(text)

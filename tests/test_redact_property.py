@@ -47,6 +47,7 @@ EXAMPLES: dict[str, Path] = {  # the smallest real example of each importer
     "openhands": FIXTURES / "real" / "openhands" / "basic_interactions.json",
     "claude-code": FIXTURES / "real" / "claude-code" / "pytest_edit_commit_session.jsonl",
     "codex": FIXTURES / "real" / "codex" / "vscode_shell_exit127_interrupted.jsonl",
+    "aider": FIXTURES / "real" / "aider" / "whole_edit_lint_autofix_commits_chinese_chat_history.md",
     "gemini-cli": FIXTURES
     / "real"
     / "gemini-cli"

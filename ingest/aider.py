@@ -33,11 +33,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Result, Text
 from ingest.chat_steps import chat_steps
 from ingest.textlines import file_lines
-from schemas.trace import TraceHeader, TraceStep
+from schemas.trace import TraceStep
 
 AGENT = "agent"
 HARNESS = "aider"
@@ -66,13 +66,7 @@ class AiderImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        digest = file_digest(path)
-        header = TraceHeader(
-            trace_id=f"aider-{digest[:16]}",
-            source=str(path),
-            framework="aider",
-            metadata={"source_sha256": digest},
-        )
+        header = file_header(path, "aider", "aider")
         yield ImportedTrace(importer=self.name, header=header, steps=lambda facts: _steps(path, facts))
 
 

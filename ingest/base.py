@@ -172,6 +172,22 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def file_header(
+    path: Path, prefix: str, framework: str, digest: str | None = None, **metadata: Any
+) -> TraceHeader:
+    """The header of a trace that is a whole file: its id the file's digest (``prefix-`` and 16 hex
+    digits; ``digest`` where the trace spans more files than this one), the file its source, the
+    digest and the other ``metadata`` given (empty values left out) in its metadata."""
+    digest = digest or file_digest(path)
+    kept = {k: v for k, v in metadata.items() if v not in (None, "", [], {})}
+    return TraceHeader(
+        trace_id=f"{prefix}-{digest[:16]}",
+        source=str(path),
+        framework=framework,
+        metadata={"source_sha256": digest, **kept},
+    )
+
+
 def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -70,13 +70,13 @@ from pathlib import Path
 from typing import Any
 
 from auditor.core.errors import InputError
-from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text, role_message
 from ingest.chat_steps import chat_steps
 from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.jsonstream import JsonReader
 from ingest.textlines import bounded_lines, json_line
-from schemas.trace import REFUSED, TraceHeader, TraceStep
+from schemas.trace import REFUSED, TraceStep
 
 MAIN = "agent"  # the main agent (the subagents are named by their type); not the product, which data names everywhere
 HARNESS = "claude-code"
@@ -120,14 +120,12 @@ class ClaudeCodeImporter:
         if subagents:  # the trace is the session with its subagents: its id changes with any of them
             digests = [digest, *(file_digest(p) for p in subagents.values())]
             digest = hashlib.sha256("".join(digests).encode()).hexdigest()
-        header = TraceHeader(
-            trace_id=f"claude-code-{digest[:16]}",
-            source=str(path),
-            framework="Claude Code",
-            metadata=pack_raw(
-                source_sha256=digest,
-                subagent_files=[str(p.relative_to(path.parent)) for p in subagents.values()],
-            ),
+        header = file_header(
+            path,
+            "claude-code",
+            "Claude Code",
+            digest,
+            subagent_files=[str(p.relative_to(path.parent)) for p in subagents.values()],
         )
         yield ImportedTrace(
             importer=self.name,
@@ -150,16 +148,9 @@ class ClaudeCodeStreamImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        digest = file_digest(path)
-        header = TraceHeader(
-            trace_id=f"claude-code-{digest[:16]}",
-            source=str(path),
-            framework="Claude Code (headless)",
-            metadata={"source_sha256": digest},
-        )
         yield ImportedTrace(
             importer=self.name,
-            header=header,
+            header=file_header(path, "claude-code", "Claude Code (headless)"),
             steps=lambda facts: _Session(path, {}, facts, _refused(path)).steps(),
         )
 

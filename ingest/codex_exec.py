@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from auditor.core.errors import InputError
-from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Result, Text
 from ingest.chat_steps import chat_steps
 from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.textlines import bounded_lines, json_line
-from schemas.trace import REFUSED, TraceHeader, TraceStep
+from schemas.trace import REFUSED, TraceStep
 
 AGENT = "agent"
 HARNESS = "codex"
@@ -64,13 +64,7 @@ class CodexExecImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        digest = file_digest(path)
-        header = TraceHeader(
-            trace_id=f"codex-exec-{digest[:16]}",
-            source=str(path),
-            framework="Codex CLI (exec)",
-            metadata={"source_sha256": digest},
-        )
+        header = file_header(path, "codex-exec", "Codex CLI (exec)")
         yield ImportedTrace(
             importer=self.name, header=header, steps=lambda facts: _Stream(path, facts).steps()
         )

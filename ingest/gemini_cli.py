@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from auditor.core.errors import InputError
-from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Result, Text
 from ingest.chat_steps import chat_steps
 from ingest.frameworks.common import pack_raw
 from ingest.jsonstream import JsonReader
-from schemas.trace import REFUSED, TraceHeader, TraceStep
+from schemas.trace import REFUSED, TraceStep
 
 AGENT = "agent"
 HARNESS = "gemini-cli"
@@ -60,13 +60,7 @@ class GeminiCliImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        digest = file_digest(path)
-        header = TraceHeader(
-            trace_id=f"gemini-cli-{digest[:16]}",
-            source=str(path),
-            framework="Gemini CLI",
-            metadata={"source_sha256": digest},
-        )
+        header = file_header(path, "gemini-cli", "Gemini CLI")
         yield ImportedTrace(importer=self.name, header=header, steps=lambda facts: _steps(path, facts))
 
 

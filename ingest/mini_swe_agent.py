@@ -45,10 +45,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from auditor.core.errors import InputError
-from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.frameworks.common import empty_submission, harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
-from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
+from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceStep
 
 FORMAT = "mini-swe-agent-1"
 AGENT = "agent"
@@ -86,18 +86,14 @@ class MiniSweAgentImporter:
         if info is not None and not isinstance(info, dict):
             raise InputError("must be a JSON object", path=str(path), field="info")
         info = info or {}
-        digest = file_digest(path)
-        header = TraceHeader(
-            trace_id=f"mini-swe-agent-{digest[:16]}",
-            source=str(path),
-            framework="mini-SWE-agent",
-            metadata=pack_raw(
-                source_sha256=digest,
-                trajectory_format=keys.get("trajectory_format"),
-                instance_id=keys.get("instance_id"),
-                exit_status=info.get("exit_status"),
-                info=info,
-            ),
+        header = file_header(
+            path,
+            "mini-swe-agent",
+            "mini-SWE-agent",
+            trajectory_format=keys.get("trajectory_format"),
+            instance_id=keys.get("instance_id"),
+            exit_status=info.get("exit_status"),
+            info=info,
         )
         yield ImportedTrace(
             importer=self.name,

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from auditor.core.errors import InputError
-from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
-from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
+from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceStep
 
 _EVENT = re.compile(r'"source"\s*:\s*"(user|agent|environment)"')
 _KIND = re.compile(r'"(action|observation)"\s*:\s*"\w+"')
@@ -66,13 +66,7 @@ class OpenHandsImporter:
         return None
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
-        digest = file_digest(path)
-        header = TraceHeader(
-            trace_id=f"openhands-{digest[:16]}",
-            source=str(path),
-            framework="OpenHands",
-            metadata={"source_sha256": digest},
-        )
+        header = file_header(path, "openhands", "OpenHands")
         yield ImportedTrace(
             importer=self.name, header=header, steps=lambda facts: _steps(path, facts, StepBuilder(str(path)))
         )

@@ -32,10 +32,10 @@ from typing import Any
 
 from auditor.core.errors import InputError
 from auditor.core.json_text import json_value
-from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, head_text
+from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.frameworks.common import empty_submission, harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
-from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceHeader, TraceStep
+from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceStep
 
 _TURN = re.compile(r'"trajectory"\s*:\s*\[\s*\{')
 _MESSAGE_TYPE = re.compile(r'"message_type"\s*:\s*"(system_prompt|observation|action|thought)"')
@@ -67,18 +67,14 @@ class SweAgentImporter:
 
     def open(self, path: Path) -> Iterator[ImportedTrace]:
         fields = _top_fields(path)
-        digest = file_digest(path)
         info = fields.get("info") if isinstance(fields.get("info"), dict) else {}
-        header = TraceHeader(
-            trace_id=f"swe-agent-{digest[:16]}",
-            source=str(path),
-            framework="SWE-agent",
-            metadata=pack_raw(
-                source_sha256=digest,
-                environment=fields.get("environment"),
-                info=info,
-                exit_status=info.get("exit_status"),
-            ),
+        header = file_header(
+            path,
+            "swe-agent",
+            "SWE-agent",
+            environment=fields.get("environment"),
+            info=info,
+            exit_status=info.get("exit_status"),
         )
         yield ImportedTrace(
             importer=self.name,

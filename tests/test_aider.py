@@ -11,6 +11,7 @@ import pytest
 from auditor.audit.detectors.test_runs import TestRunFacts, command_of
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
+from auditor.audit.test_timeline import timeline
 from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
 from schemas import ActorKind, StepKind, Trace
@@ -96,6 +97,8 @@ def test_aiders_lint_run_is_a_check_answered_by_its_output_and_failed_when_it_of
     assert output.raw["status"] == "error" and "F821 undefined name 'DecoderBlock'" in output.content
     run = next(r for r in TestRunFacts(trace).runs if r.call == trace.steps.index(lint))
     assert not run.ok
+    entry = next(e for e in timeline(trace).entries if e.step == lint.step_id)
+    assert entry.result == "failed (reported errors)"  # no exit code, and no harness stopped it
     later = [c for c, _ in _pairs(trace, "edit") if trace.steps.index(c) > trace.steps.index(output)]
     assert later and later[0].tool.arguments["file_path"] == "models.py"  # the fix aider then applied
 

@@ -52,6 +52,7 @@ def test_shell_results_carry_the_exit_code_the_cli_wrote_and_a_cancelled_call_is
     shells = [s for s in trace.steps if s.kind is StepKind.tool_result and s.tool.name == "run_shell_command"]
     assert [exit_code(s) for s in shells] == [None, 127, 1, 0, 0]
     assert shells[0].raw["error_type"] == REFUSED  # the user cancelled it: nothing ran
+    assert shells[0].step_id not in {trace.steps[r.result].step_id for r in TestRunFacts(trace).runs}
     calls = [s for s in trace.steps if s.kind is StepKind.tool_call and s.tool.name == "run_shell_command"]
     assert command_of(calls[1]) == "pip install RestrictedPython"
     assert all(r.refs.reply_to == c.step_id for c, r in zip(calls, shells, strict=True))

@@ -148,8 +148,10 @@ def _entry(
         result = uncoloured(run.summary).strip()
     elif run.ok:
         result = "passed"
-    elif run.exit is None:
-        result = "failed (no exit code: the harness stopped it)"
+    elif run.exit is None:  # the importer's reason where it recorded one (aider: the run reported errors)
+        reason = facts.steps[run.result].raw.get("error_type")
+        why = str(reason).replace("_", " ") if reason else "no exit code: the harness stopped it"
+        result = f"failed ({why})"
     else:
         result = f"failed (exit {run.exit})" if run.exit else "failed (printed a traceback)"
     return Entry(

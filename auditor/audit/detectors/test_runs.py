@@ -82,6 +82,7 @@ from typing import Any
 
 from auditor.audit.detectors.line_edits import LineModel
 from schemas import ActorKind, StepKind, Trace, TraceStep
+from schemas.trace import REFUSED
 
 _COUNT = r"(\d+) (failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
 _SECONDS = r"[\d.]+(?:s| seconds)\b"  # pytest 5.1+ prints "0.12s", older ones "0.12 seconds"
@@ -976,6 +977,8 @@ class TestRunFacts:
         runs = []
         for pos, (command, result) in self.calls.items():
             if result is None or patched(self.steps[pos]):  # a patch applied is an edit, not a run
+                continue
+            if self.steps[result].raw.get("error_type") == REFUSED:  # refused: it ran nothing
                 continue
             out = self.steps[result]
             code = exit_code(out)

@@ -44,8 +44,9 @@ the same way, between a ``system`` record
 ``init`` (the session's id, ``cwd``, model, version, permission mode and tools: the header) and a
 ``result`` record (its subtype, turns, cost and the permissions denied: the header; a subtype
 other than ``success``, such as ``error_max_turns``, or ``is_error``, ends the run with the
-harness's end record). What a hook handed the agent (a ``hook_response``'s output) is the
-harness speaking. A call it lists as denied permission ran nothing: its result is an error
+harness's end record). What a hook handed the agent (a ``hook_response``'s output) and the
+harness's word that a background task ended (a ``task_notification``'s summary, naming the call
+that started it) are the harness speaking. A call it lists as denied permission ran nothing: its result is an error
 whose ``error_type`` is ``refused``. A subagent's records name the call that delegated to it
 (``parent_tool_use_id``); the harness's account of a result is ``tool_use_result``. The prompt the
 run was given is not written unless replayed (``--replay-user-messages``): without it the trace has
@@ -320,18 +321,23 @@ class _Session:
     def _bookkeeping(self, record: dict[str, Any], loc: Loc) -> ChatMessage | None:
         """A record that is no turn: counted; a headless run's ``init`` gives the header, its
         ``result`` the run's end (an error or a cut-off run is the harness's end record), and what
-        a hook it ran handed the agent (``hook_response``) is the harness speaking."""
+        a hook it ran handed the agent (``hook_response``), or its word that a background task
+        ended (``task_notification``: a command's exit code, a subagent's summary), is the harness
+        speaking."""
         kind = record.get("type")
         self.facts.count(f"record:{kind}")
-        if kind == "system" and record.get("subtype") == "hook_response":
-            said = record.get("output") or record.get("stdout")
+        subtype = record.get("subtype")
+        if kind == "system" and subtype in ("hook_response", "task_notification"):
+            said = record.get("output") or record.get("stdout") or record.get("summary")
             if isinstance(said, str) and said.strip():
                 raw = pack_raw(
                     line=loc.line,
                     record=loc.base.strip(".") or None,
                     type=kind,
-                    subtype="hook_response",
+                    subtype=subtype,
                     hook_name=record.get("hook_name"),
+                    tool_use_id=record.get("tool_use_id"),  # the call that started the task
+                    status=record.get("status"),
                 )
                 return ChatMessage(
                     None, "system", HARNESS, [Text(said)], raw, timestamp=record.get("timestamp")

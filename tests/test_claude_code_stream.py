@@ -211,3 +211,15 @@ def test_the_github_actions_execution_file_reads_as_the_stream_it_holds(tmp_path
     with pytest.raises(InputError) as caught:
         list(next(open_traces(path, "claude-code-stream")).steps())
     assert str(path) in str(caught.value) and "[3]" in str(caught.value)
+
+
+def test_the_harness_word_that_a_background_task_ended_names_the_call_that_started_it():
+    trace = _trace(REAL / "hive_mind_background_agent_subagent_2_1_284.jsonl")
+    ended = [s for s in trace.steps if s.raw.get("subtype") == "task_notification"]
+    assert len(ended) == 3 and all(
+        (s.actor, s.actor_kind) == ("claude-code", ActorKind.system) for s in ended
+    )
+    calls = {s.tool.call_id: s for s in trace.steps if s.kind is StepKind.tool_call}
+    bash = next(s for s in ended if "exit code 0" in s.content)
+    assert calls[bash.raw["tool_use_id"]].tool.name == "Bash" and bash.raw["status"] == "completed"
+    assert trace.steps.index(bash) > trace.steps.index(calls[bash.raw["tool_use_id"]])

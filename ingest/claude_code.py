@@ -16,8 +16,8 @@ header, not steps. So the steps are, in file order:
   ``file_path``, ``old_string`` and ``new_string`` …);
 - a ``tool_result`` block: the result of the call it names (actor: the tool), ``is_error`` its
   status (the harness sets it on every result that failed, so a result without it succeeded: a
-  file read that mentions a failure is no failed read). A failed ``Bash`` result opens with ``Exit code N``: that is its ``raw.exit_code``; a
-  ``Bash`` result that is no error exited 0. The record's ``toolUseResult`` (the harness's own
+  file read that mentions a failure is no failed read). A failed ``Bash`` result opens with
+  ``Exit code N``: that is its ``raw.exit_code``; a ``Bash`` result that is no error exited 0. The record's ``toolUseResult`` (the harness's own
   account: stdout and stderr, ``interrupted``, an edit's ``filePath``, its ``type`` — ``create`` or
   ``update`` — and ``structuredPatch``) is kept in ``raw.tool_use_result``, less its copies of the
   file (``originalFile``, ``content``, ``file``), which the source keeps;
@@ -37,20 +37,19 @@ conversation is the delegating agent's message to it, not the principal's. The m
 ``agent`` (not the product's name, which projects write everywhere). A subagent's file read alone
 is a trace of its own.
 
-Headless mode (``claude -p --output-format stream-json --verbose``, format ``claude-code-stream``;
-the Claude Code GitHub Action's execution file holds the same records as one JSON array, each
-record then named by its place, ``[n]``) writes the same ``user`` and ``assistant`` records, read
-the same way, between a ``system`` record
-``init`` (the session's id, ``cwd``, model, version, permission mode and tools: the header) and a
-``result`` record (its subtype, turns, cost and the permissions denied: the header; a subtype
-other than ``success``, such as ``error_max_turns``, or ``is_error``, ends the run with the
-harness's end record). What a hook handed the agent (a ``hook_response``'s output) and the
-harness's word that a background task ended (a ``task_notification``'s summary, naming the call
-that started it) are the harness speaking. A call it lists as denied permission ran nothing: its result is an error
-whose ``error_type`` is ``refused``. A subagent's records name the call that delegated to it
-(``parent_tool_use_id``); the harness's account of a result is ``tool_use_result``. The prompt the
-run was given is not written unless replayed (``--replay-user-messages``): without it the trace has
-no principal's request.
+Headless mode (``claude -p --output-format stream-json --verbose``, format ``claude-code-stream``)
+writes the same ``user`` and ``assistant`` records, read the same way; the Claude Code GitHub
+Action's execution file holds them as one JSON array (a record then named by its place, ``[n]``).
+They stand between a ``system`` record ``init`` (the session's id, ``cwd``, model, version,
+permission mode and tools: the header) and a ``result`` record (its subtype, turns, cost and the
+permissions denied: the header; a subtype other than ``success``, such as ``error_max_turns``, or
+``is_error`` ends the run with the harness's end record). What a hook handed the agent (a
+``hook_response``'s output) and the harness's word that a background task ended (a
+``task_notification``'s summary, naming the call that started it) are the harness speaking. A call
+the result lists as denied permission ran nothing: its result is an error whose ``error_type`` is
+``refused``. A subagent's records name the call that delegated to it (``parent_tool_use_id``); the
+harness's account of a result is ``tool_use_result``. The prompt the run was given is not written
+unless replayed (``--replay-user-messages``): without it the trace has no principal's request.
 
 The session's ``cwd``, ``sessionId``, ``version``, ``gitBranch`` and the models seen go to the
 header. A session records no verdict on its task: no outcome.

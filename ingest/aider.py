@@ -13,11 +13,14 @@ The file is Markdown with a mark a line for who wrote it, and the steps follow t
   error: the command reported errors); ``Applied edit to PATH`` answers the edit the reply before
   it proposed for that file; ``Commit SHA MSG``, the session's start and every other notice are the
   harness speaking. A notice that runs over several lines has the mark on its first line only,
-  and ends at the line that ends with aider's line break (two spaces);
+  and ends at the line that ends with aider's line break (two spaces), or where the next marked
+  line aider wrote (it ends with the break) begins;
 - any other line: the agent's reply (``agent``). Its ``SEARCH/REPLACE`` blocks (a file's name, a
   fenced ``<<<<<<< SEARCH`` … ``=======`` … ``>>>>>>> REPLACE``) and whole-file blocks (a file's
   name and a fenced file) are its edits: an ``edit`` call each (``file_path`` and what it
-  writes), placed when aider applied it; a block aider never applied wrote nothing.
+  writes), placed when aider applied it; a block aider never applied wrote nothing. Inside a
+  reply's fenced block a line is the reply's, unless it is marked and ends with aider's line break
+  (a fence the model never closed ends there).
 
 A step's text is the lines without their mark and aider's trailing line break. The versions and
 models aider names go to the header. A history records no verdict on its task: no outcome. Nor
@@ -88,14 +91,19 @@ def _blocks(path: Path) -> Iterator[tuple[str, str, int]]:
 
     for n, raw in enumerate(file_lines(path), 1):
         line = raw.rstrip("\n").rstrip("\r")
-        if open_notice:
+        # a marked line that ends with aider's line break is aider's own, wherever it stands: it
+        # ends a notice left open and a fence the reply never closed
+        aiders = bool(_START.match(line)) or (_marked(line) and line.endswith(_BREAK))
+        if open_notice and not aiders:
             lines.append(line.removesuffix(_BREAK))
             open_notice = not line.endswith(_BREAK)
             continue
-        if kind == "reply" and (fenced or line.startswith("```")):
+        open_notice = False
+        if kind == "reply" and (fenced or line.startswith("```")) and not aiders:
             lines.append(line)
             fenced = fenced != line.startswith("```")
             continue
+        fenced = False
         if _START.match(line):
             yield from flush()
             kind, lines, first = "start", [line.removeprefix("# ")], n
@@ -106,7 +114,7 @@ def _blocks(path: Path) -> Iterator[tuple[str, str, int]]:
                 kind, lines, first = "user", [], n
             lines.append(line[5:].removesuffix(_BREAK) if line.startswith("#### ") else "")
             continue
-        if line.startswith("> ") or line.rstrip() == ">":
+        if _marked(line) and not line.startswith("####"):
             yield from flush()
             kind, lines, first = "notice", [line[2:].removesuffix(_BREAK) if line.startswith("> ") else ""], n
             open_notice = bool(line[1:].strip()) and not line.endswith(_BREAK)
@@ -116,6 +124,11 @@ def _blocks(path: Path) -> Iterator[tuple[str, str, int]]:
             kind, lines, first = "reply", [], n
         lines.append(line)
     yield from flush()
+
+
+def _marked(line: str) -> bool:
+    """A line that opens with a mark: the principal's (``####``) or aider's (``> ``, a bare ``>``)."""
+    return line.startswith(("####", "> ")) or line.rstrip() == ">"
 
 
 class _History:
@@ -181,14 +194,23 @@ class _History:
             )
             return
         if found := _APPLIED.match(text):
-            path = found.group(1).strip()
-            if path in self.proposed:
+            path = self._proposed(found.group(1).strip())
+            if path is not None:
                 arguments, block = self.proposed.pop(path)
                 call_id = self._call_id()
                 yield ChatMessage(None, "assistant", AGENT, [Call("edit", arguments, call_id, block)], raw)
                 yield ChatMessage(None, "tool", None, [Result(text, call_id, "edit", {"status": "ok"})], raw)
                 return
         yield ChatMessage(None, "system", HARNESS, [Text(text)], raw)
+
+    def _proposed(self, applied: str) -> str | None:
+        """The proposed edit aider applied: the one naming that path, else the only one whose path
+        and the applied one end in each other (the reply wrote ``hosts/x/configuration.nix``, aider
+        the file it matched, ``configuration.nix``)."""
+        if applied in self.proposed:
+            return applied
+        near = [p for p in self.proposed if p.endswith("/" + applied) or applied.endswith("/" + p)]
+        return near[0] if len(near) == 1 else None
 
     def _checked(self, failed: bool) -> Iterator[ChatMessage]:
         """The answer to aider's own lint or test command: its output, an error if aider then

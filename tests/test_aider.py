@@ -122,3 +122,17 @@ def test_a_line_that_is_not_utf8_is_named(tmp_path):
     with pytest.raises(InputError) as caught:
         list(next(open_traces(path, "aider")).steps())
     assert str(path) in str(caught.value) and "not UTF-8" in str(caught.value)
+
+
+def test_a_fence_the_model_never_closed_ends_at_aiders_next_line(tmp_path):
+    """The history with a reply's code fence left open: aider's next marked line (it ends with
+    aider's line break) still opens its notice, and the principal's turns after it are still theirs."""
+    lines = DIFFS.read_text(encoding="utf-8").split("\n")
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("> Tokens: "))
+    lines.insert(at - 1, "```python")
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    opened, whole = _trace(path), _trace(DIFFS)
+    humans = [s.content for s in opened.steps if s.actor_kind is ActorKind.human]
+    assert humans == [s.content for s in whole.steps if s.actor_kind is ActorKind.human]
+    assert len(_pairs(opened, "edit")) == len(_pairs(whole, "edit")) == 17

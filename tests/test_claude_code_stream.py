@@ -105,13 +105,17 @@ def test_an_error_result_ends_the_run_with_the_harness_record(tmp_path):
     )
 
 
-def _coding(tmp_path: Path, test_output: str, code: int) -> Trace:
+def _coding(tmp_path: Path, test_output: str, code: int, root: str | None = None) -> Trace:
     """The hooked stream with an edit of the project's code, a bun test run of it and a closing
     claim added before its result record (in the records' own shapes: an Edit and its
     ``tool_use_result``, a Bash call whose failure opens ``Exit code N``)."""
     records = _records(HOOKED)
     base = {"parent_tool_use_id": None, "session_id": records[-1]["session_id"]}
     target = "/Users/javi/projects/trackgentic/packages/library/src/core/tracker.ts"
+    if root is not None:  # the session as run on Windows: its working directory and paths
+        init = next(r for r in records if r.get("subtype") == "init")
+        init["cwd"] = root
+        target = root + "\\packages\\library\\src\\core\\tracker.ts"
 
     def call(ident: str, name: str, arguments: dict) -> dict:
         content = [{"type": "tool_use", "id": ident, "name": name, "input": arguments}]
@@ -223,3 +227,9 @@ def test_the_harness_word_that_a_background_task_ended_names_the_call_that_start
     bash = next(s for s in ended if "exit code 0" in s.content)
     assert calls[bash.raw["tool_use_id"]].tool.name == "Bash" and bash.raw["status"] == "completed"
     assert trace.steps.index(bash) > trace.steps.index(calls[bash.raw["tool_use_id"]])
+
+
+def test_a_windows_working_directory_makes_the_changed_paths_relative(tmp_path):
+    passed = BUN_FAILED.with_name("bun_test_passed.txt").read_text(encoding="utf-8")
+    trace = _coding(tmp_path, passed, 0, root="C:\\Users\\javi\\trackgentic")
+    assert list(TestRunFacts(trace).changed) == ["packages\\library\\src\\core\\tracker.ts"]

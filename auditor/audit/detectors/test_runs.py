@@ -940,7 +940,7 @@ class TestRunFacts:
     def __init__(self, trace: Trace) -> None:
         self.steps = trace.steps
         cwd = trace.header.metadata.get("cwd")  # the checkout a session ran in (Claude Code)
-        self.root = cwd.rstrip("/") + "/" if isinstance(cwd, str) and cwd.startswith("/") else None
+        self.root = _root(cwd) if isinstance(cwd, str) else None
         self.submission = next(
             (
                 s.content
@@ -1588,6 +1588,17 @@ def _created(result: TraceStep | None) -> str | None:
         isinstance(written, dict) and written.get("created") is True
     )
     return _account_file(result) if made and result is not None else None
+
+
+def _root(cwd: str) -> str | None:
+    """A session's working directory as the prefix of the paths under it: a POSIX path, or a
+    Windows one (``C:\\tmp\\proj``, its own separator kept)."""
+    if cwd.startswith("/"):
+        return cwd.rstrip("/") + "/"
+    if re.match(r"[A-Za-z]:[\\/]", cwd):
+        separator = "\\" if "\\" in cwd else "/"
+        return cwd.rstrip("\\/") + separator
+    return None
 
 
 def _norm(path: str) -> str:

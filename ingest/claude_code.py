@@ -17,10 +17,11 @@ header, not steps. So the steps are, in file order:
 - a ``tool_result`` block: the result of the call it names (actor: the tool), ``is_error`` its
   status (the harness sets it on every result that failed, so a result without it succeeded: a
   file read that mentions a failure is no failed read). A failed ``Bash`` result opens with
-  ``Exit code N``: that is its ``raw.exit_code``; a ``Bash`` result that is no error exited 0. The record's ``toolUseResult`` (the harness's own
-  account: stdout and stderr, ``interrupted``, an edit's ``filePath``, its ``type`` — ``create`` or
-  ``update`` — and ``structuredPatch``) is kept in ``raw.tool_use_result``, less its copies of the
-  file (``originalFile``, ``content``, ``file``), which the source keeps;
+  ``Exit code N``: that is its ``raw.exit_code``; a ``Bash`` result that is no error exited 0. The
+  record's ``toolUseResult`` (the harness's own account: stdout and stderr, ``interrupted``, an
+  edit's ``filePath``, its ``type`` — ``create`` or ``update`` — and ``structuredPatch``) is kept
+  in ``raw.tool_use_result``, less its copies of the file (``originalFile``, ``content``,
+  ``file``), which the source keeps;
 - the harness's reminder appended to a file it read (a ``<system-reminder>`` block that ends a
   ``Read`` result on a line of its own, where every line of the file is numbered): a ``system``
   step of ``claude-code`` after the result, which keeps the file's text alone.
@@ -304,8 +305,7 @@ class _Session:
                 self.facts.task, self.task_seen = text, True
         raw = pack_raw(
             file=str(path.relative_to(self.path.parent)) if path != self.path else None,
-            line=loc.line,
-            record=loc.base.strip(".") or None,
+            **_place(loc),
             type=record.get("type"),
             uuid=record.get("uuid"),
             parentUuid=record.get("parentUuid"),
@@ -330,8 +330,7 @@ class _Session:
             said = record.get("output") or record.get("stdout") or record.get("summary")
             if isinstance(said, str) and said.strip():
                 raw = pack_raw(
-                    line=loc.line,
-                    record=loc.base.strip(".") or None,
+                    **_place(loc),
                     type=kind,
                     subtype=subtype,
                     hook_name=record.get("hook_name"),
@@ -341,17 +340,16 @@ class _Session:
                 return ChatMessage(
                     None, "system", HARNESS, [Text(said)], raw, timestamp=record.get("timestamp")
                 )
-        if kind == "system" and record.get("subtype") == "init":
+        if kind == "system" and subtype == "init":
             self.facts.metadata.update(pack_raw(**{k: record.get(k) for k in _INIT_KEYS}))
         elif kind == "result":
             self.facts.metadata["result"] = pack_raw(**{k: record.get(k) for k in _RESULT_KEYS})
-            subtype = record.get("subtype")
             if record.get("is_error") is True or (isinstance(subtype, str) and subtype != "success"):
                 said = record.get("result")
                 self.end = (
                     str(subtype),
                     said if isinstance(said, str) and said else str(subtype),
-                    pack_raw(line=loc.line, record=loc.base.strip(".") or None),
+                    pack_raw(**_place(loc)),
                 )
         return None
 
@@ -426,13 +424,20 @@ class _Session:
 def _checked(record: Any, loc: Loc) -> dict[str, Any]:
     """A record, refused with where it stands unless its shape can be read."""
     if not isinstance(record, dict):
-        field = loc.base.strip(".") or None
-        raise InputError("a record must be a JSON object", path=loc.path, line=loc.line, field=field)
+        place = _place(loc)
+        raise InputError(
+            "a record must be a JSON object", path=loc.path, line=place["line"], field=place["record"]
+        )
     if not isinstance(record.get("type"), str | None):
         raise loc.error("a record's 'type' must be text", "type")
     if "message" in record and record.get("type") in _TURNS and not isinstance(record["message"], dict):
         raise loc.error("must be a JSON object", "message")
     return record
+
+
+def _place(loc: Loc) -> dict[str, Any]:
+    """Where a record stands: its line (JSON lines), or its place in an array (``record``, ``[n]``)."""
+    return {"line": loc.line, "record": loc.base.strip(".") or None}
 
 
 def _text_of(m: ChatMessage) -> str:

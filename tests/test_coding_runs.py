@@ -459,6 +459,71 @@ def test_a_django_test_label_rerun_clears_the_failure_only_when_it_passes(name, 
         assert any("FAILED (failures=7)" in u.quote for u in found[0].evidence)
 
 
+def test_a_django_label_that_passes_later_clears_only_the_tests_it_names(tmp_path):
+    """The cleared run with its passing rerun's label changed to another module (the output kept,
+    real): that run did not run the failing test again, so the failure stands."""
+    path = REAL / "mini-swe-agent" / "django_scripted_narrow_rerun_cleared.traj.json"
+    data = json.loads(path.read_text())
+    label = "utils_tests.test_text.TestUtilsText.test_slugify"
+    (turn,) = [m for m in data["messages"] if m["role"] == "assistant" and label in m["content"]]
+    turn["content"] = turn["content"].replace(label, "utils_tests.test_html")
+    (tmp_path / path.name).write_text(json.dumps(data))
+    trace = trace_of(tmp_path / path.name)
+    runs = TestRunFacts(trace).runs
+    assert [r.labels for r in runs if r.is_test] == [{"utils_tests.test_text"}, {"utils_tests.test_html"}]
+    assert [r.covers(label) for r in runs if r.is_test] == [True, False]
+    found = [f for f in run_rules_audit(trace).findings if f.detector == "coding_verification"]
+    assert [f.failure_mode for f in found] == ["3.3"]
+
+
+@pytest.mark.parametrize(
+    ("command", "labels"),
+    [
+        (
+            "python tests/runtests.py --settings test_sqlite --parallel 1 -v 2 admin_views.tests",
+            {"admin_views.tests"},
+        ),
+        (
+            "cd /testbed && ./tests/runtests.py queries model_fields.test_jsonfield",
+            {"queries", "model_fields.test_jsonfield"},
+        ),
+        ("python manage.py test polls.tests.QuestionTests --noinput", {"polls.tests.QuestionTests"}),
+        ("python -m django test --settings=x.settings app.tests", {"app.tests"}),
+        ("python -m unittest -v test_mod.TestA", {"test_mod.TestA"}),
+        ("python -m unittest discover -s tests -p 'test_*.py'", set()),
+        ("python -m unittest tests/test_x.py", set()),  # a file: a target, not a label
+    ],
+)
+def test_the_labels_a_unittest_style_runner_is_given(command, labels):
+    run = TestRun(0, 1, "unittest", command, "OK", passed=1)
+    assert run.labels == labels
+    assert "runtests.py" not in " ".join(run.targets)  # the runner's program is no test it runs
+
+
+def test_a_label_names_its_module_and_the_files_of_its_package():
+    run = TestRun(
+        0, 1, "unittest", "python tests/runtests.py utils_tests.test_text.TestUtilsText", "OK", passed=1
+    )
+    assert run.names_file("tests/utils_tests/test_text.py") and not run.names_file(
+        "tests/utils_tests/test_html.py"
+    )
+    assert TestRun(0, 1, "unittest", "./runtests.py utils_tests", "OK", passed=1).names_file(
+        "tests/utils_tests/test_html.py"
+    )
+    # a unittest id: run again by the label of its module, its class or itself; not by a sibling's
+    assert run.covers("utils_tests.test_text.TestUtilsText.test_slugify")
+    assert run.covers("utils_tests.test_text.TestOther.test_x") is False
+    whole = TestRun(0, 1, "unittest", "python tests/runtests.py -k slugify", "OK", passed=1)
+    assert whole.covers("utils_tests.test_text.TestUtilsText.test_slugify")
+    assert whole.covers("utils_tests.test_text.TestUtilsText.test_truncate") is False
+    # a run that names files says nothing of a unittest id; pytest ids stay by their file
+    assert (
+        TestRun(0, 1, "unittest", "python -m unittest tests/test_x.py", "OK", passed=1).covers("test_x.T.t")
+        is None
+    )
+    assert run.covers("tests/utils_tests/test_text.py::test_a") and not run.covers("tests/other.py::test_a")
+
+
 def test_facts_of_a_run_that_edited_an_existing_test():
     facts = TestRunFacts(trace_of(EDITED))
     test_file = "sympy/functions/special/tests/test_zeta_functions.py"

@@ -71,7 +71,6 @@ from auditor.audit.detectors.test_runs import (
     Edit,
     TestRun,
     TestRunFacts,
-    file_of_test,
     first_line,
     is_test_file,
     output_body,
@@ -307,13 +306,14 @@ class CodingVerificationDetector:
     @staticmethod
     def _passed_later(tests: TestRunFacts, run: TestRun, end: int) -> bool:
         """Every failed test ran again later and did not fail (a narrower rerun, ``-k`` or one
-        test id, clears only what it picks); without ids, a later passing run of the whole check."""
+        test id, clears only what it picks); without ids a run can be said to run again (a unittest id
+        of a run that names files), a later passing run of the whole check."""
         later = [r for r in tests.project_runs if run.call < r.call < end]
 
         def cleared(test: str) -> bool:
             return any(r.covers(test) and r.clears(test) for r in later)
 
-        if run.failed_ids and all(file_of_test(i) for i in run.failed_ids):
+        if run.failed_ids and all(run.covers(i) is not None for i in run.failed_ids):
             return all(cleared(i) for i in run.failed_ids)
         return any(r.ok and r.key == run.key and not r.selection for r in later)
 
@@ -342,7 +342,7 @@ class CodingVerificationDetector:
             evidence = [facts.unit(edits[0].pos, edits[0].quote)] if edits else []
             evidence.append(facts.unit(end, removed) if removed in facts.steps[end].content else None)
             # what that test said: failing before its assertions were rewritten, and after
-            ran = [r for r in tests.runs if r.is_test and changed.path in r.targets and r.call < end]
+            ran = [r for r in tests.runs if r.is_test and r.names_file(changed.path) and r.call < end]
             failed = [r for r in ran if not r.ok and r.call < pos]
             evidence += [
                 facts.unit(r.result, r.summary) for r in (failed[-1:] + [r for r in ran if r.call > pos][-1:])

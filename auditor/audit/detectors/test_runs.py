@@ -159,6 +159,32 @@ _PACKAGE_TESTS = (
     ["bun", "run", "test"],
 )
 _DJANGO_COMMANDS = frozenset({"manage.py", "django-admin", "django-admin.py"})
+# a unittest-style runner's test label (``admin_views.tests.Case.test_x``), and the options of
+# Django's runner and unittest that take a value (a word that is no label: ``--settings test_sqlite``)
+_LABEL = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_VALUED_OPTIONS = frozenset(
+    {
+        "--settings",
+        "--parallel",
+        "-k",
+        "--start-at",
+        "--start-after",
+        "--tag",
+        "--exclude-tag",
+        "--bisect",
+        "--pair",
+    }
+    | {
+        "--selenium",
+        "--selenium-hub",
+        "-p",
+        "--pattern",
+        "-s",
+        "--start-directory",
+        "-t",
+        "--top-level-directory",
+    }
+)
 # a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
 # stand-in test for a module it failed to import
 _IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
@@ -404,15 +430,40 @@ class TestRun:
         return self.runner != "script"
 
     @cached_property
+    def _arguments(self) -> list[list[str]]:
+        """The words the run's runner reads, a list for each simple command that starts one (its
+        program left out: ``runtests.py`` runs tests, it is none); for a script, or a runner the
+        command does not name, every simple command's words after the first."""
+        found = [call[1] for words in _words(self.command) if (call := _runner_call(words))]
+        return found or [words[1:] for words in _words(self.command)]
+
+    @cached_property
     def targets(self) -> frozenset[str]:
         """The test files (or test directories) the command names; a ``path::test`` id by its file."""
         found = set()
-        for words in _words(self.command):
-            for w in words[1:]:
+        for words in self._arguments:
+            for w in words:
                 path = _norm(w.split("::")[0])
                 if path.endswith(".py") or (not w.startswith("-") and is_test_file(path + "/x")):
                     found.add(path)
         return frozenset(found)
+
+    @cached_property
+    def labels(self) -> frozenset[str]:
+        """The dotted labels a unittest-style runner is given (Django's ``runtests.py
+        app.tests.Case``, ``python -m unittest module.Case.test``): what it runs, named by module."""
+        if self.runner != "unittest" or runner_of(self.command) is None:
+            return frozenset()
+        found = set()
+        for words in self._arguments:
+            values = {i + 1 for i, w in enumerate(words) if w in _VALUED_OPTIONS}
+            found |= {w for i, w in enumerate(words) if i not in values and _LABEL.fullmatch(w)}
+        return frozenset(found - {"discover"})
+
+    def names_file(self, path: str) -> bool:
+        """Whether the run names a test file: among its targets, or the module (or package) one of
+        its labels names (``utils_tests.test_text``: ``tests/utils_tests/test_text.py``)."""
+        return path in self.targets or any(_label_names(label, path) for label in self.labels)
 
     @cached_property
     def selection(self) -> tuple[str, ...]:
@@ -433,19 +484,31 @@ class TestRun:
         return tuple(out)
 
     def covers(self, test: str) -> bool | None:
-        """Whether the run ran a test again (by its id: ``path.py::name`` or SymPy's ``path.py:name``):
-        its file is among the targets (or the run names none) and the selection, if any, picks it.
-        None for an id that names no file (unittest's ``module.Class.test``)."""
+        """Whether the run ran a test again (by its id: ``path.py::name``, SymPy's ``path.py:name``,
+        unittest's ``module.Class.test``): its file (or module) is among what the run names, or it
+        names nothing, and the selection, if any, picks it. None for a unittest id on a run that
+        names files or is no unittest run."""
         file = file_of_test(test)
         if file is None:
-            return None
+            return self._covers_label(test)
         if self.targets and not any(file == t or file.startswith(t.rstrip("/") + "/") for t in self.targets):
+            return False
+        if self.labels and not self.targets and not self.names_file(file):
             return False
         name = re.split(r"::|:", test[len(file) :].lstrip(":"))[-1].split("[")[0]
         same = test.replace("::", ":")
         return not self.selection or any(
             same.startswith(s.replace("::", ":")) if "::" in s else s in name for s in self.selection
         )
+
+    def _covers_label(self, test: str) -> bool | None:
+        """``covers`` for a unittest id: a label names its module, class or itself (``-k`` picks by
+        the whole id, as unittest's does)."""
+        if self.runner != "unittest" or self.targets:
+            return None
+        if self.labels and not any(test == label or test.startswith(label + ".") for label in self.labels):
+            return False
+        return not self.selection or any(s.strip("*") in test for s in self.selection)
 
     def clears(self, test: str) -> bool:
         """Whether this run, having run ``test``, did not fail it: it passed, or it named the tests it
@@ -460,8 +523,8 @@ class TestRun:
 
     @property
     def key(self) -> str:
-        """Which check the run is: its targets, else its command with whitespace collapsed."""
-        return " ".join(sorted(self.targets)) or " ".join(self.command.split())
+        """Which check the run is: its targets and labels, else its command with whitespace collapsed."""
+        return " ".join(sorted(self.targets | self.labels)) or " ".join(self.command.split())
 
 
 @dataclass(frozen=True)
@@ -832,39 +895,42 @@ def runner_of(command: str) -> str | None:
     ``runtests.py`` and ``test`` command, SymPy's ``bin/test``, tox, nox, cargo test, go test,
     ``node --test``, ``bun test``, vitest, jest; ``package`` for a project's ``npm test``, whose
     runner its summary names), by its summary's kind; None for any other."""
-    for words in _words(command):
-        name = PurePosixPath(words[0]).name
-        if name in _RUNNER_PROGRAMS:
-            return _RUNNER_PROGRAMS[name]
-        program, args = words[0], words[1:]
-        if _SCRIPT.match(program):
-            rest = words[1:]
-            if "-m" in rest[:-1]:
-                module, args = rest[rest.index("-m") + 1], rest[rest.index("-m") + 2 :]
-                if module == "django" and args[:1] == ["test"]:  # python -m django test
-                    return "unittest"
-                return module if module in ("pytest", "unittest") else None
-            rest = _python_args(rest)
-            program, args = (rest[0], rest[1:]) if rest else ("", [])  # the file Python runs
-        if PurePosixPath(program).name == "runtests.py":
-            return "unittest"
-        if PurePosixPath(program).name in _DJANGO_COMMANDS and args[:1] == ["test"]:
-            return "unittest"  # manage.py test, django-admin test: unittest's summary
-        if program.endswith("bin/test"):
-            return "sympy"
-        if words[:2] in (
-            ["cargo", "test"],
-            ["cargo", "nextest"],
-            ["go", "test"],
-            ["node", "--test"],
-            ["bun", "test"],
-        ):
-            return words[0]
-        if name in ("npx", "bunx") and args and PurePosixPath(args[0]).name in ("vitest", "jest"):
-            return PurePosixPath(args[0]).name
-        if any(words[: len(p)] == p for p in _PACKAGE_TESTS):
-            return "package"
-    return None
+    return next((call[0] for words in _words(command) if (call := _runner_call(words))), None)
+
+
+def _runner_call(words: list[str]) -> tuple[str, list[str]] | None:
+    """(the runner, the arguments it reads) when a simple command starts a test runner."""
+    name = PurePosixPath(words[0]).name
+    if name in _RUNNER_PROGRAMS:
+        return _RUNNER_PROGRAMS[name], words[1:]
+    program, args = words[0], words[1:]
+    if _SCRIPT.match(program):
+        rest = words[1:]
+        if "-m" in rest[:-1]:
+            module, args = rest[rest.index("-m") + 1], rest[rest.index("-m") + 2 :]
+            if module == "django" and args[:1] == ["test"]:  # python -m django test
+                return "unittest", args[1:]
+            return (module, args) if module in ("pytest", "unittest") else None
+        rest = _python_args(rest)
+        program, args = (rest[0], rest[1:]) if rest else ("", [])  # the file Python runs
+    if PurePosixPath(program).name == "runtests.py":
+        return "unittest", args
+    if PurePosixPath(program).name in _DJANGO_COMMANDS and args[:1] == ["test"]:
+        return "unittest", args[1:]  # manage.py test, django-admin test: unittest's summary
+    if program.endswith("bin/test"):
+        return "sympy", args
+    if words[:2] in (
+        ["cargo", "test"],
+        ["cargo", "nextest"],
+        ["go", "test"],
+        ["node", "--test"],
+        ["bun", "test"],
+    ):
+        return words[0], words[2:]
+    if name in ("npx", "bunx") and args and PurePosixPath(args[0]).name in ("vitest", "jest"):
+        return PurePosixPath(args[0]).name, args[1:]
+    package = next((p for p in _PACKAGE_TESTS if words[: len(p)] == p), None)
+    return ("package", words[len(package) :]) if package else None
 
 
 def _python_args(args: list[str]) -> list[str]:
@@ -1560,6 +1626,14 @@ def file_of_test(test: str) -> str | None:
     names none (unittest's ``module.Class.test``)."""
     file, found, _ = test.partition(".py")
     return file + found if found else None
+
+
+def _label_names(label: str, path: str) -> bool:
+    """Whether a dotted label names a file: the module one of its prefixes is (``a.b.Case``:
+    ``…/a/b.py``), or the package the whole label is, that the file is in (``a``: ``…/a/…``)."""
+    parts, path = label.split("."), "/" + path
+    modules = ("/".join(parts[:k]) for k in range(1, len(parts) + 1))
+    return f"/{'/'.join(parts)}/" in path or any(path.endswith(f"/{module}.py") for module in modules)
 
 
 def output_body(step: TraceStep) -> str:

@@ -22,6 +22,10 @@ REAL = REPO / "tests" / "fixtures" / "real" / "gemini-cli"
 AGENT_BUILT = REAL / "interactive_python_agent_pip_exit127_venv_rewrite_unrun.json"
 REPLACED = REAL / "headless_replace_edit_then_reread.json"
 NO_TOOL = REAL / "headless_write_file_not_in_registry_ends_on_error.json"
+UPSERTED = REAL / "recording_write_shell_upserted_calls.jsonl"  # the JSON-lines recording (0.40+)
+SHELL_LS = REAL / "recording_0_40_shell_ls.jsonl"
+RESUMED = REAL / "recording_checkpoints_resume_fake_model.jsonl"
+RECORDINGS = [UPSERTED, SHELL_LS, RESUMED]
 
 
 def _trace(path: Path) -> Trace:
@@ -29,9 +33,128 @@ def _trace(path: Path) -> Trace:
     return Trace(header=imported.header, steps=list(imported.steps()))
 
 
-@pytest.mark.parametrize("path", [AGENT_BUILT, REPLACED, NO_TOOL], ids=["interactive", "replace", "no-tool"])
+@pytest.mark.parametrize(
+    "path",
+    [AGENT_BUILT, REPLACED, NO_TOOL, *RECORDINGS],
+    ids=["interactive", "replace", "no-tool", "upserted", "shell-ls", "resumed"],
+)
 def test_a_session_is_detected_as_gemini_cli(path):
     assert detect(path)[0] == "gemini-cli"
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _write_lines(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_a_recording_is_its_messages_each_once_in_their_last_copy():
+    """Each assistant record is written twice (its thoughts first, then again with its tool calls
+    and their results): one message each. The context the CLI opens with and the function
+    responses it sends back to the model are not the principal's words."""
+    trace = _trace(UPSERTED)
+    humans = [s for s in trace.steps if s.actor_kind is ActorKind.human]
+    assert [s.content for s in humans] == [trace.header.task] and trace.header.task.startswith(
+        "Read hello.txt"
+    )
+    assert trace.steps[0].actor == "gemini-cli" and trace.steps[0].content.startswith("<session_context>")
+    calls = [s.tool.name for s in trace.steps if s.kind is StepKind.tool_call]
+    assert calls == ["update_topic", "read_file", "write_file", "run_shell_command", "update_topic"]
+    thoughts = [s for s in trace.steps if s.raw.get("block") == "reasoning"]
+    assert len(thoughts) == 4  # three of the first record, one of the second: none read twice
+    results = [s for s in trace.steps if s.kind is StepKind.tool_result]
+    assert all(r.refs.reply_to for r in results) and len(results) == len(calls)
+    (written,) = [r.raw["written"] for r in results if "written" in r.raw]
+    assert written == {"path": "probe_out.txt", "created": True}
+    meta = trace.header.metadata
+    assert (meta["session_kind"], meta["models"], meta["skipped_records"]) == (
+        "main",
+        ["gemini-3.5-flash"],
+        {"record:function_responses": 2},
+    )
+    assert meta["last_updated"] == "2026-07-31T11:42:53.039Z"  # the last $set's
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+def test_a_checkpoint_writes_the_messages_again_and_later_records_go_on_from_it():
+    """The resumed session: a checkpoint, a prompt, a reply, a resume, a checkpoint of the whole
+    history (the reply's content now parts), a prompt and a reply."""
+    trace = _trace(RESUMED)
+    said = [(s.actor, s.content) for s in trace.steps if s.actor != "gemini-cli"]
+    reply = "Hello from the fake model. 1 + 1 = 2."
+    assert said == [("user", "say hi"), ("agent", reply), ("user", "and again"), ("agent", reply)]
+    assert trace.steps[1].raw["message"] == "$set.messages[1]" and trace.steps[1].raw["line"] == 9
+    assert trace.header.metadata["summary"] == reply
+
+
+def test_the_results_the_cli_sent_back_answer_calls_recorded_without_one(tmp_path):
+    """The upserted session with every call's recorded result taken out: the function responses
+    sent back to the model (its ``user`` records) answer them, word for word."""
+    records = _lines(UPSERTED)
+    for record in records:
+        for call in record.get("toolCalls", []):
+            del call["result"]
+    trace = _trace(_write_lines(tmp_path / "session-x.jsonl", records))
+    whole = _trace(UPSERTED)
+    assert [s.content for s in trace.steps] == [s.content for s in whole.steps]
+
+
+def test_what_a_rewind_took_back_is_kept_and_marked(tmp_path):
+    """The shell session rewound to before its reply, then prompted again (a copy changed for the
+    case: no public recording holds a rewind): the command that ran stays in the trace."""
+    records = _lines(SHELL_LS)
+    records += [
+        {"$rewindTo": "g-assistant-1"},
+        {"id": "g-user-2", "timestamp": "2026-04-29T21:40:01.000Z", "type": "user", "content": [{"text": "Just say hello."}]},
+        {"id": "g-assistant-3", "timestamp": "2026-04-29T21:40:03.000Z", "type": "gemini", "content": "Hello!"},
+    ]  # fmt: skip
+    trace = _trace(_write_lines(tmp_path / "session-r.jsonl", records))
+    rewound = [s for s in trace.steps if s.raw.get("rewound")]
+    assert [s.kind for s in rewound] == [StepKind.tool_call, StepKind.tool_result, StepKind.message]
+    assert [s.content for s in trace.steps[-2:]] == ["Just say hello.", "Hello!"]
+    assert not trace.steps[0].raw.get("rewound")
+
+
+def test_a_failing_test_run_in_a_recording_is_a_finding(tmp_path):
+    """The shell session's command made a failing pytest run, its reply a claim (a changed copy)."""
+    records = _lines(SHELL_LS)
+    call = records[3]["toolCalls"][0]
+    call["args"]["command"] = "pytest -q"
+    output = "Output: F.\n1 failed, 1 passed in 0.02s\nExit Code: 1\nProcess Group PGID: 12345"
+    call["result"][0]["functionResponse"]["response"]["output"] = output
+    records[4]["content"] = "All tests pass."
+    trace = _trace(_write_lines(tmp_path / "session-t.jsonl", records))
+    (run,) = TestRunFacts(trace).runs
+    assert (run.runner, run.failed, run.exit) == ("pytest", 1, 1)
+    found = run_rules_audit(trace).findings
+    assert any("1 failed" in u.quote for f in found for u in f.evidence)
+
+
+@pytest.mark.parametrize(
+    ("damage", "where"),
+    [
+        (lambda r: r.insert(2, "[1, 2]"), "line 3"),
+        (lambda r: r.insert(2, {"$set": []}), "line 3, field '$set'"),
+        (lambda r: r.insert(2, {"$set": {"messages": [5]}}), "line 3, field '$set.messages[0]'"),
+        (lambda r: r.insert(2, {"type": "user", "content": "x", "id": None}), "line 3, field 'id'"),
+        (lambda r: r[3]["toolCalls"][0].update(result=[{"functionResponse": 3}]), "line 4, field 'toolCalls[0].result'"),
+    ],
+    ids=["not-object", "set-not-object", "checkpoint-message", "no-id", "response-not-object"],
+)  # fmt: skip
+def test_bad_recording_lines_name_the_file_line_and_field(tmp_path, damage, where):
+    records = _lines(SHELL_LS)
+    damage(records)
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records), encoding="utf-8"
+    )
+    with pytest.raises(InputError) as caught:
+        list(next(open_traces(path, "gemini-cli")).steps())
+    assert f"{path}, {where}" in str(caught.value)
 
 
 def test_the_principal_the_agents_thoughts_and_the_header_are_who_the_session_says():

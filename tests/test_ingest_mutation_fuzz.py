@@ -49,6 +49,7 @@ FILES = [
     "real/codex/vscode_shell_exit127_interrupted.jsonl",
     "real/aider/shell_commands_search_replace_commits_chat_history.md",
     "real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
+    "real/gemini-cli/recording_write_shell_upserted_calls.jsonl",
     "real/codex-exec/superstar_reviewer_pytest_pass_git_exit128_ready_verdict.jsonl",
     "real/claude-code-stream/trackgentic_bun_test_edit_permission_denied.jsonl",
 ]

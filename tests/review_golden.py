@@ -59,6 +59,8 @@ def corpus() -> list[Case]:
         cases.append(Case(f"whowhen-{path.parent.name}-{path.name}", path))
     for folder in ("real", "ingest"):
         for path in sorted((FIXTURES / folder).rglob("*")):
+            if (path.parent.parent / "base_state.json").is_file():
+                continue  # one event of a persisted conversation: reviewed with its base_state.json
             if path.suffix in (".json", ".jsonl", ".log", ".traj") and path.name != "expected_counts.json":
                 cases.append(Case(f"{folder}-{path.relative_to(FIXTURES / folder)}".replace("/", "-"), path))
     return cases
@@ -96,6 +98,9 @@ def review_text(case: Case, folder: Path) -> str:
     inputs.mkdir()
     if case.generate is not None:
         path = _generated(case.generate, inputs)
+    elif case.path is not None and case.path.name == "base_state.json":  # a conversation: its folder
+        path = inputs / case.path.parent.name / case.path.name
+        shutil.copytree(case.path.parent, path.parent)
     else:
         assert case.path is not None
         path = inputs / case.path.name

@@ -34,6 +34,8 @@ SAMPLES: dict[str, Path] = {
     "swe-agent": REPO / "tests/fixtures/real/swe-agent/networking_1.traj",
     "mini-swe-agent": REPO / "tests/fixtures/real/mini-swe-agent/sympy__sympy-13852.traj.json",
     "openhands": REPO / "tests/fixtures/real/openhands/wrong_initial_state.json",
+    "openhands-sdk": REPO
+    / "tests/fixtures/real/openhands-sdk/terminal_pwd_finish_conversation/base_state.json",
     "claude-code": REPO / "tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl",
     "codex": REPO / "tests/fixtures/real/codex/vscode_shell_exit127_interrupted.jsonl",
     "aider": REPO / "tests/fixtures/real/aider/whole_edit_lint_autofix_commits_chinese_chat_history.md",
@@ -83,6 +85,12 @@ def _strings(value: Any, out: list[str]) -> None:
 
 
 def _source_texts(path: Path) -> list[str]:
+    if path.name == "base_state.json":  # a conversation persisted as files: its events' texts too
+        return [t for p in [path, *sorted((path.parent / "events").iterdir())] for t in _file_texts(p)]
+    return _file_texts(path)
+
+
+def _file_texts(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".md":  # a chat log whose lines carry their speaker's mark: also read unmarked
         return [text, "\n".join(_unmarked(line) for line in text.splitlines())]

@@ -161,13 +161,21 @@ PLANTED = given(  # which secret, where, and how it is planted
 
 @functools.cache
 def _example(name: str) -> Path | None:
-    """The importer's example: listed above, one record of the MAD file, or the smallest file in
+    """The importer's example: listed above, one record of the MAD file, an OpenHands conversation's
+    events as one list, or the smallest file in
     tests/fixtures/real/<name>/ (where a new importer's real examples go); None if it has none."""
     if name == "mad":
         if not MAD.is_file():
             return MAD
         path = Path(tempfile.mkdtemp()) / MAD.name
         path.write_text(json.dumps(json.loads(MAD.read_text(encoding="utf-8"))[:1]), encoding="utf-8")
+        return path
+    if name == "openhands-sdk":  # a persisted conversation is many files: its events as one list
+        events = sorted((FIXTURES / "real" / name / "terminal_pwd_finish_conversation" / "events").iterdir())
+        path = Path(tempfile.mkdtemp()) / "history.json"
+        path.write_text(
+            json.dumps([json.loads(p.read_text(encoding="utf-8")) for p in events]), encoding="utf-8"
+        )
         return path
     if name in EXAMPLES:
         return EXAMPLES[name]

@@ -83,7 +83,13 @@ def rules_audit(
         except CitationError as exc:  # a detector bug must never become an unresolvable citation
             ctx.notes.append(f"detector {name} failed: {exc}")
             continue
-        findings.extend(file_finding(name, d, trace.header.trace_id) for d in drafts)
+        for d in drafts:
+            if not d.evidence:  # no verbatim quote to cite (its steps hold no text): no finding
+                ctx.notes.append(
+                    f"detector {name}: '{d.title}' left out, none of its steps has text to quote"
+                )
+                continue
+            findings.append(file_finding(name, d, trace.header.trace_id))
     phases("assessing the outcome")
     run, attribution, findings, score = assess(ctx, findings, outcome)
     findings.sort(key=lambda f: (ctx.position(f.first_anomalous_step), f.risk_class.value))

@@ -1740,7 +1740,7 @@ def _editor_target(step: TraceStep) -> str | None:
     if not isinstance(args, dict) or not isinstance(args.get("path"), str):
         return None
     command = args.get("command")
-    if command in _EDITOR_COMMANDS or (
+    if (isinstance(command, str) and command in _EDITOR_COMMANDS) or (
         command is None and ("new_str" in args or "file_text" in args or "content" in args)
     ):
         return args["path"]

@@ -141,6 +141,17 @@ class OpenHandsSdkImporter:
             )
 
 
+def read_with_state(path: Path) -> bool:
+    """Whether a file is one event of a conversation whose ``base_state.json`` reads it in (a
+    folder walked whole reviews the conversation once, not each event alone)."""
+    folder = path.parent
+    return (
+        bool(_EVENT_FILE.match(path.name))
+        and folder.name == "events"
+        and (folder.parent / "base_state.json").is_file()
+    )
+
+
 def _event_files(folder: Path) -> list[Path]:
     """A conversation's event files in their order (the index in each name)."""
     found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _EVENT_FILE.match(p.name))]

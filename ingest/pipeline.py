@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from auditor.core.errors import AuditorError, InputError
 from ingest.base import ImportedTrace, file_digest
 from ingest.claude_code import read_with_session
+from ingest.openhands_sdk import read_with_state
 from ingest.redact import Redactor
 from ingest.registry import detect, get, open_traces
 from ingest.spool import spooled
@@ -210,13 +211,15 @@ def _rescanned(path: Path, name: str) -> Iterator[ImportedTrace]:
 
 
 def iter_files(root: Path, recursive: bool) -> Iterator[Path]:
-    """Files under a directory in a stable order, hidden files and folders skipped, and a Claude
-    Code subagent's file that its session's file reads in (the session is one trace)."""
+    """Files under a directory in a stable order, hidden files and folders skipped, and the files
+    another file reads in: a Claude Code subagent's, that its session's file reads (the session is
+    one trace), an OpenHands conversation's events, that its ``base_state.json`` reads."""
     pattern = "**/*" if recursive else "*"
     for path in sorted(root.glob(pattern)):
         if (
             path.is_file()
             and not any(part.startswith(".") for part in path.relative_to(root).parts)
             and not read_with_session(path)
+            and not read_with_state(path)
         ):
             yield path

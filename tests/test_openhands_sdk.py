@@ -17,6 +17,7 @@ from auditor.audit.detectors.test_runs import TestRunFacts, exit_code
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
+from ingest.pipeline import iter_files
 from ingest.registry import detect, open_traces
 from schemas import ActorKind, StepKind, Trace
 from schemas.trace import REFUSED
@@ -267,3 +268,11 @@ def test_a_finding_with_nothing_to_quote_is_left_out_and_said(tmp_path):
     assert report.findings == []
     left = [n for n in report.notes if "left out, none of its steps has text to quote" in n]
     assert any("failure_repetition" in n for n in left)
+
+
+def test_a_folder_walk_reads_a_conversation_once(tmp_path):
+    """``auditor ingest DIR --recursive`` and triage walk folders: a conversation is its
+    base_state.json, its events read with it, not each on its own."""
+    shutil.copytree(CONVERSATION, tmp_path / "conversations" / "cd94")
+    walked = list(iter_files(tmp_path, recursive=True))
+    assert walked == [tmp_path / "conversations" / "cd94" / "base_state.json"]

@@ -1741,7 +1741,7 @@ def _editor_target(step: TraceStep) -> str | None:
         return None
     command = args.get("command")
     if (isinstance(command, str) and command in _EDITOR_COMMANDS) or (
-        command is None and ("new_str" in args or "file_text" in args or "content" in args)
+        command is None and ({"new_str", "file_text", "content", "streamContent"} & args.keys())
     ):
         return args["path"]
     return None

@@ -6,13 +6,16 @@ as the harness writes them. ``--format claude-code`` (the default) extends a Cla
 (tests/fixtures/real/claude-code/pytest_edit_commit_session.jsonl): an ``Edit`` with the harness's
 account of it (the patch and a copy of the file) and a ``Bash`` run. ``--format codex-exec``
 extends a ``codex exec --json`` stream (tests/fixtures/real/codex-exec/fieldguide_…jsonl): a
-``file_change`` item and a ``command_execution`` started and completed. Prints, per length, the
+``file_change`` item and a ``command_execution`` started and completed. ``--format cursor-agent``
+extends a Cursor CLI stream-json capture (tests/fixtures/real/cursor-agent/read_then_edit_…ndjson): an
+``editToolCall`` and a ``shellToolCall``, each started and completed. Prints, per length, the
 file's size, the import's time (every step streamed from the file), the review's (the rules engine,
 every detector) and the test timeline's (``auditor traces tests``), and the peak memory of the
 process.
 
     python benchmarks/session_bench.py                  # 100, 1000 and 5000 cycles
     python benchmarks/session_bench.py --format codex-exec --cycles 20000
+    python benchmarks/session_bench.py --format cursor-agent --cycles 1000 5000
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from schemas import Trace
 REAL = Path(__file__).resolve().parents[1] / "tests/fixtures/real"
 SESSION = REAL / "claude-code/pytest_edit_commit_session.jsonl"
 STREAM = REAL / "codex-exec/fieldguide_nvim_edit_append_mcp_blocked_write.jsonl"
+CURSOR = REAL / "cursor-agent/read_then_edit_overwrite.ndjson"
 
 
 def _cycle(n: int, base: dict, path: str, copy: str) -> list[dict]:
@@ -116,6 +120,48 @@ def _exec_cycle(n: int, path: str) -> list[dict]:
     ]
 
 
+def _cursor_cycle(n: int, path: str, session: str) -> list[dict]:
+    """One edit and one test run as the Cursor CLI streams them: each call started, then completed."""
+    failing = n % 2 == 0
+    output = "F.\n1 failed, 1 passed in 0.01s\n" if failing else "..\n2 passed in 0.01s\n"
+    edit = {"path": path, "streamContent": f"x = {n}\n"}
+    diff = f"-x = {n - 1}\n+x = {n}\n"
+    run = {"command": "pytest -q", "exitCode": int(failing), "stdout": output, "interleavedOutput": output}
+
+    def event(kind: str, call: str, tool: dict) -> dict:
+        return {
+            "type": "tool_call",
+            "subtype": kind,
+            "call_id": f"{call}_{n}",
+            "tool_call": tool,
+            "session_id": session,
+        }
+
+    return [
+        event("started", "edit", {"editToolCall": {"args": edit}}),
+        event(
+            "completed",
+            "edit",
+            {"editToolCall": {"args": edit, "result": {"success": {"path": path, "diffString": diff}}}},
+        ),
+        event("started", "run", {"shellToolCall": {"args": {"command": "pytest -q"}}}),
+        event("completed", "run", {"shellToolCall": {"result": {"failure" if failing else "success": run}}}),
+    ]
+
+
+def extended_cursor(cycles: int, folder: Path) -> Path:
+    lines = [json.loads(line) for line in CURSOR.read_text(encoding="utf-8").splitlines() if line.strip()]
+    session = lines[0]["session_id"]
+    added = [
+        e
+        for n in range(cycles)
+        for e in _cursor_cycle(n, "/Users/boice/Documents/GitHub/toad-ts/calc.py", session)
+    ]
+    out = folder / f"cursor-{cycles}.jsonl"
+    out.write_text("".join(json.dumps(e) + "\n" for e in [*lines[:6], *added, *lines[6:]]), encoding="utf-8")
+    return out
+
+
 def extended_stream(cycles: int, folder: Path) -> Path:
     lines = [json.loads(line) for line in STREAM.read_text(encoding="utf-8").splitlines() if line.strip()]
     end = next(i for i, e in enumerate(lines) if e["type"] == "turn.completed") - 1  # before the report
@@ -138,12 +184,15 @@ def extended(cycles: int, folder: Path) -> Path:
     return out
 
 
+BUILDERS = {"claude-code": extended, "codex-exec": extended_stream, "cursor-agent": extended_cursor}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, nargs="*", default=[100, 1000, 5000])
-    parser.add_argument("--format", choices=["claude-code", "codex-exec"], default="claude-code")
+    parser.add_argument("--format", choices=list(BUILDERS), default="claude-code")
     args = parser.parse_args()
-    build = extended if args.format == "claude-code" else extended_stream
+    build = BUILDERS[args.format]
     print(
         f"{'cycles':>7} {'steps':>7} {'MB':>7} {'import s':>9} {'review s':>9} {'timeline s':>11} {'peak MB':>8}"
     )

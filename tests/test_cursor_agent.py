@@ -5,9 +5,6 @@ changed for them, as each test says."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from auditor.audit.detectors.test_runs import TestRunFacts, exit_code
@@ -15,9 +12,10 @@ from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
-from schemas import ActorKind, StepKind, Trace
+from schemas import ActorKind, StepKind
 from schemas.trace import REFUSED
 from tests.conftest import REPO
+from tests.trace_files import coding_finding, json_lines, trace_of, write_json_lines
 
 REAL = REPO / "tests" / "fixtures" / "real" / "cursor-agent"
 REJECTED = REAL / "shell_rejected_twice_partial_output.jsonl"
@@ -25,20 +23,6 @@ FORCED = REAL / "shell_echo_force_partial_output.jsonl"
 NO_RESULT = REAL / "unknown_option_retries_stderr_no_result.jsonl"
 EDITED = REAL / "read_then_edit_overwrite.ndjson"
 CLAUDE_STREAM = REPO / "tests" / "fixtures" / "real" / "claude-code-stream"
-
-
-def _trace(path: Path) -> Trace:
-    imported = next(open_traces(path))
-    return Trace(header=imported.header, steps=list(imported.steps()))
-
-
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize(
@@ -52,7 +36,7 @@ def test_a_capture_is_detected_as_cursor_and_claude_codes_stream_still_is_its_ow
 def test_streamed_words_are_one_message_each_and_the_rejected_calls_are_refusals():
     """Every message arrives as deltas, then whole, and the result repeats them all: each is one
     step. The shell call rejected twice ran nothing."""
-    trace = _trace(REJECTED)
+    trace = trace_of(REJECTED)
     said = [
         s.content
         for s in trace.steps
@@ -85,7 +69,7 @@ def test_streamed_words_are_one_message_each_and_the_rejected_calls_are_refusals
 
 
 def test_a_shell_call_that_ran_is_its_output_and_exit_code():
-    trace = _trace(FORCED)
+    trace = trace_of(FORCED)
     (call,) = [s for s in trace.steps if s.kind is StepKind.tool_call]
     (result,) = [s for s in trace.steps if s.kind is StepKind.tool_result]
     assert call.tool.arguments["command"] == "echo dsh-tool-ok" and result.refs.reply_to == call.step_id
@@ -93,7 +77,7 @@ def test_a_shell_call_that_ran_is_its_output_and_exit_code():
 
 
 def test_the_clis_stderr_captured_with_its_output_is_the_cli_speaking():
-    trace = _trace(NO_RESULT)
+    trace = trace_of(NO_RESULT)
     last = trace.steps[-1]
     assert (last.actor, last.actor_kind) == ("cursor-agent", ActorKind.system)
     assert last.content == "RetriableError: [invalid_argument] unknown option '--system-prompt'"
@@ -101,7 +85,7 @@ def test_the_clis_stderr_captured_with_its_output_is_the_cli_speaking():
 
 
 def test_an_edit_says_whether_it_made_the_file_and_is_the_change():
-    trace = _trace(EDITED)
+    trace = trace_of(EDITED)
     read, edit = [s for s in trace.steps if s.kind is StepKind.tool_result]
     assert read.tool.name == "read" and read.content.startswith('{\n  "name": "toadstool-ts"')
     assert edit.raw["written"] == {"path": "/tmp/toadstool-cursor-fixture.txt", "created": False}
@@ -115,7 +99,7 @@ def test_a_failing_test_run_after_the_edit_is_a_finding(tmp_path):
     """The edit capture, its file a module, with a pytest run that fails after the edit (a shell call
     whose result is ``failure``, exit 1) and a closing message that says the tests pass (a changed
     copy)."""
-    records = _lines(EDITED)
+    records = json_lines(EDITED)
     for record in records[4:6]:  # the edit made of a module's, not a text file's
         edit = record["tool_call"]["editToolCall"]
         for part in (edit["args"], edit.get("result", {}).get("success", {})):
@@ -127,19 +111,18 @@ def test_a_failing_test_run_after_the_edit_is_a_finding(tmp_path):
     done = start | {"subtype": "completed", "tool_call": {"shellToolCall": {"result": {"failure": {
         "command": "pytest -q", "exitCode": 1, "stdout": output, "stderr": "", "interleavedOutput": output}}}}}  # fmt: skip
     records[-2]["message"]["content"][0]["text"] = "Done. The summary is written and all tests pass."
-    trace = _trace(_write(tmp_path / "run.jsonl", [*records[:6], start, done, records[-2], records[-1]]))
+    trace = trace_of(
+        write_json_lines(tmp_path / "run.jsonl", [*records[:6], start, done, records[-2], records[-1]])
+    )
     (run,) = TestRunFacts(trace).runs
     assert (run.runner, run.failed, run.exit) == ("pytest", 1, 1)
-    report = run_rules_audit(trace)
-    coding = [f for f in report.findings if f.detector == "coding_verification"]
-    assert coding and any("1 failed" in u.quote for u in coding[0].evidence)
-    assert validate_report(report.model_dump(mode="json"), trace).ok
+    coding_finding(trace, "1 failed", "all tests pass")
 
 
 def test_a_capture_cut_mid_message_keeps_what_streamed(tmp_path):
     """The edit capture cut after its reply's deltas, before the whole message (a changed copy)."""
-    records = _lines(EDITED)
-    trace = _trace(_write(tmp_path / "cut.jsonl", records[:12]))
+    records = json_lines(EDITED)
+    trace = trace_of(write_json_lines(tmp_path / "cut.jsonl", records[:12]))
     last = trace.steps[-1]
     assert (last.actor, last.content, last.raw["streamed"]) == (
         "agent",
@@ -149,9 +132,9 @@ def test_a_capture_cut_mid_message_keeps_what_streamed(tmp_path):
 
 
 def test_an_error_result_ends_the_run_with_the_harnesss_record(tmp_path):
-    records = _lines(FORCED)
+    records = json_lines(FORCED)
     records[-1] |= {"subtype": "error", "is_error": True, "result": "Request failed"}
-    trace = _trace(_write(tmp_path / "error.jsonl", records))
+    trace = trace_of(write_json_lines(tmp_path / "error.jsonl", records))
     end = trace.steps[-1]
     assert (end.raw["record"], end.raw["exit_status"], end.content) == ("exit", "error", "Request failed")
 

@@ -5,7 +5,6 @@ edit) is tested on a copy changed for it, as the test says."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,10 @@ from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
-from schemas import ActorKind, StepKind, Trace
+from schemas import ActorKind, StepKind
 from schemas.trace import REFUSED
 from tests.conftest import REPO
+from tests.trace_files import json_lines, trace_of, write_json_lines
 
 REAL = REPO / "tests" / "fixtures" / "real" / "gemini-cli"
 AGENT_BUILT = REAL / "interactive_python_agent_pip_exit127_venv_rewrite_unrun.json"
@@ -28,11 +28,6 @@ RESUMED = REAL / "recording_checkpoints_resume_fake_model.jsonl"
 RECORDINGS = [UPSERTED, SHELL_LS, RESUMED]
 
 
-def _trace(path: Path) -> Trace:
-    imported = next(open_traces(path))
-    return Trace(header=imported.header, steps=list(imported.steps()))
-
-
 @pytest.mark.parametrize(
     "path",
     [AGENT_BUILT, REPLACED, NO_TOOL, *RECORDINGS],
@@ -42,20 +37,11 @@ def test_a_session_is_detected_as_gemini_cli(path):
     assert detect(path)[0] == "gemini-cli"
 
 
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def _write_lines(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
 def test_a_recording_is_its_messages_each_once_in_their_last_copy():
     """Each assistant record is written twice (its thoughts first, then again with its tool calls
     and their results): one message each. The context the CLI opens with and the function
     responses it sends back to the model are not the principal's words."""
-    trace = _trace(UPSERTED)
+    trace = trace_of(UPSERTED)
     humans = [s for s in trace.steps if s.actor_kind is ActorKind.human]
     assert [s.content for s in humans] == [trace.header.task] and trace.header.task.startswith(
         "Read hello.txt"
@@ -83,7 +69,7 @@ def test_a_recording_is_its_messages_each_once_in_their_last_copy():
 def test_a_checkpoint_writes_the_messages_again_and_later_records_go_on_from_it():
     """The resumed session: a checkpoint, a prompt, a reply, a resume, a checkpoint of the whole
     history (the reply's content now parts), a prompt and a reply."""
-    trace = _trace(RESUMED)
+    trace = trace_of(RESUMED)
     said = [(s.actor, s.content) for s in trace.steps if s.actor != "gemini-cli"]
     reply = "Hello from the fake model. 1 + 1 = 2."
     assert said == [("user", "say hi"), ("agent", reply), ("user", "and again"), ("agent", reply)]
@@ -94,25 +80,25 @@ def test_a_checkpoint_writes_the_messages_again_and_later_records_go_on_from_it(
 def test_the_results_the_cli_sent_back_answer_calls_recorded_without_one(tmp_path):
     """The upserted session with every call's recorded result taken out: the function responses
     sent back to the model (its ``user`` records) answer them, word for word."""
-    records = _lines(UPSERTED)
+    records = json_lines(UPSERTED)
     for record in records:
         for call in record.get("toolCalls", []):
             del call["result"]
-    trace = _trace(_write_lines(tmp_path / "session-x.jsonl", records))
-    whole = _trace(UPSERTED)
+    trace = trace_of(write_json_lines(tmp_path / "session-x.jsonl", records))
+    whole = trace_of(UPSERTED)
     assert [s.content for s in trace.steps] == [s.content for s in whole.steps]
 
 
 def test_what_a_rewind_took_back_is_kept_and_marked(tmp_path):
     """The shell session rewound to before its reply, then prompted again (a copy changed for the
     case: no public recording holds a rewind): the command that ran stays in the trace."""
-    records = _lines(SHELL_LS)
+    records = json_lines(SHELL_LS)
     records += [
         {"$rewindTo": "g-assistant-1"},
         {"id": "g-user-2", "timestamp": "2026-04-29T21:40:01.000Z", "type": "user", "content": [{"text": "Just say hello."}]},
         {"id": "g-assistant-3", "timestamp": "2026-04-29T21:40:03.000Z", "type": "gemini", "content": "Hello!"},
     ]  # fmt: skip
-    trace = _trace(_write_lines(tmp_path / "session-r.jsonl", records))
+    trace = trace_of(write_json_lines(tmp_path / "session-r.jsonl", records))
     rewound = [s for s in trace.steps if s.raw.get("rewound")]
     assert [s.kind for s in rewound] == [StepKind.tool_call, StepKind.tool_result, StepKind.message]
     assert [s.content for s in trace.steps[-2:]] == ["Just say hello.", "Hello!"]
@@ -121,13 +107,13 @@ def test_what_a_rewind_took_back_is_kept_and_marked(tmp_path):
 
 def test_a_failing_test_run_in_a_recording_is_a_finding(tmp_path):
     """The shell session's command made a failing pytest run, its reply a claim (a changed copy)."""
-    records = _lines(SHELL_LS)
+    records = json_lines(SHELL_LS)
     call = records[3]["toolCalls"][0]
     call["args"]["command"] = "pytest -q"
     output = "Output: F.\n1 failed, 1 passed in 0.02s\nExit Code: 1\nProcess Group PGID: 12345"
     call["result"][0]["functionResponse"]["response"]["output"] = output
     records[4]["content"] = "All tests pass."
-    trace = _trace(_write_lines(tmp_path / "session-t.jsonl", records))
+    trace = trace_of(write_json_lines(tmp_path / "session-t.jsonl", records))
     (run,) = TestRunFacts(trace).runs
     assert (run.runner, run.failed, run.exit) == ("pytest", 1, 1)
     found = run_rules_audit(trace).findings
@@ -146,7 +132,7 @@ def test_a_failing_test_run_in_a_recording_is_a_finding(tmp_path):
     ids=["not-object", "set-not-object", "checkpoint-message", "no-id", "response-not-object"],
 )  # fmt: skip
 def test_bad_recording_lines_name_the_file_line_and_field(tmp_path, damage, where):
-    records = _lines(SHELL_LS)
+    records = json_lines(SHELL_LS)
     damage(records)
     path = tmp_path / "bad.jsonl"
     path.write_text(
@@ -158,7 +144,7 @@ def test_bad_recording_lines_name_the_file_line_and_field(tmp_path, damage, wher
 
 
 def test_the_principal_the_agents_thoughts_and_the_header_are_who_the_session_says():
-    trace = _trace(AGENT_BUILT)
+    trace = trace_of(AGENT_BUILT)
     meta = trace.header.metadata
     assert (meta["session_id"], meta["models"]) == (
         "981c87cb-90ef-4c7f-948d-23173ff43e4e",
@@ -171,7 +157,7 @@ def test_the_principal_the_agents_thoughts_and_the_header_are_who_the_session_sa
 
 
 def test_shell_results_carry_the_exit_code_the_cli_wrote_and_a_cancelled_call_is_a_refusal():
-    trace = _trace(AGENT_BUILT)
+    trace = trace_of(AGENT_BUILT)
     shells = [s for s in trace.steps if s.kind is StepKind.tool_result and s.tool.name == "run_shell_command"]
     assert [exit_code(s) for s in shells] == [None, 127, 1, 0, 0]
     assert shells[0].raw["error_type"] == REFUSED  # the user cancelled it: nothing ran
@@ -182,7 +168,7 @@ def test_shell_results_carry_the_exit_code_the_cli_wrote_and_a_cancelled_call_is
 
 
 def test_writes_say_whether_they_made_the_file_and_a_made_file_is_new():
-    trace = _trace(AGENT_BUILT)
+    trace = trace_of(AGENT_BUILT)
     written = [s.raw["written"] for s in trace.steps if "written" in s.raw]
     path = "/Users/jnarowski/Dev/playground/src/test-project/main.py"
     assert written == [{"path": path, "created": True}, {"path": path, "created": False}]
@@ -194,7 +180,7 @@ def test_writes_say_whether_they_made_the_file_and_a_made_file_is_new():
 def test_an_edit_checked_by_reading_it_back_files_no_claim_from_the_agents_thoughts():
     """The replace session re-reads its file and says "Done.": its thoughts ("I've confirmed …")
     are said to no one, so no claim is judged in them."""
-    trace = _trace(REPLACED)
+    trace = trace_of(REPLACED)
     (replace,) = [s for s in trace.steps if s.kind is StepKind.tool_result and s.tool.name == "replace"]
     assert replace.raw["written"] == {"path": "/private/tmp/gemini-test/created.txt", "created": False}
     report = run_rules_audit(trace)
@@ -202,7 +188,7 @@ def test_an_edit_checked_by_reading_it_back_files_no_claim_from_the_agents_thoug
 
 
 def test_a_tool_the_cli_did_not_offer_is_a_failed_call():
-    trace = _trace(NO_TOOL)
+    trace = trace_of(NO_TOOL)
     (result,) = [s for s in trace.steps if s.kind is StepKind.tool_result]
     assert result.raw["status"] == "error" and "not found in registry" in result.content
     assert "written" not in result.raw
@@ -241,7 +227,7 @@ def test_a_test_run_failing_after_the_edit_is_a_finding_citing_the_claim_and_the
     )
     path = tmp_path / "session.json"
     path.write_text(json.dumps(session, indent=2), encoding="utf-8")
-    trace = _trace(path)
+    trace = trace_of(path)
     report = run_rules_audit(trace)
     coding = [f for f in report.findings if f.detector == "coding_verification"]
     assert [f.title for f in coding][:1] == ["agent submitted while its last test run failed"]

@@ -41,6 +41,7 @@ SAMPLES: dict[str, Path] = {
     "aider": REPO / "tests/fixtures/real/aider/whole_edit_lint_autofix_commits_chinese_chat_history.md",
     "gemini-cli": REPO
     / "tests/fixtures/real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
+    "opencode": REPO / "tests/fixtures/real/opencode/run_json_five_edits_go_test.jsonl",
     "cursor-agent": REPO / "tests/fixtures/real/cursor-agent/read_then_edit_overwrite.ndjson",
     "codex-exec": REPO / "tests/fixtures/real/codex-exec/fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
     "claude-code-stream": REPO

@@ -53,6 +53,7 @@ FILES = [
     "real/codex-exec/superstar_reviewer_pytest_pass_git_exit128_ready_verdict.jsonl",
     "real/claude-code-stream/trackgentic_bun_test_edit_permission_denied.jsonl",
     "real/cursor-agent/shell_rejected_twice_partial_output.jsonl",
+    "real/opencode/run_json_five_edits_go_test.jsonl",
 ]
 
 

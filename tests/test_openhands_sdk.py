@@ -22,6 +22,7 @@ from ingest.registry import detect, open_traces
 from schemas import ActorKind, StepKind, Trace
 from schemas.trace import REFUSED
 from tests.conftest import REPO
+from tests.trace_files import coding_finding
 
 CONVERSATION = REPO / "tests" / "fixtures" / "real" / "openhands-sdk" / "terminal_pwd_finish_conversation"
 STATE = CONVERSATION / "base_state.json"
@@ -151,11 +152,7 @@ def test_a_test_run_failing_after_an_edit_the_finish_claims_passing_is_a_finding
     assert trace.steps[3].raw["written"] == {"path": "/workspace/calc.py", "created": False}
     facts = TestRunFacts(trace)
     assert list(facts.changed) == ["/workspace/calc.py"] and [r.failed for r in facts.runs] == [1]
-    report = run_rules_audit(trace)
-    coding = [f for f in report.findings if f.detector == "coding_verification"]
-    assert coding and any("1 failed" in u.quote for u in coding[0].evidence)
-    assert any("all tests pass" in u.quote for u in coding[0].evidence)
-    assert validate_report(report.model_dump(mode="json"), trace).ok
+    coding_finding(trace, "1 failed", "all tests pass")
 
 
 def test_a_refused_call_an_agent_error_and_the_conversations_error(tmp_path):

@@ -52,6 +52,7 @@ EXAMPLES: dict[str, Path] = {  # the smallest real example of each importer
     / "real"
     / "gemini-cli"
     / "interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
+    "opencode": FIXTURES / "real" / "opencode" / "run_json_git_commit_exit128_retried.jsonl",
     "cursor-agent": FIXTURES / "real" / "cursor-agent" / "read_then_edit_overwrite.ndjson",
     "codex-exec": FIXTURES / "real" / "codex-exec" / "fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
     "claude-code-stream": FIXTURES

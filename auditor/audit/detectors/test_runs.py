@@ -308,7 +308,8 @@ _NOT_RUN = frozenset({126, 127})
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__"})
 _PATH = re.compile(r"[\w./-]+\.\w+")  # a file's path as an edit names it (a sed script's stray word is none)
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
-_WRITTEN = frozenset({"new_string", "edits", "content", "new_source"})  # what Claude Code's editors write
+# what Claude Code's editors write (OpenCode's, in camel case)
+_WRITTEN = frozenset({"new_string", "edits", "content", "new_source", "newString"})
 _SHELLS = frozenset({"bash", "sh", "zsh"})
 _INTERPRETERS = frozenset({"perl", "ruby", "node"}) | _SHELLS  # programs a heredoc feeds code to
 
@@ -1728,7 +1729,7 @@ def _editor_target(step: TraceStep) -> str | None:
     editor (the turn's recorded ``state.open_file``)."""
     args: Any = step.tool.arguments if step.tool else None
     if isinstance(args, dict) and _WRITTEN & args.keys():
-        path = args.get("file_path", args.get("notebook_path"))
+        path = args.get("file_path", args.get("notebook_path", args.get("filePath")))
         if isinstance(path, str):
             return path
     if step.tool is not None and step.tool.name in ("edit", "insert") and not isinstance(args, dict | None):

@@ -27,7 +27,6 @@ are counted, not steps. No form records a verdict on the task: no outcome.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +45,11 @@ AGENT = "agent"
 HARNESS = "opencode"
 _EVENTS = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error", "done"})
 _EXPORT = re.compile(r'\A\s*\{\s*"info"\s*:\s*\{\s*"id"\s*:\s*"ses_')
+_EVENT = re.compile(
+    r'\A\s*\{\s*"type"\s*:\s*"(?:'
+    + "|".join(sorted(_EVENTS))
+    + r')"\s*,\s*"timestamp"\s*:\s*\d+\s*,\s*"sessionID"\s*:'
+)
 _HINT = "`opencode run --format json` writes one JSON event per line"
 # OpenCode's own words for a call it did not run (packages/opencode/src/permission, session/processor)
 _REFUSED = re.compile(
@@ -63,12 +67,7 @@ class OpenCodeImporter:
         text = head_text(head)
         if _EXPORT.match(text):
             return "a JSON object whose 'info' is an OpenCode session (opencode export)"
-        try:
-            first = json.loads(text.lstrip().partition("\n")[0])
-        except ValueError:
-            return None
-        kind = first.get("type") if isinstance(first, dict) else None
-        if isinstance(kind, str) and kind in _EVENTS and "sessionID" in first:
+        if _EVENT.match(text):  # read by its opening: a first event may be longer than the head
             return "JSON lines of events with a sessionID (opencode run --format json)"
         return None
 

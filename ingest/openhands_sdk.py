@@ -60,6 +60,7 @@ from schemas.trace import REFUSED, StepKind, TraceStep, WithheldItem
 AGENT = "agent"
 HARNESS = "openhands"
 _EVENT_KIND = re.compile(r'"kind"\s*:\s*"(?:SystemPrompt|Message|Action|Observation|AgentError)Event"')
+_RECORD = re.compile(r'\A\s*\{\s*"instance_id"\s*:')  # an evaluation record opens with its instance
 _EVENT_FILE = re.compile(r"\Aevent-(\d{5,})-")
 _EXIT_SUFFIX = re.compile(r"\[The command completed with exit code (-?\d+)\.\]")
 _SHELLS = frozenset({"terminal", "execute_bash", "bash"})
@@ -79,11 +80,13 @@ class OpenHandsSdkImporter:
         kind = top_level_kind(head)
         if kind == "object" and path.name == "base_state.json" and (path.parent / "events").is_dir():
             return "an OpenHands conversation's base_state.json beside its events/ folder"
-        if not _EVENT_KIND.search(text):
-            return None
-        if kind == "array":
+        events = _EVENT_KIND.search(text)
+        if kind == "array" and events:
             return "a JSON list of events with an SDK 'kind' (OpenHands V1)"
-        if kind == "object" and re.search(r'"history"\s*:\s*\[', text):
+        if kind == "object" and (
+            (events and re.search(r'"history"\s*:\s*\[', text))
+            or (_RECORD.match(text) and _sdk_record(path))  # its history past the head
+        ):
             return "evaluation records whose 'history' is a list of OpenHands V1 events"
         return None
 
@@ -117,16 +120,15 @@ class OpenHandsSdkImporter:
     def _records(self, path: Path) -> Iterator[ImportedTrace]:
         """One trace a record of an evaluation's output: JSON lines, or one record written whole."""
         where, digest = str(path), file_digest(path)
+        places: list[tuple[int | None, int]] = []
         with path.open("rb") as stream:
-            first = stream.readline(65536)
-            try:
-                lines = isinstance(json.loads(first), dict)
-            except ValueError:
-                lines = False
-            stream.seek(0)
-            places = [(line, offset) for line, offset, raw in bounded_lines(stream, where) if raw.strip()]
-        if not lines:
-            places = [(None, 0)]
+            for line, offset, raw in bounded_lines(stream, where):
+                if not raw.strip():
+                    continue
+                if not places and not _whole_object(raw):  # a record written whole, over many lines
+                    places = [(None, 0)]
+                    break
+                places.append((line, offset))
         for line, offset in places:
             key = f"{line}" if line is not None else None
             header = file_header(path, "openhands-sdk", "OpenHands", digest=digest, line=line)
@@ -150,6 +152,38 @@ def read_with_state(path: Path) -> bool:
         and folder.name == "events"
         and (folder.parent / "base_state.json").is_file()
     )
+
+
+def _sdk_record(path: Path) -> bool:
+    """Whether a file's first line is an evaluation record whose history holds SDK events: read
+    whole, since its instruction and metadata may fill the head before its history begins."""
+    with path.open("rb") as stream:
+        first = next((raw for _, _, raw in bounded_lines(stream, str(path)) if raw.strip()), b"")
+    if b'"history"' not in first:
+        return False
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    history = record.get("history") if isinstance(record, dict) else None
+    return (
+        isinstance(history, list)
+        and bool(history)
+        and isinstance(history[0], dict)
+        and (
+            isinstance(history[0].get("kind"), str)
+            and bool(_EVENT_KIND.search(f'"kind": "{history[0]["kind"]}"'))
+        )
+    )
+
+
+def _whole_object(raw: bytes) -> bool:
+    """Whether a line is a whole JSON object (a record of JSON lines, however long), not the first
+    line of one written over many."""
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
 
 
 def _event_files(folder: Path) -> list[Path]:

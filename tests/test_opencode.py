@@ -164,3 +164,11 @@ def test_bad_lines_name_the_file_line_and_field(tmp_path, line, where):
     with pytest.raises(InputError) as caught:
         list(next(open_traces(path, "opencode")).steps())
     assert f"{path}, {where}" in str(caught.value)
+
+
+def test_a_first_event_longer_than_the_head_is_still_detected(tmp_path):
+    """A run whose first event is a tool's long output (a changed copy): detected by its opening."""
+    events = json_lines(COMMIT)[2:]
+    events[0]["part"]["state"]["output"] = "y" * 70_000
+    path = write_json_lines(tmp_path / "long.jsonl", events)
+    assert detect(path)[0] == "opencode" and trace_of(path).steps[1].content == "y" * 70_000

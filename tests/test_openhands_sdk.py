@@ -273,3 +273,12 @@ def test_a_folder_walk_reads_a_conversation_once(tmp_path):
     shutil.copytree(CONVERSATION, tmp_path / "conversations" / "cd94")
     walked = list(iter_files(tmp_path, recursive=True))
     assert walked == [tmp_path / "conversations" / "cd94" / "base_state.json"]
+
+
+def test_an_evaluation_record_longer_than_the_head_is_still_one_line(tmp_path):
+    """Real records run to megabytes (a long history): a line past the first 64 KiB is still a
+    record of JSON lines, not the start of one document."""
+    record = {"instance_id": "demo__calc-1", "instruction": "x" * 70_000, "history": _events()[2:6]}
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps(record | {"instance_id": "demo__calc-2"}) + "\n")
+    assert [t.header.metadata["instance_id"] for t in _traces(path)] == ["demo__calc-1", "demo__calc-2"]

@@ -59,7 +59,10 @@ from schemas.trace import REFUSED, StepKind, TraceStep, WithheldItem
 
 AGENT = "agent"
 HARNESS = "openhands"
-_EVENT_KIND = re.compile(r'"kind"\s*:\s*"(?:SystemPrompt|Message|Action|Observation|AgentError)Event"')
+_KINDS = frozenset(
+    {"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent"}
+)
+_EVENT_KIND = re.compile(r'"kind"\s*:\s*"(?:' + "|".join(sorted(_KINDS)) + ')"')
 _RECORD = re.compile(r'\A\s*\{\s*"instance_id"\s*:')  # an evaluation record opens with its instance
 _EVENT_FILE = re.compile(r"\Aevent-(\d{5,})-")
 _EXIT_SUFFIX = re.compile(r"\[The command completed with exit code (-?\d+)\.\]")
@@ -166,15 +169,12 @@ def _sdk_record(path: Path) -> bool:
     except ValueError:
         return False
     history = record.get("history") if isinstance(record, dict) else None
-    return (
-        isinstance(history, list)
-        and bool(history)
-        and isinstance(history[0], dict)
-        and (
-            isinstance(history[0].get("kind"), str)
-            and bool(_EVENT_KIND.search(f'"kind": "{history[0]["kind"]}"'))
-        )
+    first_kind = (
+        history[0].get("kind")
+        if isinstance(history, list) and history and isinstance(history[0], dict)
+        else None
     )
+    return isinstance(first_kind, str) and first_kind in _KINDS
 
 
 def _whole_object(raw: bytes) -> bool:

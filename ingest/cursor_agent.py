@@ -12,8 +12,8 @@ jobs and wrappers save it): one trace per file, every JSON line one event ``{"ty
   (``shellToolCall``: ``shell``, with its ``command``; ``editToolCall``: ``edit``, with its
   ``path`` and ``streamContent``; ``read``, ``write``, ``grep``, ``ls``, ``glob``, ``delete``,
   ``todo``, ``mcp`` …) — and ``completed`` its result, linked by ``call_id``: ``success`` (a shell's
-  ``interleavedOutput`` and ``exitCode``, a non-zero code an error; an edit's ``diffString``, and
-  whether it made the file, ``raw.written``; a read's ``content``), ``failure`` (an error, with the
+  ``interleavedOutput`` and ``exitCode``, a non-zero code an error; an edit's ``message`` (its
+  ``diffString`` kept in ``raw``), and whether it made the file, ``raw.written``; a read's ``content``), ``failure`` (an error, with the
   shell's output and code), ``spawnError`` (the shell never started), ``rejected`` (the user or the
   permission settings refused it: ``error_type: refused``, it ran nothing), ``error``;
 - ``result``: the header (duration, request id, usage; its ``result`` repeats every message's
@@ -52,13 +52,13 @@ _RESULT_HEADER = {
     "subtype": "result",
 }
 # what a tool's result says, the first of these it holds: a shell's output (interleaved, as printed),
-# a file's text, an edit's diff, a message
+# a file's text, an edit's account of its write (its diff stays in raw), a message
 _SAID = (
     "interleavedOutput",
     "stdout",
     "content",
-    "diffString",
     "message",
+    "diffString",
     "output",
     "error",
     "reason",

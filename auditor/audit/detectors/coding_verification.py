@@ -68,6 +68,7 @@ from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, realized, unestablished
 from auditor.audit.detectors.failure_verification import claim_of
 from auditor.audit.detectors.test_runs import (
+    CALL_REACH,
     Edit,
     TestRun,
     TestRunFacts,
@@ -152,7 +153,7 @@ class CodingVerificationDetector:
             else f"a diff of {', '.join(tests.changed) or 'nothing'} alone"
         )
         mechanism = f"{step.actor} changed {', '.join(files)} in place (last at step {step.step_id}: '{last.quote[:80]}')"
-        evidence = [facts.unit(last.pos, last.quote)]
+        evidence = [_edit_unit(facts, tests, last)]
         if undone is not None:
             undo = first_line(tests.calls[undone][0])
             mechanism += f"; at step {facts.steps[undone].step_id} '{undo[:80]}' put the code back"
@@ -279,7 +280,7 @@ class CodingVerificationDetector:
             mechanism += (
                 f"; at step {facts.steps[dismissed[0]].step_id} {step.actor} called them '{dismissed[1]}'"
             )
-        evidence = [facts.unit(edit.pos, edit.quote), facts.unit(run.result, run.summary)]
+        evidence = [_edit_unit(facts, tests, edit), facts.unit(run.result, run.summary)]
         if dismissed:
             evidence.append(facts.unit(dismissed[0], dismissed[1]))
         evidence += self._claim_units(facts, tests, end)
@@ -339,7 +340,7 @@ class CodingVerificationDetector:
             pos = edits[0].pos if edits else end
             step = facts.steps[pos]
             removed = changed.removed_asserts[0]
-            evidence = [facts.unit(edits[0].pos, edits[0].quote)] if edits else []
+            evidence = [_edit_unit(facts, tests, edits[0])] if edits else []
             evidence.append(facts.unit(end, removed) if removed in facts.steps[end].content else None)
             # what that test said: failing before its assertions were rewritten, and after
             ran = [r for r in tests.runs if r.is_test and r.names_file(changed.path) and r.call < end]
@@ -383,7 +384,7 @@ class CodingVerificationDetector:
         if any(tests.project_test(r) for r in after):
             return None
         step = facts.steps[last.pos]
-        evidence = [facts.unit(last.pos, last.quote), *self._claim_units(facts, tests, end)]
+        evidence = [_edit_unit(facts, tests, last), *self._claim_units(facts, tests, end)]
         shown = tests.shown_fixed is not None
         if not after and shown:
             # an earlier state of the change was shown fixing the failure and its last edit (a
@@ -499,7 +500,7 @@ class CodingVerificationDetector:
             ),
             violated="a fix changes what the check of the reported failure shows",
             evidence=[
-                facts.unit(last.pos, last.quote),
+                _edit_unit(facts, tests, last),
                 self._output_unit(facts, before),
                 self._output_unit(facts, after),
                 *self._claim_units(facts, tests, end),
@@ -532,10 +533,23 @@ class CodingVerificationDetector:
                 "any test or program ran: the failure it fixes was never shown."
             ),
             violated="a fix starts from the failure reproduced, so that its disappearance can be seen",
-            evidence=[facts.unit(first.pos, first.quote), *shown, *self._claim_units(facts, tests, end)],
+            evidence=[_edit_unit(facts, tests, first), *shown, *self._claim_units(facts, tests, end)],
             effect=unestablished("whether the change addresses the reported failure is not shown before it"),
             path=[facts.hop(first.pos, "changed unreproduced")],
         )
+
+
+def _edit_unit(facts: RunFacts, tests: TestRunFacts, edit: Edit) -> EvidenceUnit | None:
+    """A verbatim quote of an edit: its command's line that writes, or, for an editor call whose
+    arguments the log keeps only as an object (no text to quote), the result that answered it: the
+    editor's own account of the write."""
+    unit = facts.unit(edit.pos, edit.quote)
+    if unit is not None:
+        return unit
+    call = tests.steps[edit.pos].step_id
+    answers = (p for p in range(edit.pos + 1, min(len(tests.steps), edit.pos + CALL_REACH)))
+    answer = next((p for p in answers if (refs := tests.steps[p].refs) and refs.reply_to == call), None)
+    return facts.unit(answer) if answer is not None else None
 
 
 def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:

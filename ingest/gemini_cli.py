@@ -95,8 +95,10 @@ def _recording(text: str) -> bool:
 def _steps(path: Path, facts: Facts) -> Iterator[TraceStep]:
     with path.open("rb") as stream:
         recording = _recording(head_text(stream.read(65536)))
-    messages = _replayed(path, facts) if recording else _messages(path, facts)
-    return chat_steps(_read(messages, facts), StepBuilder(str(path)))
+    if not recording:  # streamed as they stand: a session written whole has no responses apart
+        return chat_steps(_read(_messages(path, facts), facts, {}), StepBuilder(str(path)))
+    replayed = _replayed(path, facts)
+    return chat_steps(_read(replayed, facts, _responses(replayed)), StepBuilder(str(path)))
 
 
 def _messages(path: Path, facts: Facts) -> Iterator[tuple[dict[str, Any], Loc]]:
@@ -172,11 +174,10 @@ def _header(facts: Facts, fields: dict[str, Any]) -> None:
             facts.metadata[_HEADER[key]] = value
 
 
-def _read(found: Iterable[tuple[dict[str, Any], Loc]], facts: Facts) -> Iterator[ChatMessage]:
-    """The chat messages of a session's messages; the function responses sent back to the model
+def _responses(messages: list[tuple[dict[str, Any], Loc]]) -> dict[Any, list[Any]]:
+    """The function responses the CLI sent back to the model (``user`` records), by call id: they
     answer the calls whose recorded result is missing."""
-    messages = list(found)
-    responses = {
+    return {
         part["functionResponse"].get("id"): [part]
         for message, _ in messages
         if message.get("type") == "user" and isinstance(message.get("content"), list)
@@ -185,7 +186,13 @@ def _read(found: Iterable[tuple[dict[str, Any], Loc]], facts: Facts) -> Iterator
         and isinstance(part.get("functionResponse"), dict)
         and isinstance(part["functionResponse"].get("id"), str | int)
     }
-    for message, loc in messages:
+
+
+def _read(
+    found: Iterable[tuple[dict[str, Any], Loc]], facts: Facts, responses: dict[Any, list[Any]]
+) -> Iterator[ChatMessage]:
+    """The chat messages of a session's messages."""
+    for message, loc in found:
         yield from _message(message, loc, facts, responses)
 
 

@@ -68,7 +68,6 @@ from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, realized, unestablished
 from auditor.audit.detectors.failure_verification import claim_of
 from auditor.audit.detectors.test_runs import (
-    CALL_REACH,
     Edit,
     TestRun,
     TestRunFacts,
@@ -544,12 +543,8 @@ def _edit_unit(facts: RunFacts, tests: TestRunFacts, edit: Edit) -> EvidenceUnit
     arguments the log keeps only as an object (no text to quote), the result that answered it: the
     editor's own account of the write."""
     unit = facts.unit(edit.pos, edit.quote)
-    if unit is not None:
-        return unit
-    call = tests.steps[edit.pos].step_id
-    answers = (p for p in range(edit.pos + 1, min(len(tests.steps), edit.pos + CALL_REACH)))
-    answer = next((p for p in answers if (refs := tests.steps[p].refs) and refs.reply_to == call), None)
-    return facts.unit(answer) if answer is not None else None
+    answer = tests.calls.get(edit.pos, ("", None))[1]
+    return unit if unit is not None or answer is None else facts.unit(answer)
 
 
 def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:

@@ -162,29 +162,11 @@ _DJANGO_COMMANDS = frozenset({"manage.py", "django-admin", "django-admin.py"})
 # a unittest-style runner's test label (``admin_views.tests.Case.test_x``), and the options of
 # Django's runner and unittest that take a value (a word that is no label: ``--settings test_sqlite``)
 _LABEL = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-_VALUED_OPTIONS = frozenset(
-    {
-        "--settings",
-        "--parallel",
-        "-k",
-        "--start-at",
-        "--start-after",
-        "--tag",
-        "--exclude-tag",
-        "--bisect",
-        "--pair",
-    }
-    | {
-        "--selenium",
-        "--selenium-hub",
-        "-p",
-        "--pattern",
-        "-s",
-        "--start-directory",
-        "-t",
-        "--top-level-directory",
-    }
-)
+_VALUED_OPTIONS = frozenset({
+    "--settings", "--parallel", "-k", "--start-at", "--start-after", "--tag", "--exclude-tag", "--bisect",
+    "--pair", "--selenium", "--selenium-hub", "-p", "--pattern", "-s", "--start-directory", "-t",
+    "--top-level-directory",
+})  # fmt: skip
 # a runner that could not import a test module: pytest's "ERROR collecting …" header, unittest's
 # stand-in test for a module it failed to import
 _IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
@@ -431,12 +413,16 @@ class TestRun:
         return self.runner != "script"
 
     @cached_property
-    def _arguments(self) -> list[list[str]]:
+    def _runner_arguments(self) -> list[list[str]]:
         """The words the run's runner reads, a list for each simple command that starts one (its
-        program left out: ``runtests.py`` runs tests, it is none); for a script, or a runner the
-        command does not name, every simple command's words after the first."""
-        found = [call[1] for words in _words(self.command) if (call := _runner_call(words))]
-        return found or [words[1:] for words in _words(self.command)]
+        program left out: ``runtests.py`` runs tests, it is none)."""
+        return [call[1] for words in _words(self.command) if (call := _runner_call(words))]
+
+    @cached_property
+    def _arguments(self) -> list[list[str]]:
+        """The runner's words; for a script, or a runner the command does not name, every simple
+        command's words after the first."""
+        return self._runner_arguments or [words[1:] for words in _words(self.command)]
 
     @cached_property
     def targets(self) -> frozenset[str]:
@@ -453,10 +439,10 @@ class TestRun:
     def labels(self) -> frozenset[str]:
         """The dotted labels a unittest-style runner is given (Django's ``runtests.py
         app.tests.Case``, ``python -m unittest module.Case.test``): what it runs, named by module."""
-        if self.runner != "unittest" or runner_of(self.command) is None:
+        if self.runner != "unittest":
             return frozenset()
         found = set()
-        for words in self._arguments:
+        for words in self._runner_arguments:
             values = {i + 1 for i, w in enumerate(words) if w in _VALUED_OPTIONS}
             found |= {w for i, w in enumerate(words) if i not in values and _LABEL.fullmatch(w)}
         return frozenset(found - {"discover"})

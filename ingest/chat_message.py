@@ -54,6 +54,14 @@ class Call:
     content: str  # the arguments as the log wrote them, when it wrote them as text
     raw: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """A log that keeps a call's arguments as an object (Anthropic's ``input``, Gemini's
+        ``args``) wrote them as JSON: that text is the call's content, so that an auditor can quote
+        what the agent asked for (the command it ran, the file it wrote) as it quotes a call whose
+        arguments the log kept as text."""
+        if not self.content and isinstance(self.arguments, dict) and self.arguments:
+            object.__setattr__(self, "content", object_text(self.arguments))
+
 
 @dataclass(frozen=True)
 class Result:
@@ -177,6 +185,11 @@ def literal_list(text: str, loc: Loc, at: str) -> Any:
         except (ValueError, TypeError, RecursionError):
             pass
     raise loc.error("'tool_calls' is a string that is neither JSON nor a Python literal", at)
+
+
+def object_text(value: dict[str, Any]) -> str:
+    """An object as the JSON a log writes it: compact, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def arguments(value: Any, loc: Loc, at: str) -> tuple[dict[str, Any] | str | None, str]:

@@ -116,7 +116,9 @@ def test_a_failing_test_run_after_the_edit_is_a_finding(tmp_path):
     )
     (run,) = TestRunFacts(trace).runs
     assert (run.runner, run.failed, run.exit) == ("pytest", 1, 1)
-    coding_finding(trace, "Wrote contents to", "1 failed", "all tests pass")  # the edit by its own account
+    coding_finding(
+        trace, '"path":"/Users/boice/Documents/GitHub/toad-ts/summary.py"', "1 failed", "all tests pass"
+    )
 
 
 def test_a_capture_cut_mid_message_keeps_what_streamed(tmp_path):

@@ -77,7 +77,9 @@ def test_a_failing_go_test_the_closing_words_call_passing_is_a_finding(tmp_path)
     trace = trace_of(write_json_lines(tmp_path / "failing.jsonl", events))
     (run,) = TestRunFacts(trace).runs
     assert (run.runner, run.ok, run.exit) == ("go", False, 1)
-    coding_finding(trace, "Edit applied successfully.", "FAIL", "Tests updated and passing")
+    coding_finding(
+        trace, '"filePath":"/agent/workspace/pipedrive/v1/files.go"', "FAIL", "Tests updated and passing"
+    )
 
 
 def test_a_refused_call_ran_nothing_and_a_sessions_error_ends_the_run(tmp_path):

@@ -245,12 +245,8 @@ def test_a_bad_event_file_of_a_conversation_is_named(tmp_path):
     assert str(bad) in str(caught.value)
 
 
-def test_a_finding_with_nothing_to_quote_is_left_out_and_said(tmp_path):
-    """The pwd call repeated four times, failing each time, with the arguments' text the model wrote
-    taken out and nothing printed (a changed copy): the repetition has no words to cite, so no
-    finding is filed, and the report says which it left out (it was a crash)."""
-    events = _events()
-    action = {k: v for k, v in events[2].items() if k != "tool_call"}
+def _repeated_pwd(events: list[dict], action: dict) -> list[dict]:
+    """The pwd call and its observation four times over, each exiting 1."""
     repeated = []
     for n in range(4):
         observation = json.loads(json.dumps(events[3])) | {
@@ -260,7 +256,32 @@ def test_a_finding_with_nothing_to_quote_is_left_out_and_said(tmp_path):
         }
         observation["observation"]["exit_code"] = observation["observation"]["metadata"]["exit_code"] = 1
         repeated += [action | {"id": f"a{n}", "tool_call_id": f"c{n}"}, observation]
-    trace = _listed(tmp_path, [*events[:2], *repeated])
+    return [*events[:2], *repeated]
+
+
+def test_a_call_kept_as_an_object_is_quoted_by_its_json(tmp_path):
+    """The same repetition with the text the model wrote taken out but the action's fields kept:
+    the call's content is their JSON, so the repetition is filed, quoting the command asked for."""
+    events = _events()
+    action = {k: v for k, v in events[2].items() if k != "tool_call"}
+    trace = _listed(tmp_path, _repeated_pwd(events, action))
+    call = next(s for s in trace.steps if s.kind is StepKind.tool_call)
+    assert json.loads(call.content) == call.tool.arguments
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    (found,) = [f for f in report.findings if f.detector == "failure_repetition"]
+    assert all('"command":"pwd > tool_output.txt"' in u.quote for u in found.evidence)
+
+
+def test_a_finding_with_nothing_to_quote_is_left_out_and_said(tmp_path):
+    """The pwd call repeated four times, failing each time, with its arguments taken out (the text
+    the model wrote and the action's fields) and nothing printed (a changed copy): the repetition has
+    no words to cite, so no finding is filed, and the report says which it left out (it was a
+    crash)."""
+    events = _events()
+    action = {k: v for k, v in events[2].items() if k != "tool_call"}
+    action["action"] = {"kind": action["action"]["kind"]}
+    trace = _listed(tmp_path, _repeated_pwd(events, action))
     report = run_rules_audit(trace)
     assert report.findings == []
     left = [n for n in report.notes if "left out, none of its steps has text to quote" in n]

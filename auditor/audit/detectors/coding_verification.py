@@ -152,7 +152,7 @@ class CodingVerificationDetector:
             else f"a diff of {', '.join(tests.changed) or 'nothing'} alone"
         )
         mechanism = f"{step.actor} changed {', '.join(files)} in place (last at step {step.step_id}: '{last.quote[:80]}')"
-        evidence = [_edit_unit(facts, tests, last)]
+        evidence = [facts.unit(last.pos, last.quote)]
         if undone is not None:
             undo = first_line(tests.calls[undone][0])
             mechanism += f"; at step {facts.steps[undone].step_id} '{undo[:80]}' put the code back"
@@ -279,7 +279,7 @@ class CodingVerificationDetector:
             mechanism += (
                 f"; at step {facts.steps[dismissed[0]].step_id} {step.actor} called them '{dismissed[1]}'"
             )
-        evidence = [_edit_unit(facts, tests, edit), facts.unit(run.result, run.summary)]
+        evidence = [facts.unit(edit.pos, edit.quote), facts.unit(run.result, run.summary)]
         if dismissed:
             evidence.append(facts.unit(dismissed[0], dismissed[1]))
         evidence += self._claim_units(facts, tests, end)
@@ -339,7 +339,7 @@ class CodingVerificationDetector:
             pos = edits[0].pos if edits else end
             step = facts.steps[pos]
             removed = changed.removed_asserts[0]
-            evidence = [_edit_unit(facts, tests, edits[0])] if edits else []
+            evidence = [facts.unit(edits[0].pos, edits[0].quote)] if edits else []
             evidence.append(facts.unit(end, removed) if removed in facts.steps[end].content else None)
             # what that test said: failing before its assertions were rewritten, and after
             ran = [r for r in tests.runs if r.is_test and r.names_file(changed.path) and r.call < end]
@@ -383,7 +383,7 @@ class CodingVerificationDetector:
         if any(tests.project_test(r) for r in after):
             return None
         step = facts.steps[last.pos]
-        evidence = [_edit_unit(facts, tests, last), *self._claim_units(facts, tests, end)]
+        evidence = [facts.unit(last.pos, last.quote), *self._claim_units(facts, tests, end)]
         shown = tests.shown_fixed is not None
         if not after and shown:
             # an earlier state of the change was shown fixing the failure and its last edit (a
@@ -499,7 +499,7 @@ class CodingVerificationDetector:
             ),
             violated="a fix changes what the check of the reported failure shows",
             evidence=[
-                _edit_unit(facts, tests, last),
+                facts.unit(last.pos, last.quote),
                 self._output_unit(facts, before),
                 self._output_unit(facts, after),
                 *self._claim_units(facts, tests, end),
@@ -532,25 +532,16 @@ class CodingVerificationDetector:
                 "any test or program ran: the failure it fixes was never shown."
             ),
             violated="a fix starts from the failure reproduced, so that its disappearance can be seen",
-            evidence=[_edit_unit(facts, tests, first), *shown, *self._claim_units(facts, tests, end)],
+            evidence=[facts.unit(first.pos, first.quote), *shown, *self._claim_units(facts, tests, end)],
             effect=unestablished("whether the change addresses the reported failure is not shown before it"),
             path=[facts.hop(first.pos, "changed unreproduced")],
         )
 
 
-def _edit_unit(facts: RunFacts, tests: TestRunFacts, edit: Edit) -> EvidenceUnit | None:
-    """A verbatim quote of an edit: its command's line that writes, or, for an editor call whose
-    arguments the log keeps only as an object (no text to quote), the result that answered it: the
-    editor's own account of the write."""
-    unit = facts.unit(edit.pos, edit.quote)
-    answer = tests.calls.get(edit.pos, ("", None))[1]
-    return unit if unit is not None or answer is None else facts.unit(answer)
-
-
 def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:
     """(step id, a verbatim quote of it) of the first edit of the submitted change: where an
     unresolved coding run's failure begins when no finding names a later act; None for a run that
-    submitted no diff and closed no session with a report. The quote is None for an edit step with no text (an editor call)."""
+    submitted no diff and closed no session with a report."""
     tests = TestRunFacts(ctx.trace)
     if (tests.submission is None and tests.closing_report is None) or not tests.source_edits:
         return None

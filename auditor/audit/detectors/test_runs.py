@@ -1144,8 +1144,15 @@ class TestRunFacts:
                     continue
                 if patch:
                     edits.append(Edit(pos, tuple(self._rel(p) for p in patch), next(iter(patch.values()))[1]))
-                else:
-                    edits.append(Edit(pos, (self._rel(editor),), first_line(step.content) or editor))
+                else:  # arguments written as JSON are one long line: quote it around the file
+                    json_text = step.content.lstrip().startswith("{")
+                    edits.append(
+                        Edit(
+                            pos,
+                            (self._rel(editor),),
+                            editor if json_text else first_line(step.content) or editor,
+                        )
+                    )
                 continue
             if not command:
                 continue

@@ -211,3 +211,63 @@ def test_bad_input_names_the_file_line_and_field(tmp_path, damage, expected):
     with pytest.raises(InputError) as caught:
         list(next(open_traces(path, "codex-exec")).steps())
     assert str(path) in str(caught.value) and all(e in str(caught.value) for e in expected)
+
+
+def _served(tmp_path: Path, check_output: str, check_code: int) -> Trace:
+    """The probe that writes a.txt, with a server started beside the work (a changed copy): a curl
+    of the file runs while it serves, the agent says it stops the server, the server ends on its ^C
+    (exit 1), and the agent closes with a success claim."""
+    events = _events(PROBE)
+
+    def command(ident: str, text: str, output: str | None, code: int | None) -> dict:
+        item = {"id": ident, "type": "command_execution", "command": f"/bin/zsh -lc '{text}'"}
+        if output is None:
+            return {
+                "type": "item.started",
+                "item": item | {"aggregated_output": "", "exit_code": None, "status": "in_progress"},
+            }
+        status = "completed" if code == 0 else "failed"
+        return {
+            "type": "item.completed",
+            "item": item | {"aggregated_output": output, "exit_code": code, "status": status},
+        }
+
+    def said(ident: str, text: str) -> dict:
+        return {"type": "item.completed", "item": {"id": ident, "type": "agent_message", "text": text}}
+
+    serve, curl = "python -m http.server 8000", "curl -sf localhost:8000/a.txt"
+    stopped = 'Serving HTTP on :: port 8000 ...\n::1 - - "GET /a.txt HTTP/1.1" 200 -\n^C\nKeyboard interrupt received, exiting.\n'
+    events[9:10] = [
+        command("item_s", serve, None, None),
+        command("item_c", curl, None, None),
+        command("item_c", curl, check_output, check_code),
+        said("item_m", "Checked the file over HTTP; stopping the server."),
+        command("item_s", serve, stopped, 1),
+        said("item_5", "Done: a.txt is served and the check ran successfully."),
+    ]
+    return _trace(_write(tmp_path, events))
+
+
+def test_a_server_the_agent_stopped_after_its_check_passed_is_no_failed_check(tmp_path):
+    """How a process the agent worked beside ends (its ^C) is the agent's doing: the claim stands on
+    the curl that passed, not on the server's exit."""
+    trace = _served(tmp_path, "hi\n", 0)
+    server_end = next(s for s in trace.steps if s.kind is StepKind.tool_result and "^C" in s.content)
+    assert exit_code(server_end) == 1
+    assert not [r for r in TestRunFacts(trace).runs if "http.server" in r.command]  # no run's outcome
+    report = run_rules_audit(trace)
+    assert [f.detector for f in report.findings if f.disposition.value != "operational_failure"] == []
+    assert report.outcome.value.value == "unknown"
+
+
+def test_a_failed_check_beside_a_server_is_still_relayed_as_success(tmp_path):
+    """The same run with the curl failing (exit 22): the claim relays that failure."""
+    trace = _served(tmp_path, "curl: (22) The requested URL returned error: 404\n", 22)
+    report = run_rules_audit(trace)
+    relayed = [
+        f
+        for f in report.findings
+        if f.detector == "unverified_relay" and f.disposition.value != "operational_failure"
+    ]
+    assert relayed and any("404" in u.quote for u in relayed[0].evidence)
+    assert validate_report(report.model_dump(mode="json"), trace).ok

@@ -48,7 +48,7 @@ from functools import cached_property
 from auditor.audit.attribution.facts import TraceFacts, agent_name
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, hop
-from auditor.audit.detectors.test_runs import answered_call, shows_files
+from auditor.audit.detectors.test_runs import answered_call, shows_files, worked_beside
 from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 from schemas.trace import REFUSED
 
@@ -243,12 +243,18 @@ class RunFacts:
         return []
 
     @cached_property
+    def beside(self) -> frozenset[int]:
+        return worked_beside(self.steps)
+
+    @cached_property
     def observations(self) -> frozenset[int]:
-        """Results (save refusals: nothing ran), and agent relays of an execution (right after
-        another participant's code)."""
+        """Results (save refusals: nothing ran, and the ends of processes the agent worked beside:
+        ``worked_beside``), and agent relays of an execution (right after another participant's
+        code)."""
         out = set()
+        beside = self.beside
         for pos, step in enumerate(self.steps):
-            if (self.is_result(pos) and not refused(step)) or (
+            if (self.is_result(pos) and not refused(step) and pos not in beside) or (
                 pos > 0
                 and self.is_agent(pos)
                 and self.steps[pos - 1].actor != step.actor

@@ -960,6 +960,27 @@ def answered_call(steps: list[TraceStep], pos: int) -> TraceStep | None:
     )
 
 
+def worked_beside(steps: list[TraceStep]) -> frozenset[int]:
+    """The results that ended a process the agent worked beside (a server or a watcher it started
+    and stopped later): between the call and its result another call was answered and the agent
+    acted after that answer. How such a process ends (stopped with ^C, killed) is the agent's doing,
+    no check's outcome. The calls of one turn, all made before any answer, are not so."""
+    calls = {s.step_id: p for p, s in enumerate(steps) if s.kind is StepKind.tool_call}
+    out = set()
+    for end, step in enumerate(steps):
+        start = calls.get(step.refs.reply_to) if step.refs and step.refs.reply_to else None
+        if step.kind is not StepKind.tool_result or start is None or end - start < 4:
+            continue  # a call, another call's answer and an act after it stand between, or none did
+        agent, answered = steps[start].actor, False
+        for between in range(start + 1, end):
+            s = steps[between]
+            if answered and s.actor == agent and s.kind in (StepKind.tool_call, StepKind.message):
+                out.add(end)
+                break
+            answered = answered or s.kind is StepKind.tool_result
+    return frozenset(out)
+
+
 def shows_files(result: TraceStep, call: TraceStep | None) -> bool:
     """A result of a shell command that ran no code (``sed -n``, ``cat``, ``grep``) and exited 0:
     its text is the files it showed (a docstring's example traceback), not the command failing."""
@@ -1025,11 +1046,17 @@ class TestRunFacts:
         return out
 
     @cached_property
+    def beside(self) -> frozenset[int]:
+        return worked_beside(self.steps)
+
+    @cached_property
     def runs(self) -> list[TestRun]:
         """Every test or script run, in order."""
         runs = []
         for pos, (command, result) in self.calls.items():
             if result is None or patched(self.steps[pos]):  # a patch applied is an edit, not a run
+                continue
+            if result in self.beside:  # a server the agent stopped: its end is no run's outcome
                 continue
             if self.steps[result].raw.get("error_type") == REFUSED:  # refused: it ran nothing
                 continue

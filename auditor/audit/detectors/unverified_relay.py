@@ -26,7 +26,7 @@ from http import HTTPStatus
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft, criterion
 from auditor.audit.detectors.facts import criteria, endpoint_positions, head_unit, hop, windowed
-from auditor.audit.detectors.failure_facts import ERROR_STATUSES, quotable, refused
+from auditor.audit.detectors.failure_facts import ERROR_STATUSES, RunFacts, quotable, refused
 from auditor.audit.detectors.test_runs import answered_call, shows_files
 from graph.model import UNKNOWN
 from schemas import ActorKind, RiskClass, StepKind, TraceStep
@@ -219,6 +219,7 @@ class UnverifiedRelayDetector:
         """(the failed outcome, the claim's position, the claim's words): one per failed outcome."""
         received: dict[str, dict[str, _Outcome]] = {}  # recipient -> author -> latest outcome
         used: set[int] = set()
+        beside = RunFacts.of(ctx).beside
         for pos, step in enumerate(ctx.trace.steps):
             out = outcomes[pos]
             if out is not None and not out.failed and not is_result(step):
@@ -232,7 +233,8 @@ class UnverifiedRelayDetector:
                 ):
                     used.add(latest.pos)
                     yield latest, pos, out.surface
-            if out is not None and not refused(step):  # a refused call checked nothing
+            # a refused call checked nothing; a process the agent stopped ended by its doing
+            if out is not None and not refused(step) and pos not in beside:
                 for target in self._targets(ctx, pos):
                     received.setdefault(target, {})[out.author] = out
 

@@ -94,8 +94,7 @@ def test_the_shipped_incident_is_realized_with_both_quotes_and_the_first_act_ser
     source = next(s for s in trace.steps if s.step_id in by_step and s.kind.value == "tool_result")
     assert "US133000000121212121212" in by_step[source.step_id]  # the directive, verbatim
     call = next(s for s in trace.steps if s.tool and s.tool.name == "send_money")
-    result = trace.steps[call.index + 1]  # the log gives the call's arguments only as structure
-    assert "US133000000121212121212" in by_step[result.step_id]  # the action's effect, verbatim
+    assert "US133000000121212121212" in by_step[call.step_id]  # the act that carried it, verbatim
     # the agent first read the transaction history the instruction asked about: that is the decisive act
     first = next(s for s in trace.steps if s.step_id == f.first_anomalous_step)
     assert first.kind.value == "tool_call" and first.index < call.index

@@ -17,7 +17,9 @@ import pytest
 
 from auditor.core.errors import InputError
 from ingest import ingest_path, open_traces, registry
+from ingest.chat_message import object_text
 from ingest.registry import detect
+from schemas import StepKind
 from tests.conftest import DATA, REPO
 
 FIX = REPO / "tests" / "fixtures" / "ingest"
@@ -138,6 +140,13 @@ def test_reimport_is_stable(name):
         assert len({s["step_id"] for s in steps}) == len(steps)
 
 
+def _object_call(step) -> bool:
+    """A call the source keeps as an object: its content is that object's JSON (``Call``)."""
+    if step.kind is not StepKind.tool_call or not isinstance(step.tool.arguments, dict):
+        return False
+    return step.content == object_text(step.tool.arguments)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_content_is_verbatim_and_recipients_are_named_in_the_source(name):
     texts = _source_texts(SAMPLES[name])
@@ -146,7 +155,7 @@ def test_content_is_verbatim_and_recipients_are_named_in_the_source(name):
     for trace in open_traces(SAMPLES[name], name):
         for step in trace.steps():
             checked += 1
-            if step.content:
+            if step.content and not _object_call(step):
                 assert any(step.content in t for t in texts), (step.step_id, step.content[:80])
             for recipient in step.recipients or []:
                 assert recipient in whole, (step.step_id, recipient)

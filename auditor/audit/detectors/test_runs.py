@@ -1171,15 +1171,10 @@ class TestRunFacts:
                     continue
                 if patch:
                     edits.append(Edit(pos, tuple(self._rel(p) for p in patch), next(iter(patch.values()))[1]))
-                else:  # arguments written as JSON are one long line: quote it around the file
+                else:  # arguments written as JSON are one long line: quote it around the file's path
                     json_text = step.content.lstrip().startswith("{")
-                    edits.append(
-                        Edit(
-                            pos,
-                            (self._rel(editor),),
-                            editor if json_text else first_line(step.content) or editor,
-                        )
-                    )
+                    quote = editor if json_text else first_line(step.content) or editor
+                    edits.append(Edit(pos, (self._rel(editor),), quote))
                 continue
             if not command:
                 continue

@@ -51,7 +51,7 @@ class Call:
     name: str
     arguments: dict[str, Any] | str | None
     call_id: Any
-    content: str  # the arguments as the log wrote them, when it wrote them as text
+    content: str  # the arguments as the log wrote them as text, else their JSON (__post_init__)
     raw: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

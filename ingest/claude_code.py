@@ -22,6 +22,13 @@ header, not steps. So the steps are, in file order:
   edit's ``filePath``, its ``type`` — ``create`` or ``update`` — and ``structuredPatch``) is kept
   in ``raw.tool_use_result``, less its copies of the file (``originalFile``, ``content``,
   ``file``), which the source keeps;
+- a command run in the background (``run_in_background``): its result says only that it started
+  (the account's ``backgroundTaskId``: ``raw.background_task``, no exit code). Its output comes
+  later, when the agent reads the task's output file (``<task id>.output``): that ``Read``'s result
+  is the command's (``raw.output_of`` names the call that started it) and the file's last line,
+  ``[exited with code N]``, its exit code, a non-zero one failing it as a failed command's result
+  fails; the harness's word that it ended (``task_notification``, ``… (exit code N)``) carries the
+  same marks;
 - the harness's reminder appended to a file it read (a ``<system-reminder>`` block that ends a
   ``Read`` result on a line of its own, where every line of the file is numbered): a ``system``
   step of ``claude-code`` after the result, which keeps the file's text alone.
@@ -87,6 +94,10 @@ _TURNS = frozenset({"user", "assistant"})
 # file itself is numbered, ``   12→``, so a file cannot forge one) and ends the result.
 _REMINDER = re.compile(r"\n*(?:(?<=\n)|\A)(<system-reminder>\n.*\n</system-reminder>)\s*\Z", re.S)
 _EXIT = re.compile(r"\A(?:Error: )?Exit code (-?\d+)\b")
+# the harness's last line of a background command's output file (``[exited with code 1]``), as a
+# ``Read`` shows it (numbered ``3\t`` or ``   3→``), and the end of its word that such a command ended
+_EXITED = re.compile(r"(?m)^(?: *\d+(?:\t|→))?(\[exited with code (-?\d+)\])$")
+_NOTIFIED_EXIT = re.compile(r"\(exit code (-?\d+)\)\s*\Z")
 _SESSION = re.compile(r'"sessionId"\s*:\s*"')
 _RECORD = re.compile(r'"type"\s*:\s*"(?:user|assistant|summary|system|file-history-snapshot)"')
 _SHAPE = re.compile(r'"(?:parentUuid|isSidechain|leafUuid)"\s*:')
@@ -242,6 +253,8 @@ class _Session:
         self.facts = facts
         self.b = StepBuilder(str(path))
         self.tools: dict[str, str] = {}  # call id -> tool name
+        self.reads: dict[str, str] = {}  # a Read call's id -> the file it read
+        self.background: dict[str, str] = {}  # a background command's task id -> the call that started it
         self.subagents: dict[str, str] = {}  # agentId or delegating call id -> actor
         self.prompts: dict[str, str] = {}  # a delegating call's prompt -> its subagent type
         self.delegations: dict[str, str] = {}  # a delegating call's id -> its subagent type
@@ -329,13 +342,18 @@ class _Session:
         if kind == "system" and subtype in ("hook_response", "task_notification"):
             said = record.get("output") or record.get("stdout") or record.get("summary")
             if isinstance(said, str) and said.strip():
+                started = record.get("tool_use_id")  # the call that started the task
+                ended = _NOTIFIED_EXIT.search(said) if started in self.background.values() else None
                 raw = pack_raw(
                     **_place(loc),
                     type=kind,
                     subtype=subtype,
                     hook_name=record.get("hook_name"),
-                    tool_use_id=record.get("tool_use_id"),  # the call that started the task
+                    tool_use_id=started,
                     status=record.get("status"),
+                    # a background command's end, which its exit code shows
+                    output_of=started if ended else None,
+                    exit_code=int(ended.group(1)) if ended else None,
                 )
                 return ChatMessage(
                     None, "system", HARNESS, [Text(said)], raw, timestamp=record.get("timestamp")
@@ -356,6 +374,8 @@ class _Session:
     def _called(self, call_id: str, name: str, arguments: Any) -> None:
         args = arguments if isinstance(arguments, dict) else {}
         self.tools[call_id] = name
+        if name == "Read" and isinstance(args.get("file_path"), str):
+            self.reads[call_id] = args["file_path"]
         if name in DELEGATING:
             kind = str(args.get("subagent_type") or "subagent")
             self.delegations[call_id] = kind
@@ -405,14 +425,39 @@ class _Session:
             raw["tool_use_result"] = {k: v for k, v in account.items() if k not in _FILE_COPIES}
         elif account is not None:
             raw["tool_use_result"] = account
-        if tool == "Bash":
+        task = account.get("backgroundTaskId") if isinstance(account, dict) else None
+        if tool == "Bash" and isinstance(task, str) and task:  # started, not ended: no exit code yet
+            raw["background_task"] = task
+            self.background[task] = str(result.call_id)
+        elif tool == "Bash":
             if raw.get("status") == "error" and (code := _EXIT.match(result.content)):
                 raw["exit_code"] = int(code.group(1))
             elif raw.get("status") == "ok":
                 raw["exit_code"] = 0
             if isinstance(account, dict) and account.get("interrupted") is True:
                 raw["status"], raw["error_type"] = "error", "interrupted"
+        elif tool == "Read" and (started := self._output_read(result)) is not None:
+            raw |= self._ended(started, result.content)
         return replace(result, raw=raw)
+
+    def _output_read(self, result: Result) -> str | None:
+        """The background command whose output file (``<task id>.output``) a ``Read`` read."""
+        path = self.reads.get(str(result.call_id), "")
+        name = path.replace("\\", "/").rsplit("/", 1)[-1]
+        return self.background.get(name.removesuffix(".output")) if name.endswith(".output") else None
+
+    @staticmethod
+    def _ended(started: str, output: str) -> dict[str, Any]:
+        """A background command's output, read: the result of the call that started it
+        (``output_of``) and, where the harness's last line shows it ended, its exit code (a read
+        while it still ran shows none); a non-zero code fails it, as a failed command's result."""
+        raw: dict[str, Any] = {"output_of": started}
+        end = list(_EXITED.finditer(output))
+        if end:
+            raw["exit_code"] = code = int(end[-1].group(2))
+            if code != 0:
+                raw |= {"status": "error", "status_message": end[-1].group(1)}
+        return raw
 
     def _header(self, record: dict[str, Any]) -> None:
         for key in _HEADER_KEYS:

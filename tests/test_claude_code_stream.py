@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.audit.detectors.test_runs import TestRunFacts
+from auditor.audit.detectors.test_runs import TestRunFacts, worked_beside
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
@@ -105,10 +105,14 @@ def test_an_error_result_ends_the_run_with_the_harness_record(tmp_path):
     )
 
 
-def _coding(tmp_path: Path, test_output: str, code: int, root: str | None = None) -> Trace:
+def _coding(
+    tmp_path: Path, test_output: str, code: int, root: str | None = None, background: str | None = None
+) -> Trace:
     """The hooked stream with an edit of the project's code, a bun test run of it and a closing
     claim added before its result record (in the records' own shapes: an Edit and its
-    ``tool_use_result``, a Bash call whose failure opens ``Exit code N``)."""
+    ``tool_use_result``, a Bash call whose failure opens ``Exit code N``). ``background``: the run
+    is started in the background, and its output is (``read``) or is not (``unread``) read from
+    its file before the claim (``_in_background``)."""
     records = _records(HOOKED)
     base = {"parent_tool_use_id": None, "session_id": records[-1]["session_id"]}
     target = "/Users/javi/projects/trackgentic/packages/library/src/core/tracker.ts"
@@ -135,14 +139,63 @@ def _coding(tmp_path: Path, test_output: str, code: int, root: str | None = None
         "role": "assistant",
         "content": [{"type": "text", "text": "Fixed: the tracker is correct and all tests pass."}],
     }
+    test = {"command": "bun test", "description": "Run tests"}
+    if background is None:
+        ran = [
+            call("toolu_test", "Bash", test),
+            result("toolu_test", said, bool(code), said if code else {"stdout": test_output, "stderr": ""}),
+        ]
+    else:
+        ran = [call("toolu_test", "Bash", test | {"run_in_background": True})]
+        ran += _in_background(test_output, code, read=background == "read", base=base)
     records[-1:-1] = [
         call("toolu_edit", "Edit", {"file_path": target, "old_string": "a - b", "new_string": "a + b"}),
         result("toolu_edit", f"The file {target} has been updated.", False, {"filePath": target}),
-        call("toolu_test", "Bash", {"command": "bun test", "description": "Run tests"}),
-        result("toolu_test", said, bool(code), said if code else {"stdout": test_output, "stderr": ""}),
+        *ran,
         {"type": "assistant", "message": closing, **base},
     ]
     return _trace(_write(tmp_path, records))
+
+
+def _in_background(output: str, code: int, read: bool, base: dict) -> list[dict]:
+    """The records of a command ``toolu_test`` run in the background after its call, as Claude Code
+    2.1.284 writes them (the hive-mind capture): the result that says it started, with the
+    account's ``backgroundTaskId``, and, when ``read``, the harness's word that it ended and a
+    ``Read`` of its output file, numbered, that ends ``[exited with code N]``."""
+    task, said = "b7k2x9q1", f"{output}\n[exited with code {code}]\n"
+    path = (
+        f"/private/tmp/claude-501/-Users-javi-projects-trackgentic/{base['session_id']}/tasks/{task}.output"
+    )
+    numbered = "\n".join(f"{n}\t{line}" for n, line in enumerate(said.split("\n"), 1))
+
+    def turn(role: str, block: dict, account: dict | None = None) -> dict:
+        message = {"role": role, "content": [block]}
+        return {"type": role, "message": message, **base} | ({"tool_use_result": account} if account else {})
+
+    started = (
+        f"Command running in background with ID: {task}. Output is being written to: {path}. You will "
+        "be notified when it completes. To check interim output, use Read on that file path."
+    )
+    account = {"stdout": "", "stderr": "", "interrupted": False, "isImage": False, "backgroundTaskId": task}
+    records = [
+        turn("user", {"type": "tool_result", "tool_use_id": "toolu_test", "content": started}, account)
+    ]
+    if read:
+        summary = f'Background command "Run tests" completed (exit code {code})'
+        records += [
+            {"type": "system", "subtype": "task_notification", "task_id": task, "tool_use_id": "toolu_test"}
+            | {"status": "completed", "output_file": path, "summary": summary, **base},
+            turn(
+                "assistant",
+                {"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"file_path": path}},
+            ),
+            turn(
+                "user",
+                {"type": "tool_result", "tool_use_id": "toolu_read", "content": numbered},
+                {"type": "text", "file": {"filePath": path, "content": said, "startLine": 1}},
+            ),
+        ]
+    return records
 
 
 def test_an_edit_whose_tests_then_fail_is_a_finding_citing_the_claim_and_the_output(tmp_path):
@@ -161,6 +214,37 @@ def test_an_edit_whose_tests_then_pass_is_no_coding_finding(tmp_path):
     passed = BUN_FAILED.with_name("bun_test_passed.txt").read_text(encoding="utf-8")
     trace = _coding(tmp_path, passed, 0)
     assert not [f for f in run_rules_audit(trace).findings if f.detector == "coding_verification"]
+
+
+def test_a_test_run_in_the_background_is_read_from_its_output_file(tmp_path):
+    """Its result says only that it started; the ``Read`` of its output file is its result (its
+    numbered lines parsed, its last line's exit code), so the failing run is the finding's."""
+    trace = _coding(tmp_path, BUN_FAILED.read_text(encoding="utf-8"), 1, background="read")
+    run = TestRunFacts(trace).runs[-1]  # the stream's own runs come before the edit
+    shown = trace.steps[run.result]
+    assert (shown.actor, shown.raw["output_of"], shown.raw["exit_code"]) == ("Read", "toolu_test", 1)
+    assert (run.runner, run.failed, run.passed) == ("bun", 1, 2) and run.summary in shown.content
+    report = run_rules_audit(trace)
+    coding = [f for f in report.findings if f.detector == "coding_verification"]
+    assert [f.title for f in coding][:1] == ["agent submitted while its last test run failed"]
+    cited = {u.step_id: u.quote for u in coding[0].evidence}
+    assert "1 fail" in cited[shown.step_id] and "all tests pass" in " ".join(cited.values())
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+def test_a_background_run_that_passed_or_was_never_read(tmp_path):
+    """Passed when read: no coding finding. Claimed before its output was read: the word that it
+    started is no check (it passed nothing), so the claim has no test output behind it."""
+    passed = BUN_FAILED.with_name("bun_test_passed.txt").read_text(encoding="utf-8")
+    trace = _coding(tmp_path, passed, 0, background="read")
+    assert TestRunFacts(trace).runs[-1].passed == 3
+    assert not [f for f in run_rules_audit(trace).findings if f.detector == "coding_verification"]
+    unread = _coding(tmp_path, passed, 0, background="unread")
+    assert len(TestRunFacts(unread).runs) == len(TestRunFacts(trace).runs) - 1
+    started = next(s for s in unread.steps if s.raw.get("background_task"))
+    assert "exit_code" not in started.raw
+    coding = [f for f in run_rules_audit(unread).findings if f.detector == "coding_verification"]
+    assert coding and started.step_id not in {u.step_id for f in coding for u in f.evidence}
 
 
 @pytest.mark.parametrize(
@@ -227,6 +311,21 @@ def test_the_harness_word_that_a_background_task_ended_names_the_call_that_start
     bash = next(s for s in ended if "exit code 0" in s.content)
     assert calls[bash.raw["tool_use_id"]].tool.name == "Bash" and bash.raw["status"] == "completed"
     assert trace.steps.index(bash) > trace.steps.index(calls[bash.raw["tool_use_id"]])
+    assert (bash.raw["output_of"], bash.raw["exit_code"]) == (bash.raw["tool_use_id"], 0)
+
+
+def test_a_command_run_in_the_background_ends_where_its_output_file_is_read():
+    """The real capture: ``sleep 15; echo bash-done`` in the background. Its result says it started
+    (no exit code, no check's outcome); the later ``Read`` of ``<task id>.output`` is its result."""
+    trace = _trace(REAL / "hive_mind_background_agent_subagent_2_1_284.jsonl")
+    (started,) = [p for p, s in enumerate(trace.steps) if s.raw.get("background_task")]
+    assert "exit_code" not in trace.steps[started].raw and started in worked_beside(trace.steps)
+    (read,) = [p for p, s in enumerate(trace.steps) if s.actor == "Read"]
+    call = next(
+        p for p, (command, _) in TestRunFacts(trace).calls.items() if command == "sleep 15; echo bash-done"
+    )
+    assert TestRunFacts(trace).calls[call][1] == read and trace.steps[read].raw["exit_code"] == 0
+    assert trace.steps[read].raw["output_of"] == trace.steps[call].tool.call_id
 
 
 def test_a_windows_working_directory_makes_the_changed_paths_relative(tmp_path):

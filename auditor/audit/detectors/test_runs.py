@@ -172,6 +172,7 @@ _VALUED_OPTIONS = frozenset({
 _IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
 # a line's own indentation ([^\S\n]): ^\s* ran over every blank line below each line start (quadratic)
 _IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from|import)\s+([\w.]+)")
+_NUMBERED = re.compile(r"(?m)^ *\d+(?:\t|→)")  # a line as a file viewer numbers it (``3\t``, ``   3→``)
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)\r?$")
 _CREATE = re.compile(r"(?<![\d&<>])>\s*([^\s;&|<>()]+)")  # a ">" redirect (not ">>"): a new file
@@ -961,12 +962,14 @@ def answered_call(steps: list[TraceStep], pos: int) -> TraceStep | None:
 
 
 def worked_beside(steps: list[TraceStep]) -> frozenset[int]:
-    """The results that ended a process the agent worked beside (a server or a watcher it started
-    and stopped later): between the call and its result another call was answered and the agent
-    acted after that answer. How such a process ends (stopped with ^C, killed) is the agent's doing,
-    no check's outcome. The calls of one turn, all made before any answer, are not so."""
+    """The results of a process the agent worked beside, none a check's outcome: the word that a
+    command started in the background (``raw.background_task``: its output comes later, see
+    ``TestRunFacts.calls``), and the end of a process (a server or a watcher it started and stopped
+    later) when between the call and its result another call was answered and the agent acted
+    after that answer. How such a process ends (stopped with ^C, killed) is the agent's doing. The
+    calls of one turn, all made before any answer, are not so."""
     calls = {s.step_id: p for p, s in enumerate(steps) if s.kind is StepKind.tool_call}
-    out = set()
+    out = {p for p, s in enumerate(steps) if s.kind is StepKind.tool_result and s.raw.get("background_task")}
     for end, step in enumerate(steps):
         start = calls.get(step.refs.reply_to) if step.refs and step.refs.reply_to else None
         if step.kind is not StepKind.tool_result or start is None or end - start < 4:
@@ -979,6 +982,13 @@ def worked_beside(steps: list[TraceStep]) -> frozenset[int]:
                 break
             answered = answered or s.kind is StepKind.tool_result
     return frozenset(out)
+
+
+def printed_text(result: TraceStep) -> str:
+    """What a command printed, as its result shows it: a background command's output read from its
+    file (``raw.output_of``) without the numbers the file viewer put before each line (the lines
+    themselves, a summary among them, stand in the result as they are)."""
+    return _NUMBERED.sub("", result.content) if result.raw.get("output_of") else result.content
 
 
 def shows_files(result: TraceStep, call: TraceStep | None) -> bool:
@@ -1026,11 +1036,23 @@ class TestRunFacts:
 
     @cached_property
     def calls(self) -> dict[int, tuple[str, int | None]]:
-        """Position of each command -> (its command, the position of its result)."""
+        """Position of each command -> (its command, the position of its result). A command run
+        in the background answers only that it started: its result is where it ended, its output
+        read (a step whose ``raw.output_of`` names the call, with the exit code it ended with),
+        else the harness's word that it ended; none while it still runs."""
         answer: dict[str, int] = {}
+        ended: dict[str, int] = {}
         for pos, step in enumerate(self.steps):
             if step.kind is StepKind.tool_result and step.refs and step.refs.reply_to:
                 answer.setdefault(step.refs.reply_to, pos)
+            started = step.raw.get("output_of")
+            if (
+                isinstance(started, str)
+                and isinstance(step.raw.get("exit_code"), int)
+                # its output shown outranks the harness's word that it ended
+                and (started not in ended or self.steps[ended[started]].kind is not StepKind.tool_result)
+            ):
+                ended[started] = pos
         out = {}
         for pos, step in enumerate(self.steps):
             if step.actor_kind is ActorKind.agent and step.kind is StepKind.tool_call:
@@ -1042,6 +1064,8 @@ class TestRunFacts:
                     and self.steps[pos + 1].kind is StepKind.tool_result
                 ):
                     result = pos + 1
+                if result is not None and self.steps[result].raw.get("background_task"):
+                    result = ended.get(str(step.tool.call_id) if step.tool else "", result)
                 out[pos] = (command or "", result)
         return out
 
@@ -1060,13 +1084,17 @@ class TestRunFacts:
                 continue
             if self.steps[result].raw.get("error_type") == REFUSED:  # refused: it ran nothing
                 continue
+            started, call = self.steps[result].raw.get("output_of"), self.steps[pos].tool
+            if started is not None and (call is None or started != call.call_id):
+                continue  # the read of a background command's output: that command's run
             out = self.steps[result]
             code = exit_code(out)
-            parsed = parse_output(out.content)
+            printed = printed_text(out)
+            parsed = parse_output(printed)
             if parsed is not None:
                 runner, summary, failed, passed, ids = parsed
                 runs.append(TestRun(pos, result, runner, command, summary, failed, passed, ids, code))
-            elif (runner := runner_of(command)) and (raised := self._raised_in_change(out.content)):
+            elif (runner := runner_of(command)) and (raised := self._raised_in_change(printed)):
                 # the runner died on the change before it reported a test: the change's failure
                 runs.append(TestRun(pos, result, runner, command, raised, 1, 0, (), code))
             elif running := [w for w in _words(command) if _script(w)[0] or _program(w)]:
@@ -1074,7 +1102,7 @@ class TestRunFacts:
                     continue  # the shell found no program to run (a runner not installed): no run
                 # a command the harness killed (a timeout: status error, no exit code) did not pass
                 killed = code is None and out.raw.get("status") == "error"
-                bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(out.content)))
+                bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(printed)))
                 if not bad and all(runner_of(" ".join(w)) for w in running):
                     # a runner alone that summarised nothing and did not fail: its output was cut
                     # (``| head``) or it ran no test (``--help``, ``--collect-only``): no run to read

@@ -52,6 +52,7 @@ FILES = [
     "real/gemini-cli/recording_write_shell_upserted_calls.jsonl",
     "real/codex-exec/superstar_reviewer_pytest_pass_git_exit128_ready_verdict.jsonl",
     "real/claude-code-stream/trackgentic_bun_test_edit_permission_denied.jsonl",
+    "real/claude-code-stream/hive_mind_background_agent_subagent_2_1_284.jsonl",
     "real/cursor-agent/shell_rejected_twice_partial_output.jsonl",
     "real/opencode/run_json_five_edits_go_test.jsonl",
 ]

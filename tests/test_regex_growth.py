@@ -16,9 +16,10 @@ from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
 from auditor.audit.detectors.injected_instruction import _VALUE_TOKEN
 from auditor.audit.detectors.limits import _SENTENCE
-from auditor.audit.detectors.test_runs import _IMPORT, _PY_WRITE, _TOX, parse_output
+from auditor.audit.detectors.test_runs import _IMPORT, _NUMBERED, _PY_WRITE, _TOX, parse_output
 from auditor.audit.detectors.tool_effects import normal, normal_text
 from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
+from ingest.claude_code import _EXITED
 from tests.timing import best_seconds
 
 BLANKS = {
@@ -38,6 +39,8 @@ PATTERNS = {  # each with a text it must still read, put before the blanks (a ma
     "sentence end": (_SENTENCE_END, "Done.\nNext"),
     "a call in code": (_CALLED, "finish(answer)\n"),
     "a file written": (_PY_WRITE, "out.write_text(data)\n"),
+    "a numbered line": (_NUMBERED, "12\tpassed\n"),
+    "a background command's end": (_EXITED, "3\t[exited with code 1]\n"),
 }
 
 

@@ -24,11 +24,13 @@ header, not steps. So the steps are, in file order:
   ``file``), which the source keeps;
 - a command run in the background (``run_in_background``): its result says only that it started
   (the account's ``backgroundTaskId``: ``raw.background_task``, no exit code). Its output comes
-  later, when the agent reads the task's output file (``<task id>.output``): that ``Read``'s result
-  is the command's (``raw.output_of`` names the call that started it) and the file's last line,
-  ``[exited with code N]``, its exit code, a non-zero one failing it as a failed command's result
-  fails; the harness's word that it ended (``task_notification``, ``… (exit code N)``) carries the
-  same marks;
+  later, when the agent reads it: 2.0's ``BashOutput`` (``bash_id``; the account's ``exitCode``,
+  ``null`` while it runs) or 2.1's ``Read`` of the task's output file (``<task id>.output``, whose
+  last line is ``[exited with code N]``). Such a read's result is the command's (``raw.output_of``
+  names the call that started it), the code it shows its exit code, a non-zero one failing it as
+  a failed command's result fails; the harness's word that it ended (``task_notification``,
+  ``… (exit code N)``) carries the same marks. A command the agent stopped (``KillShell``) shows
+  no exit code: its end was the agent's doing;
 - the harness's reminder appended to a file it read (a ``<system-reminder>`` block that ends a
   ``Read`` result on a line of its own, where every line of the file is numbered): a ``system``
   step of ``claude-code`` after the result, which keeps the file's text alone.
@@ -253,8 +255,9 @@ class _Session:
         self.facts = facts
         self.b = StepBuilder(str(path))
         self.tools: dict[str, str] = {}  # call id -> tool name
-        self.reads: dict[str, str] = {}  # a Read call's id -> the file it read
         self.background: dict[str, str] = {}  # a background command's task id -> the call that started it
+        self.reads: dict[str, str] = {}  # a call that may read a background command's output -> its task id
+        self.killed: set[str] = set()  # the background commands the agent stopped
         self.subagents: dict[str, str] = {}  # agentId or delegating call id -> actor
         self.prompts: dict[str, str] = {}  # a delegating call's prompt -> its subagent type
         self.delegations: dict[str, str] = {}  # a delegating call's id -> its subagent type
@@ -374,8 +377,13 @@ class _Session:
     def _called(self, call_id: str, name: str, arguments: Any) -> None:
         args = arguments if isinstance(arguments, dict) else {}
         self.tools[call_id] = name
-        if name == "Read" and isinstance(args.get("file_path"), str):
-            self.reads[call_id] = args["file_path"]
+        path, shell = args.get("file_path"), args.get("bash_id")
+        if name == "Read" and isinstance(path, str) and path.endswith(".output"):  # ``<task id>.output``
+            self.reads[call_id] = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".output")
+        elif name == "BashOutput" and isinstance(shell, str):
+            self.reads[call_id] = shell
+        elif name == "KillShell" and isinstance(args.get("shell_id"), str):
+            self.killed.add(args["shell_id"])
         if name in DELEGATING:
             kind = str(args.get("subagent_type") or "subagent")
             self.delegations[call_id] = kind
@@ -436,27 +444,29 @@ class _Session:
                 raw["exit_code"] = 0
             if isinstance(account, dict) and account.get("interrupted") is True:
                 raw["status"], raw["error_type"] = "error", "interrupted"
-        elif tool == "Read" and (started := self._output_read(result)) is not None:
-            raw |= self._ended(started, result.content)
+        elif (task := self.reads.get(str(result.call_id))) in self.background:
+            raw |= self._output(task, tool, result.content, account)
         return replace(result, raw=raw)
 
-    def _output_read(self, result: Result) -> str | None:
-        """The background command whose output file (``<task id>.output``) a ``Read`` read."""
-        path = self.reads.get(str(result.call_id), "")
-        name = path.replace("\\", "/").rsplit("/", 1)[-1]
-        return self.background.get(name.removesuffix(".output")) if name.endswith(".output") else None
-
-    @staticmethod
-    def _ended(started: str, output: str) -> dict[str, Any]:
-        """A background command's output, read: the result of the call that started it
-        (``output_of``) and, where the harness's last line shows it ended, its exit code (a read
-        while it still ran shows none); a non-zero code fails it, as a failed command's result."""
-        raw: dict[str, Any] = {"output_of": started}
-        end = list(_EXITED.finditer(output))
-        if end:
-            raw["exit_code"] = code = int(end[-1].group(2))
+    def _output(self, task: str, tool: str, output: str, account: Any) -> dict[str, Any]:
+        """A background command's output, read (a ``Read`` of its file, or ``BashOutput``): the
+        result of the call that started it (``output_of``) and, where it shows the command ended,
+        its exit code: the file's last line, or ``BashOutput``'s account (``exitCode``; ``null``
+        while it runs). A non-zero code fails it, as a failed command's result; a command the agent
+        stopped (``KillShell``) ended by the agent's doing, with no code a check gave."""
+        raw: dict[str, Any] = {"output_of": self.background[task]}
+        if task in self.killed:
+            return raw
+        if tool == "BashOutput":
+            code = account.get("exitCode") if isinstance(account, dict) else None
+            line = None
+        else:
+            end = list(_EXITED.finditer(output))
+            code, line = (int(end[-1].group(2)), end[-1].group(1)) if end else (None, None)
+        if isinstance(code, int) and not isinstance(code, bool):
+            raw["exit_code"] = code
             if code != 0:
-                raw |= {"status": "error", "status_message": end[-1].group(1)}
+                raw |= pack_raw(status="error", status_message=line)
         return raw
 
     def _header(self, record: dict[str, Any]) -> None:

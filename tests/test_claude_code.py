@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.audit.detectors.test_runs import TestRunFacts
+from auditor.audit.detectors.test_runs import TestRunFacts, worked_beside
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.audit.test_timeline import timeline
@@ -24,6 +24,8 @@ from tests.conftest import REPO
 REAL = REPO / "tests" / "fixtures" / "real" / "claude-code"
 SESSION = REAL / "pytest_edit_commit_session.jsonl"  # a feature added, tests run, committed twice
 PORT = REAL / "rust_port_task_subagent_session.jsonl"  # a library ported to Rust, a subagent explores
+SERVER = REAL / "vite_dev_server_background_bashoutput_killshell_2_0_42.excerpt.jsonl"  # in the background
+VITEST = REPO / "tests" / "fixtures" / "real" / "test-runs" / "vitest_failed.txt"
 
 
 def _trace(path: Path) -> Trace:
@@ -166,6 +168,65 @@ def test_a_session_whose_last_test_run_failed_is_a_finding_that_validates(tmp_pa
 def test_the_session_as_it_ran_files_no_coding_finding():
     report = run_rules_audit(_trace(SESSION))
     assert not [f for f in report.findings if f.detector == "coding_verification"]
+
+
+def test_a_server_started_in_the_background_read_while_running_and_stopped_is_no_check():
+    """The real 2.0.42 excerpt: ``pnpm dev`` in the background, its output read with ``BashOutput``
+    while it ran (``exitCode`` null), then ``KillShell``: no exit code anywhere, no run, no finding."""
+    trace = _trace(SERVER)
+    ((call, started),) = [(c, r) for c, r in _by_call(trace, "Bash") if r.raw.get("background_task")]
+    ((_, read),) = _by_call(trace, "BashOutput")
+    assert read.raw["output_of"] == call.tool.call_id and read.raw["status"] == "ok"
+    assert "exit_code" not in started.raw and "exit_code" not in read.raw
+    assert trace.steps.index(started) in worked_beside(trace.steps)
+    assert TestRunFacts(trace).calls[trace.steps.index(call)] == ("pnpm dev", trace.steps.index(started))
+    assert not TestRunFacts(trace).runs and not run_rules_audit(trace).findings
+
+
+def _background_tests(tmp_path: Path, code: int, stopped: bool = False) -> Trace:
+    """The excerpt with ``pnpm test`` run in the background instead, its ``BashOutput`` showing it
+    ended (the account's ``status`` and ``exitCode``, the real vitest output as its stdout), a
+    closing claim after it (a failed run's output is the real vitest failure, a passed one's its
+    pass); ``stopped``: the agent stopped it (``KillShell``) before that read."""
+    records = _records(SERVER)
+    (call,) = [
+        b for r in records for b in r["message"]["content"] if b.get("input", {}).get("run_in_background")
+    ]
+    call["input"] |= {"command": "pnpm test", "description": "Run the tests"}
+    output = (VITEST if code else VITEST.with_name("vitest_passed.txt")).read_text(encoding="utf-8")
+    ((shown, block),) = _results(records, "<status>running</status>")
+    status = "failed" if code else "completed"
+    block["content"] = f"<status>{status}</status>\n\n<stdout>\n{output}</stdout>"
+    shown["toolUseResult"] |= {"command": "pnpm test", "status": status, "exitCode": code, "stdout": output}
+    kill = next(i for i, r in enumerate(records) if "KillShell" in json.dumps(r.get("message", {})))
+    if stopped:  # the kill's call and result before the read's call
+        read = next(i for i, r in enumerate(records) if "BashOutput" in json.dumps(r.get("message", {})))
+        records[read:read] = records[kill : kill + 2]
+        del records[kill + 2 : kill + 4]
+    closing = json.loads(json.dumps(records[1]))  # an assistant text record of the session
+    closing["message"]["content"] = [{"type": "text", "text": "Done: all the tests pass."}]
+    return _trace(_write(tmp_path / "background.jsonl", [*records, closing]))
+
+
+def test_a_test_run_in_the_background_is_read_where_bashoutput_shows_it_ended(tmp_path):
+    """Its ``BashOutput`` is its result: the vitest failure is a failed run, and the claim after it
+    is relayed success on a check that did not show it, citing that output."""
+    trace = _background_tests(tmp_path, 1)
+    ((_, read),) = _by_call(trace, "BashOutput")
+    (run,) = TestRunFacts(trace).runs
+    assert (trace.steps[run.result], run.runner, run.failed, run.exit) == (read, "vitest", 1, 1)
+    report = run_rules_audit(trace)
+    relayed = [
+        f
+        for f in report.findings
+        if f.detector == "unverified_relay" and f.risk_class.value != "operational_failure"
+    ]
+    assert relayed and read.step_id in {u.step_id for f in relayed for u in f.evidence}
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    passed = _background_tests(tmp_path, 0)
+    assert [(r.ok, r.exit) for r in TestRunFacts(passed).runs] == [(True, 0)]
+    assert not [f for f in run_rules_audit(passed).findings if f.detector == "unverified_relay"]
+    assert not TestRunFacts(_background_tests(tmp_path, 1, stopped=True)).runs  # stopped: the agent's doing
 
 
 def test_a_subagent_is_its_own_actor_and_its_prompt_the_delegating_agents(tmp_path):

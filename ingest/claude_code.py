@@ -29,8 +29,8 @@ header, not steps. So the steps are, in file order:
   last line is ``[exited with code N]``). Such a read's result is the command's (``raw.output_of``
   names the call that started it), the code it shows its exit code, a non-zero one failing it as
   a failed command's result fails; the harness's word that it ended (``task_notification``,
-  ``… (exit code N)``) carries the same marks. A command the agent stopped (``KillShell``) shows
-  no exit code: its end was the agent's doing;
+  ``… (exit code N)``) carries the same marks. A command the agent stopped (``KillShell``, 2.1's
+  ``TaskStop``) shows no exit code: its end was the agent's doing;
 - the harness's reminder appended to a file it read (a ``<system-reminder>`` block that ends a
   ``Read`` result on a line of its own, where every line of the file is numbered): a ``system``
   step of ``claude-code`` after the result, which keeps the file's text alone.
@@ -346,7 +346,12 @@ class _Session:
             said = record.get("output") or record.get("stdout") or record.get("summary")
             if isinstance(said, str) and said.strip():
                 started = record.get("tool_use_id")  # the call that started the task
-                ended = _NOTIFIED_EXIT.search(said) if started in self.background.values() else None
+                task = record.get("task_id")
+                ended = (
+                    _NOTIFIED_EXIT.search(said)
+                    if self.background.get(str(task)) == started and task not in self.killed
+                    else None
+                )
                 raw = pack_raw(
                     **_place(loc),
                     type=kind,
@@ -382,8 +387,8 @@ class _Session:
             self.reads[call_id] = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".output")
         elif name == "BashOutput" and isinstance(shell, str):
             self.reads[call_id] = shell
-        elif name == "KillShell" and isinstance(args.get("shell_id"), str):
-            self.killed.add(args["shell_id"])
+        elif name in ("KillShell", "TaskStop"):  # 2.0's ``shell_id``, 2.1's ``task_id``
+            self.killed.update(t for t in (args.get("shell_id"), args.get("task_id")) if isinstance(t, str))
         if name in DELEGATING:
             kind = str(args.get("subagent_type") or "subagent")
             self.delegations[call_id] = kind

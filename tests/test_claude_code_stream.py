@@ -112,7 +112,7 @@ def _coding(
     claim added before its result record (in the records' own shapes: an Edit and its
     ``tool_use_result``, a Bash call whose failure opens ``Exit code N``). ``background``: the run
     is started in the background, and its output is (``read``) or is not (``unread``) read from
-    its file before the claim (``_in_background``)."""
+    its file before the claim, or stopped (``stopped``) and then read (``_in_background``)."""
     records = _records(HOOKED)
     base = {"parent_tool_use_id": None, "session_id": records[-1]["session_id"]}
     target = "/Users/javi/projects/trackgentic/packages/library/src/core/tracker.ts"
@@ -147,7 +147,7 @@ def _coding(
         ]
     else:
         ran = [call("toolu_test", "Bash", test | {"run_in_background": True})]
-        ran += _in_background(test_output, code, read=background == "read", base=base)
+        ran += _in_background(test_output, code, background != "unread", base, background == "stopped")
     records[-1:-1] = [
         call("toolu_edit", "Edit", {"file_path": target, "old_string": "a - b", "new_string": "a + b"}),
         result("toolu_edit", f"The file {target} has been updated.", False, {"filePath": target}),
@@ -157,11 +157,12 @@ def _coding(
     return _trace(_write(tmp_path, records))
 
 
-def _in_background(output: str, code: int, read: bool, base: dict) -> list[dict]:
+def _in_background(output: str, code: int, read: bool, base: dict, stopped: bool = False) -> list[dict]:
     """The records of a command ``toolu_test`` run in the background after its call, as Claude Code
     2.1.284 writes them (the hive-mind capture): the result that says it started, with the
     account's ``backgroundTaskId``, and, when ``read``, the harness's word that it ended and a
-    ``Read`` of its output file, numbered, that ends ``[exited with code N]``."""
+    ``Read`` of its output file, numbered, that ends ``[exited with code N]``; ``stopped``: the
+    agent stopped it first."""
     task, said = "b7k2x9q1", f"{output}\n[exited with code {code}]\n"
     path = (
         f"/private/tmp/claude-501/-Users-javi-projects-trackgentic/{base['session_id']}/tasks/{task}.output"
@@ -180,6 +181,15 @@ def _in_background(output: str, code: int, read: bool, base: dict) -> list[dict]
     records = [
         turn("user", {"type": "tool_result", "tool_use_id": "toolu_test", "content": started}, account)
     ]
+    if stopped:  # the agent stops it (2.1's ``TaskStop``) before it ends
+        stop = {"type": "tool_use", "id": "toolu_stop", "name": "TaskStop", "input": {"task_id": task}}
+        records += [
+            turn("assistant", stop),
+            turn(
+                "user",
+                {"type": "tool_result", "tool_use_id": "toolu_stop", "content": f"Stopped task {task}"},
+            ),
+        ]
     if read:
         summary = f'Background command "Run tests" completed (exit code {code})'
         records += [
@@ -232,9 +242,10 @@ def test_a_test_run_in_the_background_is_read_from_its_output_file(tmp_path):
     assert validate_report(report.model_dump(mode="json"), trace).ok
 
 
-def test_a_background_run_that_passed_or_was_never_read(tmp_path):
+def test_a_background_run_that_passed_was_never_read_or_was_stopped(tmp_path):
     """Passed when read: no coding finding. Claimed before its output was read: the word that it
-    started is no check (it passed nothing), so the claim has no test output behind it."""
+    started is no check (it passed nothing), so the claim has no test output behind it. Stopped by
+    the agent (``TaskStop``): what is read after shows no check's end."""
     passed = BUN_FAILED.with_name("bun_test_passed.txt").read_text(encoding="utf-8")
     trace = _coding(tmp_path, passed, 0, background="read")
     assert TestRunFacts(trace).runs[-1].passed == 3
@@ -245,6 +256,9 @@ def test_a_background_run_that_passed_or_was_never_read(tmp_path):
     assert "exit_code" not in started.raw
     coding = [f for f in run_rules_audit(unread).findings if f.detector == "coding_verification"]
     assert coding and started.step_id not in {u.step_id for f in coding for u in f.evidence}
+    stopped = _coding(tmp_path, BUN_FAILED.read_text(encoding="utf-8"), 1, background="stopped")
+    assert len(TestRunFacts(stopped).runs) == len(TestRunFacts(unread).runs)  # its end was the agent's doing
+    assert not [s for s in stopped.steps if "exit_code" in s.raw and s.raw.get("output_of")]
 
 
 @pytest.mark.parametrize(

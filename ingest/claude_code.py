@@ -345,13 +345,11 @@ class _Session:
         if kind == "system" and subtype in ("hook_response", "task_notification"):
             said = record.get("output") or record.get("stdout") or record.get("summary")
             if isinstance(said, str) and said.strip():
-                started = record.get("tool_use_id")  # the call that started the task
-                task = record.get("task_id")
-                ended = (
-                    _NOTIFIED_EXIT.search(said)
-                    if self.background.get(str(task)) == started and task not in self.killed
-                    else None
+                started, task = record.get("tool_use_id"), record.get("task_id")  # the call that started it
+                background = (
+                    isinstance(task, str) and task not in self.killed and self.background.get(task) == started
                 )
+                ended = _NOTIFIED_EXIT.search(said) if background else None
                 raw = pack_raw(
                     **_place(loc),
                     type=kind,
@@ -458,7 +456,7 @@ class _Session:
         result of the call that started it (``output_of``) and, where it shows the command ended,
         its exit code: the file's last line, or ``BashOutput``'s account (``exitCode``; ``null``
         while it runs). A non-zero code fails it, as a failed command's result; a command the agent
-        stopped (``KillShell``) ended by the agent's doing, with no code a check gave."""
+        stopped (``KillShell``, ``TaskStop``) ended by the agent's doing, with no code a check gave."""
         raw: dict[str, Any] = {"output_of": self.background[task]}
         if task in self.killed:
             return raw

@@ -18,7 +18,14 @@ steps, in file order:
 - a ``function_call_output`` / ``custom_tool_call_output``: the result of the call its ``call_id``
   names. Its ``output`` is often itself JSON, ``{"output": text, "metadata": {"exit_code": N}}``:
   the text is the result, the exit code its ``raw.exit_code`` and status (0 ``ok``, else
-  ``error``); a plain-text output is kept as written.
+  ``error``); a plain-text output is kept as written (a list of content items: their texts).
+  The unified exec tools (``exec_command``, ``write_stdin``) write a plain-text preamble before
+  ``Output:`` (``Chunk ID``, ``Wall time``, then ``Process exited with code N`` once the process
+  ended, ``Process running with session ID N`` while it runs): an exit code there is the result's.
+  A command still running when ``exec_command`` returned went on in the background: that result
+  says only that it started (``raw.background_task``, the session id), and the ``write_stdin``
+  results on that session are its output (``raw.output_of`` names the call that started it), the
+  one that shows it exited giving its exit code.
 
 ``session_meta`` (the session's id, ``cwd``, ``cli_version``, ``originator``, git) and the first
 ``turn_context`` (model, approval and sandbox policy) go to the header. ``event_msg`` records repeat
@@ -51,6 +58,12 @@ _RECORD = re.compile(
     r'\A\s*\{"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|turn_context|event_msg)"'
 )
 _ENDS = frozenset({"turn_aborted", "error"})
+_UNIFIED = frozenset({"exec_command", "write_stdin"})  # the unified exec tools, one output layout
+_PREAMBLE_LINES = (
+    8  # their output's preamble: at most a few lines before ``Output:``, ``Wall time`` among them
+)
+_EXITED = re.compile(r"Process exited with code (-?\d+)")
+_RUNNING = re.compile(r"Process running with (?:session ID|id) (\d+)")
 _META_KEYS = ("cwd", "cli_version", "originator", "git")  # and the session's id, as session_id
 
 
@@ -78,6 +91,8 @@ class _Rollout:
         self.facts = facts
         self.b = StepBuilder(str(path))
         self.tools: dict[str, str] = {}  # call id -> tool name
+        self.background: dict[str, str] = {}  # a running process's session id -> the call that started it
+        self.polls: dict[str, str] = {}  # a write_stdin call's id -> the session it wrote to
         self.end: tuple[str, str, dict[str, Any]] | None = None
         self.task_seen = False
 
@@ -145,6 +160,8 @@ class _Rollout:
                 args, verbatim = {"input": text}, text if isinstance(text, str) else ""
             if isinstance(call_id, str):
                 self.tools[call_id] = name
+                if name == "write_stdin" and isinstance(args, dict) and args.get("session_id") is not None:
+                    self.polls[call_id] = str(args["session_id"])
             return ChatMessage(
                 None, "assistant", AGENT, [Call(name, args, call_id, verbatim)], raw, timestamp=timestamp
             )
@@ -152,15 +169,43 @@ class _Rollout:
             call_id = payload.get("call_id")
             content, status = _output(payload.get("output"), loc)
             name = self.tools.get(call_id) if isinstance(call_id, str) else None
+            if name in _UNIFIED and not status:
+                status = self._unified(name, str(call_id), content)
             return ChatMessage(
                 None, "tool", name, [Result(content, call_id, name, status)], raw, timestamp=timestamp
             )
         return None
 
+    def _unified(self, name: str, call_id: str, output: str) -> dict[str, Any]:
+        """The status a unified exec output's preamble gives (the module doc): its exit code, or
+        that its process runs on in the background, or which background process it shows."""
+        head = output.split("\n", _PREAMBLE_LINES)[:_PREAMBLE_LINES]
+        preamble = head[: head.index("Output:")] if "Output:" in head else []
+        if not any(line.startswith("Wall time: ") for line in preamble):
+            return {}
+        raw: dict[str, Any] = {}
+        session = self.polls.get(call_id) if name == "write_stdin" else None
+        if session in self.background:
+            raw["output_of"] = self.background[session]
+        for line in preamble:
+            if exited := _EXITED.fullmatch(line):
+                code = int(exited.group(1))
+                status = {"status": "ok"} if code == 0 else {"status": "error", "status_message": line}
+                return raw | status | {"exit_code": code}
+        running = next((m for line in preamble if (m := _RUNNING.fullmatch(line))), None)
+        if name == "exec_command" and running is not None:
+            self.background[running.group(1)] = call_id
+            raw["background_task"] = running.group(1)
+        return raw
+
 
 def _output(value: Any, loc: Loc) -> tuple[str, dict[str, Any]]:
     """A call's output text and status: the JSON envelope's ``output`` and ``metadata.exit_code``,
-    else the text as written."""
+    else the text as written; a list of content items, their texts."""
+    if isinstance(value, list):
+        return "\n".join(
+            i["text"] for i in value if isinstance(i, dict) and isinstance(i.get("text"), str)
+        ), {}
     if not isinstance(value, str):
         raise loc.error("a call's output must be text", ".output")
     try:

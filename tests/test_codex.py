@@ -104,10 +104,61 @@ def test_an_output_that_is_no_text_names_its_line(tmp_path):
     assert f"line {at + 1}" in str(caught.value) and "output" in str(caught.value)
 
 
-def _extended(tmp_path: Path, patch_call: dict, test_output: str, code: int) -> Path:
+def _shell_run(test_output: str, code: int) -> list[dict]:
+    """``pytest -q tests`` run by the ``shell`` tool: its output the JSON envelope with its exit code."""
+    envelope = json.dumps({"output": test_output, "metadata": {"exit_code": code, "duration_seconds": 0.5}})
+    return [
+        {
+            "type": "function_call",
+            "name": "shell",
+            "call_id": "call_test",
+            "arguments": json.dumps({"command": ["bash", "-lc", "pytest -q tests"]}),
+        },
+        {"type": "function_call_output", "call_id": "call_test", "output": envelope},
+    ]
+
+
+def _unified_run(test_output: str, code: int | None) -> list[dict]:
+    """``pytest -q tests`` run by the unified exec tools, in the layout Codex's source writes
+    (``codex-rs/core/src/tools/context.rs``, ``ExecCommandToolOutput::response_text``): still
+    running when ``exec_command`` returned (its output's first half), then a ``write_stdin`` on its
+    session shows the rest and that it exited with ``code`` (None: still running)."""
+    half = test_output.count("\n") // 2
+    lines = test_output.split("\n")
+    first, rest = "\n".join(lines[:half]), "\n".join(lines[half:])
+    ended = "Process running with session ID 34117" if code is None else f"Process exited with code {code}"
+    return [
+        {
+            "type": "function_call",
+            "name": "exec_command",
+            "call_id": "call_test",
+            "arguments": json.dumps({"cmd": "pytest -q tests", "yield_time_ms": 10000}),
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "call_test",
+            "output": "Chunk ID: 4f2a91\nWall time: 10.0021 seconds\nProcess running with session ID 34117\n"
+            f"Original token count: 61\nOutput:\n{first}",
+        },
+        {
+            "type": "function_call",
+            "name": "write_stdin",
+            "call_id": "call_poll",
+            "arguments": json.dumps({"session_id": 34117, "chars": "", "yield_time_ms": 30000}),
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "call_poll",
+            "output": f"Chunk ID: 9be013\nWall time: 2.4107 seconds\n{ended}\nOriginal token count: 58\n"
+            f"Output:\n{rest}",
+        },
+    ]
+
+
+def _extended(tmp_path: Path, patch_call: dict, test_output: str, code: int, run=_shell_run) -> Path:
     """The real rollout with an apply_patch edit (the envelope a real MoonMind rollout holds:
-    ``custom_tool_call`` apply_patch, ``*** Begin Patch`` …), a test run and a closing claim added
-    in place of the interrupt."""
+    ``custom_tool_call`` apply_patch, ``*** Begin Patch`` …), a test run (``run``: by the ``shell``
+    tool, or the unified exec tools) and a closing claim added in place of the interrupt."""
     records = [json.loads(line) for line in ROLLOUT.read_text(encoding="utf-8").splitlines()]
     records = [r for r in records if r["payload"].get("type") != "turn_aborted"]
     stamp = records[-1]["timestamp"]
@@ -115,19 +166,10 @@ def _extended(tmp_path: Path, patch_call: dict, test_output: str, code: int) -> 
     def item(payload: dict) -> dict:
         return {"timestamp": stamp, "type": "response_item", "payload": payload}
 
-    envelope = json.dumps({"output": test_output, "metadata": {"exit_code": code, "duration_seconds": 0.5}})
     records += [
         item(patch_call),
         item({"type": "custom_tool_call_output", "call_id": "call_patch", "output": "Success."}),
-        item(
-            {
-                "type": "function_call",
-                "name": "shell",
-                "call_id": "call_test",
-                "arguments": json.dumps({"command": ["bash", "-lc", "pytest -q tests"]}),
-            }
-        ),
-        item({"type": "function_call_output", "call_id": "call_test", "output": envelope}),
+        *(item(payload) for payload in run(test_output, code)),
         item(
             {
                 "type": "message",
@@ -191,3 +233,54 @@ def test_a_patch_whose_tests_then_pass_is_no_finding(tmp_path):
     call = {"type": "custom_tool_call", "call_id": "call_patch", "name": "apply_patch", "input": PATCH}
     trace = _trace(_extended(tmp_path, call, "..\n2 passed in 0.05s\n", 0))
     assert not [f for f in run_rules_audit(trace).findings if f.detector == "coding_verification"]
+
+
+PYTEST_FAILED = (REPO / "tests" / "fixtures" / "real" / "test-runs" / "pytest_failed.txt").read_text(
+    encoding="utf-8"
+)
+
+
+def test_a_test_run_still_running_when_exec_command_returned_ends_where_write_stdin_shows_it(tmp_path):
+    """Unified exec: the ``exec_command`` output that says the process runs on is no check; the
+    ``write_stdin`` on its session that shows it exited is its result, so the failing run is the
+    finding's, quoting that output."""
+    call = {"type": "custom_tool_call", "call_id": "call_patch", "name": "apply_patch", "input": PATCH}
+    trace = _trace(_extended(tmp_path, call, PYTEST_FAILED, 1, run=_unified_run))
+    started = next(s for s in trace.steps if s.raw.get("background_task"))
+    shown = next(s for s in trace.steps if s.raw.get("output_of"))
+    assert (started.raw["background_task"], "exit_code" in started.raw) == ("34117", False)
+    assert (shown.raw["output_of"], shown.raw["exit_code"], shown.raw["status"]) == ("call_test", 1, "error")
+    (run,) = TestRunFacts(trace).runs
+    assert (run.command, trace.steps[run.result], run.failed) == ("pytest -q tests", shown, 1)
+    report = run_rules_audit(trace)
+    coding = [f for f in report.findings if f.detector == "coding_verification"]
+    assert [f.title for f in coding] == ["agent submitted while its last test run failed"]
+    assert shown.step_id in {u.step_id for u in coding[0].evidence}
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    passed = _trace(_extended(tmp_path, call, "..\n2 passed in 0.05s\n", 0, run=_unified_run))
+    assert [(r.ok, r.exit) for r in TestRunFacts(passed).runs] == [(True, 0)]
+    running = _trace(_extended(tmp_path, call, PYTEST_FAILED, None, run=_unified_run))
+    assert not TestRunFacts(running).runs  # never seen to end: no run's outcome
+
+
+def test_an_exec_command_that_exited_within_its_wait_carries_its_exit_code(tmp_path):
+    """The preamble's ``Process exited with code N`` is the result's exit code and status; an
+    output of content items (newer builds) reads as their text."""
+    records = [json.loads(line) for line in ROLLOUT.read_text(encoding="utf-8").splitlines()]
+    (at,) = [i for i, r in enumerate(records) if "./specify --help" in str(r["payload"].get("arguments"))]
+    call_id = records[at]["payload"]["call_id"]
+    records[at]["payload"] |= {"name": "exec_command", "arguments": json.dumps({"cmd": "./specify --help"})}
+    out = next(
+        r
+        for r in records
+        if r["payload"].get("type") == "function_call_output" and r["payload"]["call_id"] == call_id
+    )
+    text = json.loads(out["payload"]["output"])["output"]
+    said = f"Chunk ID: 0c1d2e\nWall time: 0.0510 seconds\nProcess exited with code 127\nOutput:\n{text}"
+    out["payload"]["output"] = [{"type": "input_text", "text": said}]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    trace = _trace(path)
+    (result,) = [s for s in trace.steps if s.refs and s.refs.reply_to and s.content == said]
+    assert (result.raw["exit_code"], result.raw["status"]) == (127, "error")
+    assert "background_task" not in result.raw

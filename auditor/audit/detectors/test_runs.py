@@ -986,9 +986,11 @@ def worked_beside(steps: list[TraceStep]) -> frozenset[int]:
 
 def printed_text(result: TraceStep) -> str:
     """What a command printed, as its result shows it: a background command's output read from its
-    file (``raw.output_of``) without the numbers the file viewer put before each line (the lines
-    themselves, a summary among them, stand in the result as they are)."""
-    return _NUMBERED.sub("", result.content) if result.raw.get("output_of") else result.content
+    file (``raw.output_of``, every line numbered by the file viewer) without those numbers (the
+    lines themselves, a summary among them, stand in the result as they are)."""
+    text = result.content
+    numbered = result.raw.get("output_of") and all(_NUMBERED.match(ln) for ln in text.split("\n") if ln)
+    return _NUMBERED.sub("", text) if numbered else text
 
 
 def shows_files(result: TraceStep, call: TraceStep | None) -> bool:

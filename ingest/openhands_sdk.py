@@ -27,8 +27,12 @@ The events are the steps:
   its ``exit_code``, else ``metadata.exit_code``, else the ``[The command completed with exit code
   N.]`` it appends: the 2025 records leave ``exit_code`` null and ``error`` false for a command that
   failed. ``-1`` is a command still running when its soft time-out came: no exit code, status
-  ``running``; ``timeout`` a command killed (``error_type: timeout``). A file editor's ``prev_exist`` says whether it made
-  the file (``raw.written``). A finish's observation repeats its message: counted;
+  ``running``, and it runs on (``raw.background_task``): the observations of the empty commands
+  sent after it (the agent waiting for it) are its output (``raw.output_of``), the one with an exit
+  code its end; a key sent to it (``C-c``, ``is_input``: no command) stops it, its answer
+  ``raw.stopped``, no check's outcome. ``timeout`` is a command killed (``error_type:
+  timeout``). A file editor's ``prev_exist`` says whether it made the file (``raw.written``). A
+  finish's observation repeats its message: counted;
 - ``UserRejectObservation``: the call refused (``error_type: refused``: it ran nothing), its
   ``rejection_reason``; ``AgentErrorEvent``: the call's error (the SDK sends the model that as the
   tool's answer);
@@ -68,6 +72,7 @@ _EVENT_FILE = re.compile(r"\Aevent-(\d{5,})-")
 _EXIT_SUFFIX = re.compile(r"\[The command completed with exit code (-?\d+)\.\]")
 _SHELLS = frozenset({"terminal", "execute_bash", "bash"})
 _ACTION_KEYS = frozenset({"kind"})
+_KEYS = ("C-c", "C-d", "C-z")  # keys a shell call sends to the running command: they stop it
 GRADING_RULE = "openhands.grading: an evaluation record's test_result (but its git_patch) and instance"
 
 
@@ -319,6 +324,8 @@ class _Reader:
         self.end: tuple[Any, str, dict[str, Any]] | None = None
         self.submission: str | None = None
         self.finishes: set[Any] = set()  # the ids of finish calls, whose observations echo them
+        self.running: str | None = None  # the shell command still running at its soft time-out
+        self.waits: dict[str, bool] = {}  # a shell call sent to that command -> whether it waits on it
 
     def steps(self, events: Iterator[tuple[dict[str, Any], Loc]]) -> Iterator[TraceStep]:
         yield from chat_steps(self._messages(events), self.b)
@@ -385,6 +392,9 @@ class _Reader:
             yield ChatMessage(None, "assistant", AGENT, parts, raw)
             return
         arguments = {k: v for k, v in (action or {}).items() if k not in _ACTION_KEYS}
+        if name in _SHELLS and self.running is not None and arguments.get("command") in ("", *_KEYS):
+            # an empty command waits for the running one's output; a key sent to it stops it
+            self.waits[str(event.get("tool_call_id"))] = arguments["command"] == ""
         call = event.get("tool_call") if isinstance(event.get("tool_call"), dict) else {}
         written = call.get("arguments") if isinstance(call.get("arguments"), str) else ""
         parts.append(Call(name, arguments, event.get("tool_call_id"), written))
@@ -405,12 +415,21 @@ class _Reader:
         name = event.get("tool_name") if isinstance(event.get("tool_name"), str) else None
         if name in _SHELLS or "exit_code" in observation:
             code = _exit_code(observation)
+            waits = self.waits.get(str(event.get("tool_call_id")))
+            if waits and self.running is not None:  # what it printed since: its output, its end's code
+                raw["output_of"] = self.running
+            if waits is False and self.running is not None:  # the agent stopped it: no check's end
+                raw["stopped"] = self.running
+            if waits is not None and (code is not None or not waits):
+                self.running = None
             if code is not None:
                 raw["exit_code"] = code
                 if code:
                     raw |= {"status": "error", "error_type": "exit_code"}
             elif not failed and _still_running(observation):
                 raw["status"] = "running"  # no exit code yet: still running at its soft time-out
+                if waits is None:  # it runs on: this result says only that
+                    self.running = raw["background_task"] = str(event.get("tool_call_id"))
             if observation.get("timeout") is True:
                 raw |= {"status": "error", "error_type": "timeout"}
         path = observation.get("path")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.audit.detectors.test_runs import TestRunFacts, exit_code
+from auditor.audit.detectors.test_runs import TestRunFacts, exit_code, worked_beside
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
@@ -153,6 +153,64 @@ def test_a_test_run_failing_after_an_edit_the_finish_claims_passing_is_a_finding
     facts = TestRunFacts(trace)
     assert list(facts.changed) == ["/workspace/calc.py"] and [r.failed for r in facts.runs] == [1]
     coding_finding(trace, "1 failed", "all tests pass")
+
+
+def _waited(events: list[dict], then: str, output: str, code: int) -> list[dict]:
+    """The conversation's terminal call as a ``pytest -q`` still running at its soft time-out (-1,
+    its output's first half), then a call sending ``then`` to the running command (``""`` waits
+    for it; ``C-c`` stops it) whose observation shows the rest and exit code ``code``; the finish
+    says the tests pass (a changed copy: the real conversation's command ended at once)."""
+    lines = output.split("\n")
+    first, rest = "\n".join(lines[: len(lines) // 2]), "\n".join(lines[len(lines) // 2 :])
+    call, running = json.loads(json.dumps(events[2])), json.loads(json.dumps(events[3]))
+    call["action"]["command"] = running["observation"]["command"] = "pytest -q"
+    running["observation"] |= {"content": [{"type": "text", "text": first}], "exit_code": -1}
+    running["observation"]["metadata"] |= {
+        "exit_code": -1,
+        "suffix": "\n[The command has no new output after 30 seconds. You may wait longer to see additional output "
+        "by sending empty command '', send other commands to interact with the current process, or send keys "
+        "to interrupt/kill the command.]",
+    }
+    sent = call | {"id": "wait", "tool_call_id": "call_wait", "action": call["action"] | {"command": then}}
+    sent["action"]["is_input"] = then != ""
+    shown = running | {"id": "shown", "tool_call_id": "call_wait", "action_id": "wait"}
+    shown["observation"] = running["observation"] | {
+        "content": [{"type": "text", "text": rest}],
+        "exit_code": code,
+    }
+    shown["observation"]["metadata"] = running["observation"]["metadata"] | {"exit_code": code, "suffix": ""}
+    finish = json.loads(json.dumps(events[4]))
+    finish["action"]["message"] = "Done: all the tests pass."
+    return [*events[:2], call, running, sent, shown, finish, *events[5:6]]
+
+
+def test_a_command_still_running_at_its_time_out_ends_where_the_wait_for_it_shows(tmp_path):
+    """The -1 observation says only that it runs on; the empty command's observation, which shows
+    it exited, is its result: the failing pytest run is the run, and the finish's claim relays it
+    as success. Stopped with ``C-c`` instead (keys sent to it, no command), it ended by the agent's
+    doing: no run, and its ^C is no failed check."""
+    failed = (REPO / "tests" / "fixtures" / "real" / "test-runs" / "pytest_failed.txt").read_text(
+        encoding="utf-8"
+    )
+    trace = _listed(tmp_path, _waited(_events(), "", failed, 1))
+    started = next(s for s in trace.steps if s.raw.get("background_task"))
+    shown = next(s for s in trace.steps if s.raw.get("output_of"))
+    assert (started.raw["status"], shown.raw["output_of"]) == ("running", started.raw["background_task"])
+    (run,) = TestRunFacts(trace).runs
+    assert (run.command, trace.steps[run.result], run.failed, run.exit) == ("pytest -q", shown, 1, 1)
+    report = run_rules_audit(trace)
+    relayed = [
+        f
+        for f in report.findings
+        if f.detector == "unverified_relay" and shown.step_id in {u.step_id for u in f.evidence}
+    ]
+    assert relayed and validate_report(report.model_dump(mode="json"), trace).ok
+    stopped = _listed(tmp_path, _waited(_events(), "C-c", "collecting ...\n^C", 130))
+    assert not TestRunFacts(stopped).runs and not [s for s in stopped.steps if s.raw.get("output_of")]
+    (ended,) = [p for p, s in enumerate(stopped.steps) if s.raw.get("stopped")]
+    assert stopped.steps[ended].raw["stopped"] == started.raw["background_task"]
+    assert ended in worked_beside(stopped.steps)  # the ^C the agent sent is no failed check
+    assert not [f for f in run_rules_audit(stopped).findings if f.risk_class.value == "realized"]
 
 
 def test_a_refused_call_an_agent_error_and_the_conversations_error(tmp_path):

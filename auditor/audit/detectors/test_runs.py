@@ -348,6 +348,8 @@ def command_of(step: TraceStep) -> str | None:
         return None
     args = step.tool.arguments
     if isinstance(args, dict):
+        if args.get("is_input") is True:  # keys sent to a running process (OpenHands): no command
+            return None
         command = args.get("command", args.get("cmd"))
         if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
             command = _shell_script(command) or shlex.join(command)
@@ -964,12 +966,17 @@ def answered_call(steps: list[TraceStep], pos: int) -> TraceStep | None:
 def worked_beside(steps: list[TraceStep]) -> frozenset[int]:
     """The results of a process the agent worked beside, none a check's outcome: the word that a
     command started in the background (``raw.background_task``: its output comes later, see
-    ``TestRunFacts.calls``), and the end of a process (a server or a watcher it started and stopped
-    later) when between the call and its result another call was answered and the agent acted
-    after that answer. How such a process ends (stopped with ^C, killed) is the agent's doing. The
-    calls of one turn, all made before any answer, are not so."""
+    ``TestRunFacts.calls``), the answer to the agent's stopping one (``raw.stopped``), and the end
+    of a process (a server or a watcher it started and stopped later) when between the call and its
+    result another call was answered and the agent acted after that answer. How such a process ends
+    (stopped with ^C, killed) is the agent's doing. The calls of one turn, all made before any
+    answer, are not so."""
     calls = {s.step_id: p for p, s in enumerate(steps) if s.kind is StepKind.tool_call}
-    out = {p for p, s in enumerate(steps) if s.kind is StepKind.tool_result and s.raw.get("background_task")}
+    out = {
+        p
+        for p, s in enumerate(steps)
+        if s.kind is StepKind.tool_result and (s.raw.get("background_task") or s.raw.get("stopped"))
+    }
     for end, step in enumerate(steps):
         start = calls.get(step.refs.reply_to) if step.refs and step.refs.reply_to else None
         if step.kind is not StepKind.tool_result or start is None or end - start < 4:

@@ -59,9 +59,8 @@ _RECORD = re.compile(
 )
 _ENDS = frozenset({"turn_aborted", "error"})
 _UNIFIED = frozenset({"exec_command", "write_stdin"})  # the unified exec tools, one output layout
-_PREAMBLE_LINES = (
-    8  # their output's preamble: at most a few lines before ``Output:``, ``Wall time`` among them
-)
+# their output's preamble: at most a few lines before ``Output:``, ``Wall time`` among them
+_PREAMBLE_LINES = 8
 _EXITED = re.compile(r"Process exited with code (-?\d+)")
 _RUNNING = re.compile(r"Process running with (?:session ID|id) (\d+)")
 _META_KEYS = ("cwd", "cli_version", "originator", "git")  # and the session's id, as session_id

@@ -30,7 +30,8 @@ header, not steps. So the steps are, in file order:
   names the call that started it), the code it shows its exit code, a non-zero one failing it as
   a failed command's result fails; the harness's word that it ended (``task_notification``,
   ``… (exit code N)``) carries the same marks. A command the agent stopped (``KillShell``, 2.1's
-  ``TaskStop``) shows no exit code: its end was the agent's doing;
+  ``TaskStop``) shows no exit code: its end was the agent's doing (the stop's answer is
+  ``raw.stopped``, naming the call that started it);
 - the harness's reminder appended to a file it read (a ``<system-reminder>`` block that ends a
   ``Read`` result on a line of its own, where every line of the file is numbered): a ``system``
   step of ``claude-code`` after the result, which keeps the file's text alone.
@@ -257,7 +258,7 @@ class _Session:
         self.tools: dict[str, str] = {}  # call id -> tool name
         self.background: dict[str, str] = {}  # a background command's task id -> the call that started it
         self.reads: dict[str, str] = {}  # a call that may read a background command's output -> its task id
-        self.killed: set[str] = set()  # the background commands the agent stopped
+        self.stops: dict[str, str] = {}  # a call that stopped a background command -> its task id
         self.subagents: dict[str, str] = {}  # agentId or delegating call id -> actor
         self.prompts: dict[str, str] = {}  # a delegating call's prompt -> its subagent type
         self.delegations: dict[str, str] = {}  # a delegating call's id -> its subagent type
@@ -347,7 +348,9 @@ class _Session:
             if isinstance(said, str) and said.strip():
                 started, task = record.get("tool_use_id"), record.get("task_id")  # the call that started it
                 background = (
-                    isinstance(task, str) and task not in self.killed and self.background.get(task) == started
+                    isinstance(task, str)
+                    and task not in self.stops.values()
+                    and self.background.get(task) == started
                 )
                 ended = _NOTIFIED_EXIT.search(said) if background else None
                 raw = pack_raw(
@@ -386,7 +389,9 @@ class _Session:
         elif name == "BashOutput" and isinstance(shell, str):
             self.reads[call_id] = shell
         elif name in ("KillShell", "TaskStop"):  # 2.0's ``shell_id``, 2.1's ``task_id``
-            self.killed.update(t for t in (args.get("shell_id"), args.get("task_id")) if isinstance(t, str))
+            task = args.get("shell_id", args.get("task_id"))
+            if isinstance(task, str):
+                self.stops[call_id] = task
         if name in DELEGATING:
             kind = str(args.get("subagent_type") or "subagent")
             self.delegations[call_id] = kind
@@ -449,6 +454,8 @@ class _Session:
                 raw["status"], raw["error_type"] = "error", "interrupted"
         elif (task := self.reads.get(str(result.call_id))) in self.background:
             raw |= self._output(task, tool, result.content, account)
+        elif (task := self.stops.get(str(result.call_id))) in self.background:
+            raw["stopped"] = self.background[task]  # the end the agent gave it: no check's outcome
         return replace(result, raw=raw)
 
     def _output(self, task: str, tool: str, output: str, account: Any) -> dict[str, Any]:
@@ -458,7 +465,7 @@ class _Session:
         while it runs). A non-zero code fails it, as a failed command's result; a command the agent
         stopped (``KillShell``, ``TaskStop``) ended by the agent's doing, with no code a check gave."""
         raw: dict[str, Any] = {"output_of": self.background[task]}
-        if task in self.killed:
+        if task in self.stops.values():
             return raw
         if tool == "BashOutput":
             code = account.get("exitCode") if isinstance(account, dict) else None

@@ -181,6 +181,9 @@ def test_a_server_started_in_the_background_read_while_running_and_stopped_is_no
     assert trace.steps.index(started) in worked_beside(trace.steps)
     assert TestRunFacts(trace).calls[trace.steps.index(call)] == ("pnpm dev", trace.steps.index(started))
     assert not TestRunFacts(trace).runs and not run_rules_audit(trace).findings
+    ((_, stopped),) = _by_call(trace, "KillShell")
+    assert stopped.raw["stopped"] == call.tool.call_id  # its answer is no check's outcome either
+    assert trace.steps.index(stopped) in worked_beside(trace.steps)
 
 
 def _background_tests(tmp_path: Path, code: int, stopped: bool = False) -> Trace:

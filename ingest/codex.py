@@ -25,7 +25,8 @@ steps, in file order:
   A command still running when ``exec_command`` returned went on in the background: that result
   says only that it started (``raw.background_task``, the session id), and the ``write_stdin``
   results on that session are its output (``raw.output_of`` names the call that started it), the
-  one that shows it exited giving its exit code.
+  one that shows it exited giving its exit code; one that writes it ^C or ^D stops it, its answer
+  ``raw.stopped``, the end the agent gave it, no check's outcome.
 
 ``session_meta`` (the session's id, ``cwd``, ``cli_version``, ``originator``, git) and the first
 ``turn_context`` (model, approval and sandbox policy) go to the header. ``event_msg`` records repeat
@@ -62,6 +63,7 @@ _UNIFIED = frozenset({"exec_command", "write_stdin"})  # the unified exec tools,
 # their output's preamble: at most a few lines before ``Output:``, ``Wall time`` among them
 _PREAMBLE_LINES = 8
 _EXITED = re.compile(r"Process exited with code (-?\d+)")
+_STOP_KEYS = ("\x03", "\x04")  # ^C, ^D written to a running process: the agent stops it
 _RUNNING = re.compile(r"Process running with (?:session ID|id) (\d+)")
 _META_KEYS = ("cwd", "cli_version", "originator", "git")  # and the session's id, as session_id
 
@@ -91,7 +93,9 @@ class _Rollout:
         self.b = StepBuilder(str(path))
         self.tools: dict[str, str] = {}  # call id -> tool name
         self.background: dict[str, str] = {}  # a running process's session id -> the call that started it
-        self.polls: dict[str, str] = {}  # a write_stdin call's id -> the session it wrote to
+        self.polls: dict[
+            str, tuple[str, bool]
+        ] = {}  # a write_stdin call -> (its session, whether it stops it)
         self.end: tuple[str, str, dict[str, Any]] | None = None
         self.task_seen = False
 
@@ -160,7 +164,9 @@ class _Rollout:
             if isinstance(call_id, str):
                 self.tools[call_id] = name
                 if name == "write_stdin" and isinstance(args, dict) and args.get("session_id") is not None:
-                    self.polls[call_id] = str(args["session_id"])
+                    chars = args.get("chars")
+                    stops = isinstance(chars, str) and any(key in chars for key in _STOP_KEYS)
+                    self.polls[call_id] = (str(args["session_id"]), stops)
             return ChatMessage(
                 None, "assistant", AGENT, [Call(name, args, call_id, verbatim)], raw, timestamp=timestamp
             )
@@ -183,9 +189,9 @@ class _Rollout:
         if not any(line.startswith("Wall time: ") for line in preamble):
             return {}
         raw: dict[str, Any] = {}
-        session = self.polls.get(call_id) if name == "write_stdin" else None
-        if session in self.background:
-            raw["output_of"] = self.background[session]
+        session, stops = self.polls.get(call_id, (None, False)) if name == "write_stdin" else (None, False)
+        if session in self.background:  # what it printed since; a ^C the agent sent ended it (no check)
+            raw["stopped" if stops else "output_of"] = self.background[session]
         for line in preamble:
             if exited := _EXITED.fullmatch(line):
                 code = int(exited.group(1))

@@ -213,22 +213,19 @@ def _background_tests(tmp_path: Path, code: int, stopped: bool = False) -> Trace
 
 def test_a_test_run_in_the_background_is_read_where_bashoutput_shows_it_ended(tmp_path):
     """Its ``BashOutput`` is its result: the vitest failure is a failed run, and the claim after it
-    is relayed success on a check that did not show it, citing that output."""
+    is success claimed on a check that did not show it, citing that output."""
     trace = _background_tests(tmp_path, 1)
     ((_, read),) = _by_call(trace, "BashOutput")
     (run,) = TestRunFacts(trace).runs
     assert (trace.steps[run.result], run.runner, run.failed, run.exit) == (read, "vitest", 1, 1)
     report = run_rules_audit(trace)
-    relayed = [
-        f
-        for f in report.findings
-        if f.detector == "unverified_relay" and f.risk_class.value != "operational_failure"
-    ]
-    assert relayed and read.step_id in {u.step_id for f in relayed for u in f.evidence}
+    (claimed,) = [f for f in report.findings if f.disposition.value == "realized"]
+    assert claimed.title.startswith("agent claimed success on a check that did not show it")
+    assert read.step_id in {u.step_id for u in claimed.evidence}
     assert validate_report(report.model_dump(mode="json"), trace).ok
     passed = _background_tests(tmp_path, 0)
     assert [(r.ok, r.exit) for r in TestRunFacts(passed).runs] == [(True, 0)]
-    assert not [f for f in run_rules_audit(passed).findings if f.detector == "unverified_relay"]
+    assert not [f for f in run_rules_audit(passed).findings if f.disposition.value == "realized"]
     assert not TestRunFacts(_background_tests(tmp_path, 1, stopped=True)).runs  # stopped: the agent's doing
 
 

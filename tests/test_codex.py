@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.audit.detectors.test_runs import TestRunFacts, command_of, exit_code
+from auditor.audit.detectors.test_runs import TestRunFacts, command_of, exit_code, worked_beside
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
@@ -118,11 +118,14 @@ def _shell_run(test_output: str, code: int) -> list[dict]:
     ]
 
 
-def _unified_run(test_output: str, code: int | None) -> list[dict]:
+def _unified_run(
+    test_output: str, code: int | None, chars: str = "", cmd: str = "pytest -q tests"
+) -> list[dict]:
     """``pytest -q tests`` run by the unified exec tools, in the layout Codex's source writes
     (``codex-rs/core/src/tools/context.rs``, ``ExecCommandToolOutput::response_text``): still
     running when ``exec_command`` returned (its output's first half), then a ``write_stdin`` on its
-    session shows the rest and that it exited with ``code`` (None: still running)."""
+    session (writing it ``chars``) shows the rest and that it exited with ``code`` (None: still
+    running)."""
     half = test_output.count("\n") // 2
     lines = test_output.split("\n")
     first, rest = "\n".join(lines[:half]), "\n".join(lines[half:])
@@ -132,7 +135,7 @@ def _unified_run(test_output: str, code: int | None) -> list[dict]:
             "type": "function_call",
             "name": "exec_command",
             "call_id": "call_test",
-            "arguments": json.dumps({"cmd": "pytest -q tests", "yield_time_ms": 10000}),
+            "arguments": json.dumps({"cmd": cmd, "yield_time_ms": 10000}),
         },
         {
             "type": "function_call_output",
@@ -144,7 +147,7 @@ def _unified_run(test_output: str, code: int | None) -> list[dict]:
             "type": "function_call",
             "name": "write_stdin",
             "call_id": "call_poll",
-            "arguments": json.dumps({"session_id": 34117, "chars": "", "yield_time_ms": 30000}),
+            "arguments": json.dumps({"session_id": 34117, "chars": chars, "yield_time_ms": 30000}),
         },
         {
             "type": "function_call_output",
@@ -261,6 +264,23 @@ def test_a_test_run_still_running_when_exec_command_returned_ends_where_write_st
     assert [(r.ok, r.exit) for r in TestRunFacts(passed).runs] == [(True, 0)]
     running = _trace(_extended(tmp_path, call, PYTEST_FAILED, None, run=_unified_run))
     assert not TestRunFacts(running).runs  # never seen to end: no run's outcome
+
+
+def test_a_server_the_agent_stopped_with_ctrl_c_through_write_stdin_is_no_failed_check(tmp_path):
+    """A dev server started with ``exec_command`` runs on; the agent writes it ^C and it exits 130:
+    that end is the agent's doing (``raw.stopped``), no run and no failure the claim contradicts."""
+    call = {"type": "custom_tool_call", "call_id": "call_patch", "name": "apply_patch", "input": PATCH}
+
+    def server(output: str, code: int) -> list[dict]:
+        return _unified_run(output, code, chars="\u0003", cmd="python -m http.server 8000")
+
+    served = "Serving HTTP on 0.0.0.0 port 8000 (http://0.0.0.0:8000/) ...\n^C\nKeyboard interrupt received, exiting."
+    trace = _trace(_extended(tmp_path, call, served, 130, run=server))
+    (stopped,) = [p for p, s in enumerate(trace.steps) if s.raw.get("stopped")]
+    assert trace.steps[stopped].raw["stopped"] == "call_test" and stopped in worked_beside(trace.steps)
+    assert not TestRunFacts(trace).runs
+    cited = {u.step_id for f in run_rules_audit(trace).findings for u in f.evidence}
+    assert trace.steps[stopped].step_id not in cited  # its exit 130 is no failure of any finding
 
 
 def test_an_exec_command_that_exited_within_its_wait_carries_its_exit_code(tmp_path):

@@ -381,8 +381,10 @@ class UnverifiedRelayDetector:
         self, ctx: AuditContext, outcomes: list[_Outcome | None], relayed: set[str]
     ) -> Iterable[FindingDraft]:
         """Each tool's failed results that no relay finding carried on, as one finding per tool
-        (its calls the harness refused to run, one more)."""
+        (its calls the harness refused to run, one more). The end of a process the agent worked
+        beside (a server it stopped) is its doing, no failure."""
         steps = ctx.trace.steps
+        beside = RunFacts.of(ctx).beside
         errors: dict[tuple[str, bool], list[_Outcome]] = {}
         for out in outcomes:
             if (
@@ -390,6 +392,7 @@ class UnverifiedRelayDetector:
                 and out.failed
                 and is_result(steps[out.pos])
                 and steps[out.pos].step_id not in relayed
+                and out.pos not in beside
             ):
                 errors.setdefault((out.author, refused(steps[out.pos])), []).append(out)
         for (tool, refusal), failed in errors.items():

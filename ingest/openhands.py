@@ -12,10 +12,15 @@ action type), its ``args.thought`` as content and the other ``args`` as argument
 the result of the action it names in ``cause`` (actor: that action's tool). An ``error``
 observation, or a non-zero ``extras.metadata.exit_code``, sets ``raw.status = "error"`` with
 ``error_type`` (``error`` or ``exit_code``) and ``status_message`` (the event's ``message``); a zero
-exit code sets ``raw.status = "ok"``. ``agent_state_changed`` and ``null`` events are bookkeeping:
-counted in the header, not steps, save the controller's change to ``error`` with its reason (its
-record of ending the run: a maximum iteration reached, a loop, an error), which is the harness's
-end record (``harness_exit``), as an evaluation record's ``error`` is when its history lacks one. The rest of each event stays in ``raw``.
+exit code sets ``raw.status = "ok"``. A command still running at its soft time-out (exit code
+-1) runs on: its answer is ``raw.background_task``, what the empty commands sent after it show is
+its output (``raw.output_of``, the one with an exit code its end), and the answer to a key sent to
+it (``is_input``: ``C-c``) is the end the agent gave it (``raw.stopped``), as ``_Running`` says.
+``agent_state_changed`` and ``null`` events are bookkeeping: counted in the header, not steps,
+save the controller's change to ``error`` with its reason (its record of ending the run: a maximum
+iteration reached, a loop, an error), which is the harness's end record (``harness_exit``), as an
+evaluation record's ``error`` is when its history lacks one. The rest of each event stays in
+``raw``.
 
 An evaluation record (the object form of OpenHands' ``output.jsonl`` entries: ``instance_id``,
 ``test_result``, ``history`` …) holds the diff the run handed in as ``test_result.git_patch``: when
@@ -40,6 +45,7 @@ from schemas.trace import ActorKind, StepKind, StepRefs, ToolInfo, TraceStep
 _EVENT = re.compile(r'"source"\s*:\s*"(user|agent|environment)"')
 _KIND = re.compile(r'"(action|observation)"\s*:\s*"\w+"')
 _BOOKKEEPING = {"agent_state_changed", "null", "change_agent_state"}
+_KEYS = ("C-c", "C-d", "C-z")  # keys a run action sends to the running command: they stop it
 _ACTOR_KIND = {"user": ActorKind.human, "agent": ActorKind.agent, "environment": ActorKind.environment}
 
 
@@ -85,14 +91,42 @@ def _events(reader: JsonReader, facts: Facts) -> Iterator[Any]:
             facts.metadata[key] = reader.value()
 
 
+class _Running:
+    """The shell command still running at its soft time-out (exit code -1), as the events go, and
+    the run actions sent to it since: an empty command waits for it, a key (``is_input``: ``C-c``)
+    stops it. What the waits show is its output, the one with an exit code its end
+    (``raw.output_of``); the answer to a key is the end the agent gave it (``raw.stopped``)."""
+
+    def __init__(self) -> None:
+        self.call: str | None = None  # the running command's call (its tool call id, else its step)
+        self.sent: dict[Any, bool] = {}  # an action sent to it (its event id) -> whether it waits
+
+    def action(self, event: dict[str, Any], args: dict[str, Any]) -> None:
+        if self.call is not None and args.get("command") in ("", *_KEYS):
+            self.sent[_key(event.get("id"))] = args["command"] == ""
+
+    def observed(self, event: dict[str, Any], call: TraceStep | None) -> dict[str, Any]:
+        extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
+        metadata = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+        code, waits, raw = metadata.get("exit_code"), self.sent.get(_key(event.get("cause"))), {}
+        if waits is not None and self.call is not None:
+            raw["output_of" if waits else "stopped"] = self.call
+            if code != -1 or not waits:
+                self.call = None
+        elif code == -1 and call is not None:  # it runs on: this answer says only that
+            self.call = raw["background_task"] = (call.tool.call_id if call.tool else None) or call.step_id
+        return raw
+
+
 def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
     actions: dict[Any, TraceStep] = {}  # event id → the step made from that action
+    running = _Running()
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
         for n, event in enumerate(_events(reader, facts)):
             if not isinstance(event, dict):
                 raise InputError("an event must be a JSON object", path=b.where, field=f"[{n}]")
-            step = _step(event, n, actions, facts, b)
+            step = _step(event, n, actions, facts, b, running)
             if step is not None:
                 if "action" in event:
                     actions[_key(event.get("id"))] = step
@@ -120,7 +154,12 @@ def _text(value: Any, field: str, b: StepBuilder) -> str:
 
 
 def _step(
-    event: dict[str, Any], n: int, actions: dict[Any, TraceStep], facts: Facts, b: StepBuilder
+    event: dict[str, Any],
+    n: int,
+    actions: dict[Any, TraceStep],
+    facts: Facts,
+    b: StepBuilder,
+    running: _Running,
 ) -> TraceStep | None:
     source = str(event.get("source") or "environment")
     kind = event.get("action", event.get("observation"))
@@ -157,6 +196,8 @@ def _step(
             )
         name = str(meta.get("function_name") or kind or "action")
         call_id = meta.get("tool_call_id")
+        if kind == "run":
+            running.action(event, args)
         return b.add(
             timestamp=timestamp,
             actor=source,
@@ -175,6 +216,8 @@ def _step(
     call_id = call.tool.call_id if call is not None and call.tool else None
     raw = pack_raw(**{k: v for k, v in event.items() if k not in ("source", "timestamp", "content")})
     raw.update(_status(event))
+    if kind == "run":
+        raw.update(running.observed(event, call))
     return b.add(
         timestamp=timestamp,
         actor=name,

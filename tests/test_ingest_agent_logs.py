@@ -23,8 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auditor.audit.detectors.test_runs import TestRunFacts, worked_beside
+from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
 from ingest import detect, open_traces
+from schemas import Trace
 from schemas.trace import ActorKind, StepKind
 from tests.conftest import REPO
 
@@ -192,6 +196,54 @@ def test_openhands_failed_commands_and_error_observations_are_errors(tmp_path):
         "File not found",
     )
     assert viewed.refs.reply_to == "s1" and viewed.content == "File not found: /workspace"
+
+
+def _waited(events: list[dict[str, Any]], then: str, output: str, code: int) -> list[dict[str, Any]]:
+    """The real run action (``mv``) as a ``pytest -q`` still running at its soft time-out (exit code
+    -1, its output's first half), then a run action sending ``then`` to it (``""`` waits; ``C-c``,
+    ``is_input``, stops it) answered with the rest and exit code ``code``, in the events' own shapes."""
+    lines = output.split("\n")
+    first, rest = "\n".join(lines[: len(lines) // 2]), "\n".join(lines[len(lines) // 2 :])
+    run, ran = json.loads(json.dumps(events[3])), json.loads(json.dumps(events[4]))
+    run["args"]["command"] = ran["extras"]["command"] = "pytest -q"
+    ran["content"], ran["extras"]["metadata"]["exit_code"] = first, -1
+    ran["extras"]["metadata"]["suffix"] = "\n[The command has no new output after 30 seconds.]"
+    sent = json.loads(json.dumps(run)) | {"id": 50}
+    sent["args"] |= {"command": then, "is_input": then != ""}
+    sent["tool_call_metadata"]["tool_call_id"] = "toolu_wait"
+    shown = json.loads(json.dumps(ran)) | {"id": 51, "cause": 50, "content": rest}
+    shown["extras"] |= {"command": then}
+    shown["extras"]["metadata"] |= {
+        "exit_code": code,
+        "suffix": f"\n[The command completed with exit code {code}.]",
+    }
+    shown["tool_call_metadata"]["tool_call_id"] = "toolu_wait"
+    finish = json.loads(json.dumps(events[7]))
+    finish["args"]["thought"] = "Done: all the tests pass."
+    return [*events[:3], run, ran, sent, shown, finish]
+
+
+def test_openhands_a_command_running_past_its_time_out_ends_where_the_wait_shows_its_exit(tmp_path):
+    """The -1 observation says only that it runs on; the empty command's observation with the exit
+    code is its result, so the failing pytest run is the run. Stopped with ``C-c``: no command, and
+    its answer the end the agent gave it, no run."""
+    events = json.loads((OH / "wrong_initial_state.json").read_text())
+    failed = (REAL / "test-runs" / "pytest_failed.txt").read_text(encoding="utf-8")
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(_waited(events, "", failed, 1)))
+    imported, steps = _only(path)
+    trace = Trace(header=imported.header, steps=steps)
+    started = next(s for s in steps if s.raw.get("background_task"))
+    shown = next(s for s in steps if s.raw.get("output_of"))
+    assert started.raw["background_task"] == shown.raw["output_of"] == "toolu_01PuY3mXrE6fm3j52GscR4rj"
+    (run,) = TestRunFacts(trace).runs
+    assert (run.command, steps[run.result], run.failed, run.exit) == ("pytest -q", shown, 1, 1)
+    assert validate_report(run_rules_audit(trace).model_dump(mode="json"), trace).ok
+    path.write_text(json.dumps(_waited(events, "C-c", "^C", 130)))
+    imported, steps = _only(path)
+    assert not TestRunFacts(Trace(header=imported.header, steps=steps)).runs
+    (answer,) = [p for p, s in enumerate(steps) if s.raw.get("stopped")]
+    assert answer in worked_beside(steps) and not [s for s in steps if s.raw.get("output_of")]
 
 
 def test_openhands_history_object_and_bookkeeping_events(tmp_path):

@@ -991,6 +991,12 @@ def worked_beside(steps: list[TraceStep]) -> frozenset[int]:
     return frozenset(out)
 
 
+def _handle(call: TraceStep) -> str:
+    """How a result names the call that started a command (``raw.output_of``): its tool call id,
+    else, where the log gives none, its step id."""
+    return call.tool.call_id if call.tool is not None and call.tool.call_id else call.step_id
+
+
 def printed_text(result: TraceStep) -> str:
     """What a command printed, as its result shows it: a background command's output read from its
     file (``raw.output_of``, every line numbered by the file viewer) without those numbers (the
@@ -1047,8 +1053,8 @@ class TestRunFacts:
     def calls(self) -> dict[int, tuple[str, int | None]]:
         """Position of each command -> (its command, the position of its result). A command run
         in the background answers only that it started: its result is where it ended, its output
-        read (a step whose ``raw.output_of`` names the call, with the exit code it ended with),
-        else the harness's word that it ended; none while it still runs."""
+        read (a step whose ``raw.output_of`` names the call, ``_handle``, with the exit code it
+        ended with), else the harness's word that it ended; none while it still runs."""
         answer: dict[str, int] = {}
         ended: dict[str, int] = {}
         for pos, step in enumerate(self.steps):
@@ -1074,7 +1080,7 @@ class TestRunFacts:
                 ):
                     result = pos + 1
                 if result is not None and self.steps[result].raw.get("background_task"):
-                    result = ended.get(str(step.tool.call_id) if step.tool else "", result)
+                    result = ended.get(_handle(step), result)
                 out[pos] = (command or "", result)
         return out
 
@@ -1093,8 +1099,8 @@ class TestRunFacts:
                 continue
             if self.steps[result].raw.get("error_type") == REFUSED:  # refused: it ran nothing
                 continue
-            started, call = self.steps[result].raw.get("output_of"), self.steps[pos].tool
-            if started is not None and (call is None or started != call.call_id):
+            started = self.steps[result].raw.get("output_of")
+            if started is not None and started != _handle(self.steps[pos]):
                 continue  # the read of a background command's output: that command's run
             out = self.steps[result]
             code = exit_code(out)

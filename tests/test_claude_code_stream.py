@@ -147,7 +147,9 @@ def _coding(
         ]
     else:
         ran = [call("toolu_test", "Bash", test | {"run_in_background": True})]
-        ran += _in_background(test_output, code, background != "unread", base, background == "stopped")
+        ran += _in_background(
+            test_output, code, base, read=background != "unread", stopped=background == "stopped"
+        )
     records[-1:-1] = [
         call("toolu_edit", "Edit", {"file_path": target, "old_string": "a - b", "new_string": "a + b"}),
         result("toolu_edit", f"The file {target} has been updated.", False, {"filePath": target}),
@@ -157,7 +159,7 @@ def _coding(
     return _trace(_write(tmp_path, records))
 
 
-def _in_background(output: str, code: int, read: bool, base: dict, stopped: bool = False) -> list[dict]:
+def _in_background(output: str, code: int, base: dict, *, read: bool, stopped: bool) -> list[dict]:
     """The records of a command ``toolu_test`` run in the background after its call, as Claude Code
     2.1.284 writes them (the hive-mind capture): the result that says it started, with the
     account's ``backgroundTaskId``, and, when ``read``, the harness's word that it ended and a

@@ -15,7 +15,7 @@ observation, or a non-zero ``extras.metadata.exit_code``, sets ``raw.status = "e
 exit code sets ``raw.status = "ok"``. A command still running at its soft time-out (exit code
 -1) runs on: its answer is ``raw.background_task``, what the empty commands sent after it show is
 its output (``raw.output_of``, the one with an exit code its end), and the answer to a key sent to
-it (``is_input``: ``C-c``) is the end the agent gave it (``raw.stopped``), as ``_Running`` says.
+it (``is_input``: ``C-c``) is the end the agent gave it (``raw.stopped``), as ``RunningCommand`` says.
 ``agent_state_changed`` and ``null`` events are bookkeeping: counted in the header, not steps,
 save the controller's change to ``error`` with its reason (its record of ending the run: a maximum
 iteration reached, a loop, an error), which is the harness's end record (``harness_exit``), as an
@@ -91,36 +91,38 @@ def _events(reader: JsonReader, facts: Facts) -> Iterator[Any]:
             facts.metadata[key] = reader.value()
 
 
-class _Running:
+class RunningCommand:
     """The shell command still running at its soft time-out (exit code -1), as the events go, and
-    the run actions sent to it since: an empty command waits for it, a key (``is_input``: ``C-c``)
+    the shell calls sent to it since: an empty command waits for it, a key (``is_input``: ``C-c``)
     stops it. What the waits show is its output, the one with an exit code its end
-    (``raw.output_of``); the answer to a key is the end the agent gave it (``raw.stopped``)."""
+    (``raw.output_of``); the answer to a key is the end the agent gave it (``raw.stopped``). Both
+    OpenHands forms keep their shell calls so; each names a call by its own id."""
 
     def __init__(self) -> None:
         self.call: str | None = None  # the running command's call (its tool call id, else its step)
-        self.sent: dict[Any, bool] = {}  # an action sent to it (its event id) -> whether it waits
+        self.sent: dict[Any, bool] = {}  # a call sent to it -> whether it waits
 
-    def action(self, event: dict[str, Any], args: dict[str, Any]) -> None:
-        if self.call is not None and args.get("command") in ("", *_KEYS):
-            self.sent[_key(event.get("id"))] = args["command"] == ""
+    def sent_to(self, call: Any, command: Any) -> None:
+        """A shell call and its command: one sent to the running command, if one runs."""
+        if self.call is not None and command in ("", *_KEYS):
+            self.sent[event_key(call)] = command == ""
 
-    def observed(self, event: dict[str, Any], call: TraceStep | None) -> dict[str, Any]:
-        extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
-        metadata = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
-        code, waits, raw = metadata.get("exit_code"), self.sent.get(_key(event.get("cause"))), {}
+    def answered(self, call: Any, ended: bool, running: bool, started: str | None) -> dict[str, Any]:
+        """The marks of a shell call's answer (``ended``: it shows an exit code; ``running``: -1,
+        still running; ``started``: the call's name, for a command that runs on)."""
+        waits, raw = self.sent.get(event_key(call)), {}
         if waits is not None and self.call is not None:
             raw["output_of" if waits else "stopped"] = self.call
-            if code != -1 or not waits:
+            if ended or not waits:
                 self.call = None
-        elif code == -1 and call is not None:  # it runs on: this answer says only that
-            self.call = raw["background_task"] = (call.tool.call_id if call.tool else None) or call.step_id
+        elif waits is None and running and started is not None:  # it runs on: this answer says only that
+            self.call = raw["background_task"] = started
         return raw
 
 
 def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
     actions: dict[Any, TraceStep] = {}  # event id → the step made from that action
-    running = _Running()
+    running = RunningCommand()
     with path.open("rb") as stream:
         reader = JsonReader(stream, str(path))
         for n, event in enumerate(_events(reader, facts)):
@@ -129,7 +131,7 @@ def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
             step = _step(event, n, actions, facts, b, running)
             if step is not None:
                 if "action" in event:
-                    actions[_key(event.get("id"))] = step
+                    actions[event_key(event.get("id"))] = step
                 yield step
         reader.end()
     error = facts.metadata.get("error")
@@ -143,7 +145,8 @@ def _steps(path: Path, facts: Facts, b: StepBuilder) -> Iterator[TraceStep]:
         )
 
 
-def _key(value: Any) -> Any:
+def event_key(value: Any) -> Any:
+    """An event's id as a dict key (an id the log wrote as an object, by its text)."""
     return value if isinstance(value, int | str) else repr(value)
 
 
@@ -159,7 +162,7 @@ def _step(
     actions: dict[Any, TraceStep],
     facts: Facts,
     b: StepBuilder,
-    running: _Running,
+    running: RunningCommand,
 ) -> TraceStep | None:
     source = str(event.get("source") or "environment")
     kind = event.get("action", event.get("observation"))
@@ -197,7 +200,7 @@ def _step(
         name = str(meta.get("function_name") or kind or "action")
         call_id = meta.get("tool_call_id")
         if kind == "run":
-            running.action(event, args)
+            running.sent_to(event.get("id"), args.get("command"))
         return b.add(
             timestamp=timestamp,
             actor=source,
@@ -211,13 +214,16 @@ def _step(
             ),
             raw=raw,
         )
-    call = actions.get(_key(event.get("cause")))
+    call = actions.get(event_key(event.get("cause")))
     name = (call.tool.name if call is not None and call.tool else None) or str(kind or "observation")
     call_id = call.tool.call_id if call is not None and call.tool else None
     raw = pack_raw(**{k: v for k, v in event.items() if k not in ("source", "timestamp", "content")})
     raw.update(_status(event))
     if kind == "run":
-        raw.update(running.observed(event, call))
+        extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
+        code = (extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}).get("exit_code")
+        started = ((call.tool.call_id if call.tool else None) or call.step_id) if call is not None else None
+        raw.update(running.answered(event.get("cause"), code != -1, code == -1, started))
     return b.add(
         timestamp=timestamp,
         actor=name,

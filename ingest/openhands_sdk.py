@@ -58,6 +58,7 @@ from ingest.chat_message import Call, ChatMessage, Loc, Result, Text
 from ingest.chat_steps import chat_steps
 from ingest.frameworks.common import harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
+from ingest.openhands import RunningCommand, event_key
 from ingest.textlines import bounded_lines, json_line
 from schemas.trace import REFUSED, StepKind, TraceStep, WithheldItem
 
@@ -72,7 +73,6 @@ _EVENT_FILE = re.compile(r"\Aevent-(\d{5,})-")
 _EXIT_SUFFIX = re.compile(r"\[The command completed with exit code (-?\d+)\.\]")
 _SHELLS = frozenset({"terminal", "execute_bash", "bash"})
 _ACTION_KEYS = frozenset({"kind"})
-_KEYS = ("C-c", "C-d", "C-z")  # keys a shell call sends to the running command: they stop it
 GRADING_RULE = "openhands.grading: an evaluation record's test_result (but its git_patch) and instance"
 
 
@@ -324,8 +324,7 @@ class _Reader:
         self.end: tuple[Any, str, dict[str, Any]] | None = None
         self.submission: str | None = None
         self.finishes: set[Any] = set()  # the ids of finish calls, whose observations echo them
-        self.running: str | None = None  # the shell command still running at its soft time-out
-        self.waits: dict[str, bool] = {}  # a shell call sent to that command -> whether it waits on it
+        self.running = RunningCommand()  # the shell command still running at its soft time-out
 
     def steps(self, events: Iterator[tuple[dict[str, Any], Loc]]) -> Iterator[TraceStep]:
         yield from chat_steps(self._messages(events), self.b)
@@ -386,22 +385,21 @@ class _Reader:
             raise loc.error("an action must name its tool", "tool_name")
         raw = _raw(event, loc, action=action.get("kind") if action else None)
         if action is not None and action.get("kind") == "FinishAction":
-            self.finishes.add(_key(event.get("tool_call_id")))
+            self.finishes.add(event_key(event.get("tool_call_id")))
             message = action.get("message")
             parts.append(Text(message if isinstance(message, str) else ""))
             yield ChatMessage(None, "assistant", AGENT, parts, raw)
             return
         arguments = {k: v for k, v in (action or {}).items() if k not in _ACTION_KEYS}
-        if name in _SHELLS and self.running is not None and arguments.get("command") in ("", *_KEYS):
-            # an empty command waits for the running one's output; a key sent to it stops it
-            self.waits[str(event.get("tool_call_id"))] = arguments["command"] == ""
+        if name in _SHELLS:
+            self.running.sent_to(event.get("tool_call_id"), arguments.get("command"))
         call = event.get("tool_call") if isinstance(event.get("tool_call"), dict) else {}
         written = call.get("arguments") if isinstance(call.get("arguments"), str) else ""
         parts.append(Call(name, arguments, event.get("tool_call_id"), written))
         yield ChatMessage(None, "assistant", AGENT, parts, raw)
 
     def _observation(self, event: dict[str, Any], loc: Loc) -> Iterator[ChatMessage]:
-        if _key(event.get("tool_call_id")) in self.finishes:
+        if event_key(event.get("tool_call_id")) in self.finishes:
             self.facts.count("event:FinishObservation")
             return
         observation = event.get("observation")
@@ -414,22 +412,15 @@ class _Reader:
         raw["status"] = "error" if failed else "ok"
         name = event.get("tool_name") if isinstance(event.get("tool_name"), str) else None
         if name in _SHELLS or "exit_code" in observation:
-            code = _exit_code(observation)
-            waits = self.waits.get(str(event.get("tool_call_id")))
-            if waits and self.running is not None:  # what it printed since: its output, its end's code
-                raw["output_of"] = self.running
-            if waits is False and self.running is not None:  # the agent stopped it: no check's end
-                raw["stopped"] = self.running
-            if waits is not None and (code is not None or not waits):
-                self.running = None
+            code, call = _exit_code(observation), event.get("tool_call_id")
+            running = code is None and not failed and _still_running(observation)
+            raw |= self.running.answered(call, code is not None, running, str(call))
             if code is not None:
                 raw["exit_code"] = code
                 if code:
                     raw |= {"status": "error", "error_type": "exit_code"}
-            elif not failed and _still_running(observation):
+            elif running:
                 raw["status"] = "running"  # no exit code yet: still running at its soft time-out
-                if waits is None:  # it runs on: this result says only that
-                    self.running = raw["background_task"] = str(event.get("tool_call_id"))
             if observation.get("timeout") is True:
                 raw |= {"status": "error", "error_type": "timeout"}
         path = observation.get("path")
@@ -522,10 +513,6 @@ def _exit_code(observation: dict[str, Any]) -> int | None:
 def _still_running(observation: dict[str, Any]) -> bool:
     metadata = observation.get("metadata") if isinstance(observation.get("metadata"), dict) else {}
     return -1 in (observation.get("exit_code"), metadata.get("exit_code"))
-
-
-def _key(value: Any) -> Any:
-    return value if isinstance(value, int | str) else repr(value)
 
 
 IMPORTER = OpenHandsSdkImporter()

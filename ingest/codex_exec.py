@@ -40,7 +40,7 @@ from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Result, Text
 from ingest.chat_steps import chat_steps
-from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.frameworks.common import exit_marks, harness_exit, pack_raw
 from ingest.textlines import bounded_lines, json_line
 from schemas.trace import REFUSED, TraceStep
 
@@ -181,9 +181,7 @@ def _result(item: dict[str, Any], kind: str, line: int, where: str) -> Result:
         raw["error_type"] = REFUSED if status == "declined" else status
     if kind == "command_execution":
         text = _text(item, "aggregated_output", where, line, required=False)
-        code = item.get("exit_code")
-        if type(code) is int:
-            raw |= {"exit_code": code} | ({"status": "error", "error_type": "exit_code"} if code else {})
+        raw |= exit_marks(item.get("exit_code"))
         return Result(text, ident, "shell", raw)
     if kind == "file_change":
         return Result(str(status), ident, "file_change", raw)

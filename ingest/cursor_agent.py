@@ -37,7 +37,7 @@ from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text
 from ingest.chat_steps import chat_steps
-from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.frameworks.common import exit_marks, harness_exit, pack_raw
 from ingest.textlines import bounded_lines, json_line
 from schemas.trace import REFUSED, TraceStep
 
@@ -233,11 +233,7 @@ def _result(name: str, call: dict[str, Any], call_id: Any, loc: Loc, key: str) -
         raw["error_type"] = REFUSED  # refused before it ran: no observation
     elif outcome != "success":
         raw["error_type"] = "spawn" if outcome == "spawnError" else "error"
-    code = payload.get("exitCode")
-    if isinstance(code, int) and not isinstance(code, bool):
-        raw["exit_code"] = code
-        if code:
-            raw |= {"status": "error", "error_type": "exit_code"}
+    raw |= exit_marks(payload.get("exitCode"))
     path, diff = payload.get("path"), payload.get("diffString")
     if name in ("edit", "write") and outcome == "success" and isinstance(path, str):
         raw["written"] = {"path": path, "created": isinstance(diff, str) and diff.startswith("--- /dev/null")}

@@ -41,7 +41,7 @@ from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text
 from ingest.chat_steps import chat_steps
-from ingest.frameworks.common import pack_raw
+from ingest.frameworks.common import exit_marks, pack_raw
 from ingest.jsonstream import JsonReader
 from ingest.textlines import bounded_lines, json_line
 from schemas.trace import REFUSED, TraceStep
@@ -282,9 +282,7 @@ def _result(call: dict[str, Any], args: dict[str, Any], loc: Loc, field: str) ->
     if status == "cancelled":  # the user stopped it before it ran
         raw["error_type"] = REFUSED
     if call["name"] == "run_shell_command" and (code := _EXIT.search(content)):
-        raw["exit_code"] = int(code.group(1))
-        if raw["exit_code"]:
-            raw |= {"status": "error", "error_type": "exit_code"}
+        raw |= exit_marks(int(code.group(1)))
     path = args.get("file_path")
     if call["name"] in _WRITERS and raw["status"] == "ok" and isinstance(path, str):
         raw["written"] = {"path": path, "created": bool(_CREATED.match(content))}

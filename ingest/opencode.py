@@ -36,7 +36,7 @@ from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text
 from ingest.chat_steps import chat_steps
-from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.frameworks.common import exit_marks, harness_exit, pack_raw
 from ingest.jsonstream import JsonReader
 from ingest.textlines import bounded_lines, json_line
 from schemas.trace import REFUSED, TraceStep
@@ -214,11 +214,7 @@ def _result(tool: str, state: dict[str, Any], args: dict[str, Any], call_id: Any
         return Result(said, call_id, tool, {"status": "error", "error_type": kind})
     said = state.get("output") if isinstance(state.get("output"), str) else ""
     raw: dict[str, Any] = {"status": "ok"}
-    code = metadata.get("exit")
-    if isinstance(code, int) and not isinstance(code, bool):
-        raw["exit_code"] = code
-        if code:
-            raw |= {"status": "error", "error_type": "exit_code"}
+    raw |= exit_marks(metadata.get("exit"))
     path = args.get("filePath")
     if tool in ("edit", "write") and isinstance(path, str):
         existed = metadata.get("exists") if tool == "write" else True

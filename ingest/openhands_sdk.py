@@ -56,7 +56,7 @@ from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text
 from ingest.chat_steps import chat_steps
-from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.frameworks.common import exit_marks, harness_exit, pack_raw
 from ingest.jsonstream import JsonReader, top_level_kind
 from ingest.openhands import RunningCommand, event_key
 from ingest.textlines import bounded_lines, json_line
@@ -415,11 +415,8 @@ class _Reader:
             code, call = _exit_code(observation), event.get("tool_call_id")
             running = code is None and not failed and _still_running(observation)
             raw |= self.running.answered(call, code is not None, running, str(call))
-            if code is not None:
-                raw["exit_code"] = code
-                if code:
-                    raw |= {"status": "error", "error_type": "exit_code"}
-            elif running:
+            raw |= exit_marks(code)
+            if running:
                 raw["status"] = "running"  # no exit code yet: still running at its soft time-out
             if observation.get("timeout") is True:
                 raw |= {"status": "error", "error_type": "timeout"}

@@ -115,6 +115,14 @@ def empty_submission(
     return harness_exit(b, status, content, (raw or {}) | {"empty_submission": True})
 
 
+def exit_marks(code: Any) -> dict[str, Any]:
+    """A shell's recorded exit code as its result's ``raw``: ``exit_code``, a non-zero one failing
+    it (status ``error``, ``error_type: exit_code``); nothing where no integer code was recorded."""
+    if not isinstance(code, int) or isinstance(code, bool):
+        return {}
+    return {"exit_code": code} | ({"status": "error", "error_type": "exit_code"} if code else {})
+
+
 def pack_raw(**fields: Any) -> dict[str, Any]:
     """``raw`` without empty entries."""
     return {k: v for k, v in fields.items() if v not in (None, "", [], {})}

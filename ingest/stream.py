@@ -281,6 +281,6 @@ class StreamConsumer:
 
     def close(self) -> None:
         """Leave the group cleanly (partitions move to the other members at once)."""
-        self.loop.flush_commits()
+        self.loop.close_commits()
         self.producer.close(timeout=10)
         self.consumer.close(autocommit=False)

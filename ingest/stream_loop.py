@@ -98,6 +98,18 @@ def wait_sent(producer: Any, futures: list[Any], timeout: float = 30.0) -> None:
         future.get(timeout=timeout)
 
 
+def rejoin_if_stalled(consumer: Any) -> None:
+    """Work around a kafka-python 3.0 stall. A leader that rejoins because the topics' metadata
+    changed, and whose poll times out before the join ends, is never told the join ended: it
+    stays "rebalancing" with its heartbeats off, every commit is refused, and the group drops it.
+    That state (rebalancing, no rejoin requested) arises no other way, so asking for a rejoin
+    there is safe: the next poll finishes a join still in flight, or joins again."""
+    coordinator = getattr(consumer, "_coordinator", None)
+    if coordinator is not None and coordinator.rebalance_in_progress() and not coordinator.need_rejoin():
+        log.warning("a group join was left unfinished (a kafka-python 3.0 defect); joining again")
+        coordinator.request_rejoin()
+
+
 class BatchLoop:
     """Poll, process, retry. ``process`` must call ``commit`` with the batch when it succeeds.
 
@@ -153,6 +165,25 @@ class BatchLoop:
         self._committed.update((tp, o.offset) for tp, o in offsets.items())
         self._uncommitted.clear()
 
+    def poll(self) -> Polled:
+        rejoin_if_stalled(self.consumer)
+        return self.consumer.poll(timeout_ms=self.poll_ms)
+
+    def close_commits(self, timeout_s: float = 10.0) -> None:
+        """At shutdown, commit what is pending even across a rebalance: kafka-python completes a
+        rebalance only inside ``poll``, so a commit refused for one is retried after polls, until
+        ``timeout_s``. What those polls fetch is neither processed nor committed; the partitions'
+        next owner reads it again."""
+        deadline = time.monotonic() + timeout_s
+        self.flush_commits()
+        while self._uncommitted and time.monotonic() < deadline:
+            try:
+                self.poll()
+            except Exception as exc:  # leaving anyway: the next owner re-reads what is not committed
+                log.warning("offsets left uncommitted at close (%s: %s)", type(exc).__name__, exc)
+                return
+            self.flush_commits()
+
     def _report_lag(self) -> None:
         """Records behind the log end (as the last fetch saw it) in each partition this member owns
         and has committed; a partition it gave up leaves the gauge to its new owner."""
@@ -194,7 +225,7 @@ class BatchLoop:
             self._run_pipelined(stop, *self.stages)
             return
         while not stop.is_set():
-            polled = self.consumer.poll(timeout_ms=self.poll_ms)
+            polled = self.poll()
             if polled:
                 started = time.monotonic()
                 try:
@@ -212,7 +243,7 @@ class BatchLoop:
         inflight: tuple[Polled, Future, float] | None = None  # the batch, its write, when it was polled
         with ThreadPoolExecutor(1, thread_name_prefix="batch-writer") as writer:
             while True:
-                polled = {} if stop.is_set() else self.consumer.poll(timeout_ms=self.poll_ms)
+                polled = {} if stop.is_set() else self.poll()
                 if inflight is not None:
                     done, future, started = inflight
                     inflight = None

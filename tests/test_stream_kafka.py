@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -260,6 +261,72 @@ def test_crash_between_append_and_commit_redelivers_without_duplicates(bootstrap
         total = sum(n + 2 for n in traces.values())  # header + steps + end
         wait_until(lambda: second.metrics.value("records_total") == total, 30, "every record re-delivered")
     _expect_exactly_once(pg_store, traces)
+
+
+def _polling(consumer, go: threading.Event, stop: threading.Event) -> threading.Thread:
+    """A group member that polls while ``go`` is set (it stays in the group while it waits)."""
+
+    def body() -> None:
+        while not stop.is_set():
+            if go.wait(0.1):
+                consumer.poll(timeout_ms=100)
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_commit_refused_for_a_rebalance_is_made_at_close(bootstrap: str, pg_store) -> None:
+    """SIGTERM while the consumer waits for a rebalance to end: its batch's commit is refused, and
+    close finishes the rebalance (kafka-python does so only inside poll) and commits, so stored
+    work never shows as lag. The other members read another topic, so the steps partition stays
+    with the consumer."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import RebalanceInProgressError
+    from kafka.structs import OffsetAndMetadata
+
+    from ingest.stream import StreamConsumer
+    from ingest.stream_loop import GroupMember, group_consumer
+
+    topics = new_topics(bootstrap, 1, "steps", "dlq", "closed", "other")
+    publish_traces(bootstrap, topics["steps"], {"rebalanced": 3})
+    config = _config(bootstrap, topics)
+    first = StreamConsumer(pg_store, config)
+    polled = wait_until(lambda: first.consumer.poll(timeout_ms=500), 20, "a first batch")
+    (tp,) = polled
+    others = [group_consumer(topics["other"], GroupMember(bootstrap), config.group, 10) for _ in range(2)]
+    go, stop = [threading.Event(), threading.Event()], threading.Event()
+    threads = [_polling(c, g, stop) for c, g in zip(others, go, strict=True)]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    state = lambda: admin.describe_groups([config.group])[config.group]  # noqa: E731
+    try:
+        go[0].set()  # the second member joins, the consumer rejoins with it
+        wait_until(lambda: first.consumer.poll(timeout_ms=100) is not None and len(state()["members"]) == 2
+                   and state()["group_state"] == "Stable", 30, "two members")  # fmt: skip
+        go[0].clear()  # ... and stops polling: the next rebalance waits for it
+        go[1].set()  # a third member joins
+
+        def refused() -> bool:  # the consumer has sent its join and waits: a commit is refused
+            first.consumer.poll(timeout_ms=100)
+            try:
+                first.consumer.commit({tp: OffsetAndMetadata(0, None, -1)})
+            except RebalanceInProgressError:
+                return True
+            return False
+
+        wait_until(refused, 30, "the consumer to wait in a rebalance")
+        first.loop.commit(polled)
+        assert first.metrics.value("commit_failures_total") == 1
+        go[0].set()  # the second member polls again: the rebalance can end once the consumer polls
+        first.close()
+    finally:
+        stop.set()
+        for t, c in zip(threads, others, strict=True):
+            t.join(timeout=30)
+            c.close()
+        admin.close()
+    (lag,) = partition_lag(bootstrap, config.group, topics["steps"])
+    assert lag.committed == polled[tp][-1].offset + 1
 
 
 def _consume_cmd(bootstrap: str, topics: dict[str, str], store_url: str) -> list[str]:

@@ -210,6 +210,6 @@ class AuditWorker:
         self.loop.run(stop or threading.Event())
 
     def close(self) -> None:
-        self.loop.flush_commits()
+        self.loop.close_commits()
         self.producer.close(timeout=10)
         self.consumer.close(autocommit=False)

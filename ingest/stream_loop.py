@@ -134,6 +134,7 @@ class BatchLoop:
         self._last_tick = time.monotonic()
         self._uncommitted: dict[Any, Any] = {}  # stored batches' offsets the broker has not taken yet
         self._committed: dict[Any, int] = {}  # offsets this member committed, for the lag gauge
+        self._refused = 0  # commits refused since the last one made
 
     def commit(self, polled: Polled) -> None:
         """Commit the offsets after a stored batch. A refused commit (a rebalance, a broker hiccup)
@@ -160,8 +161,13 @@ class BatchLoop:
                 self.consumer.commit(offsets)
         except Exception as exc:
             self.metrics.inc("commit_failures_total")
-            log.warning("offset commit failed (%s); retrying it between batches", exc)
+            self._refused += 1
+            if self._refused == 1:  # once a spell: it is retried at every poll
+                log.warning("offset commit failed (%s); retrying it between batches", exc)
             return
+        if self._refused:
+            log.warning("offset commit made after %d refusals", self._refused)
+            self._refused = 0
         self._committed.update((tp, o.offset) for tp, o in offsets.items())
         self._uncommitted.clear()
 

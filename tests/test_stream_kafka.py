@@ -276,7 +276,7 @@ def _polling(consumer, go: threading.Event, stop: threading.Event) -> threading.
     return thread
 
 
-def test_a_commit_refused_for_a_rebalance_is_made_at_close(bootstrap: str, pg_store) -> None:
+def test_a_commit_refused_for_a_rebalance_is_made_at_close(bootstrap: str, pg_store, caplog) -> None:
     """SIGTERM while the consumer waits for a rebalance to end: its batch's commit is refused, and
     close finishes the rebalance (kafka-python does so only inside poll) and commits, so stored
     work never shows as lag. The other members read another topic, so the steps partition stays
@@ -327,6 +327,9 @@ def test_a_commit_refused_for_a_rebalance_is_made_at_close(bootstrap: str, pg_st
         admin.close()
     (lag,) = partition_lag(bootstrap, config.group, topics["steps"])
     assert lag.committed == polled[tp][-1].offset + 1
+    said = [r.getMessage() for r in caplog.records if r.name == "auditor.stream"]
+    assert sum(m.startswith("offset commit failed") for m in said) == 1  # once, not at every poll
+    assert any(m.startswith("offset commit made after") for m in said)
 
 
 def _consume_cmd(bootstrap: str, topics: dict[str, str], store_url: str) -> list[str]:

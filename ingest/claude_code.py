@@ -8,9 +8,10 @@ often written one block per record); the rest are the harness's bookkeeping (``s
 header, not steps. So the steps are, in file order:
 
 - a ``user`` record's text: the principal's words (human ``user``); one the harness wrote itself
-  (``isMeta``, a compaction's summary ``isCompactSummary``, a hook's feedback ``isSynthetic``) is
-  the harness speaking (``system`` actor ``claude-code``), as is a reply the harness wrote in the
-  model's place (model ``<synthetic>``: an API error, a local command's outcome);
+  (``isMeta``, a compaction's summary ``isCompactSummary``, a hook's feedback ``isSynthetic``, 2.1's
+  ``<task-notification>`` turn that a background task ended) is the harness speaking (``system``
+  actor ``claude-code``), as is a reply the harness wrote in the model's place (model
+  ``<synthetic>``: an API error, a local command's outcome);
 - an ``assistant`` record's blocks: the agent's messages (thinking marked ``raw.block``) and tool
   calls, the call's ``input`` as its arguments (a ``Bash`` call's ``command``, an ``Edit``'s
   ``file_path``, ``old_string`` and ``new_string`` …);
@@ -28,8 +29,9 @@ header, not steps. So the steps are, in file order:
   ``null`` while it runs) or 2.1's ``Read`` of the task's output file (``<task id>.output``, whose
   last line is ``[exited with code N]``). Such a read's result is the command's (``raw.output_of``
   names the call that started it), the code it shows its exit code, a non-zero one failing it as
-  a failed command's result fails; the harness's word that it ended (``task_notification``,
-  ``… (exit code N)``) carries the same marks. A command the agent stopped (``KillShell``, 2.1's
+  a failed command's result fails; the harness's word that it ended (a ``task_notification``
+  record, ``… (exit code N)``; 2.1's ``<task-notification>`` turn, ``<task-id>`` and a ``<summary>``
+  ending ``… exit code N``) carries the same marks. A command the agent stopped (``KillShell``, 2.1's
   ``TaskStop``) shows no exit code: its end was the agent's doing (the stop's answer is
   ``raw.stopped``, naming the call that started it);
 - the harness's reminder appended to a file it read (a ``<system-reminder>`` block that ends a
@@ -100,7 +102,10 @@ _EXIT = re.compile(r"\A(?:Error: )?Exit code (-?\d+)\b")
 # the harness's last line of a background command's output file (``[exited with code 1]``), as a
 # ``Read`` shows it (numbered ``3\t`` or ``   3→``), and the end of its word that such a command ended
 _EXITED = re.compile(r"(?m)^(?: *\d+(?:\t|→))?(\[exited with code (-?\d+)\])$")
-_NOTIFIED_EXIT = re.compile(r"\(exit code (-?\d+)\)\s*\Z")
+_NOTIFIED_EXIT = re.compile(r"\bexit code (-?\d+)\)?\s*\Z")  # "… (exit code 1)", "… failed with exit code 1"
+# 2.1's word that a background task ended, handed to the agent as a user turn of its own
+_NOTICE = re.compile(r"\A<task-notification>\n(.*?)\n</task-notification>", re.S)
+_NOTICE_FIELD = re.compile(r"^<(task-id|status|summary)>(.*?)</\1>$", re.M)  # one line each
 _SESSION = re.compile(r'"sessionId"\s*:\s*"')
 _RECORD = re.compile(r'"type"\s*:\s*"(?:user|assistant|summary|system|file-history-snapshot)"')
 _SHAPE = re.compile(r'"(?:parentUuid|isSidechain|leafUuid)"\s*:')
@@ -302,6 +307,7 @@ class _Session:
             if model not in models:
                 models.append(model)
         subagent = self._subagent(record, m)
+        ended: dict[str, Any] = {}  # a background command's end the harness tells of
         if m.role == "assistant" and model == _SYNTHETIC:
             name, role = HARNESS, "system"  # words the harness wrote in the model's place
         elif m.role == "assistant":
@@ -314,6 +320,10 @@ class _Session:
             m.parts = [self._result(p, record) if isinstance(p, Result) else p for p in m.parts]
         elif record.get("isMeta") or record.get("isCompactSummary") or record.get("isSynthetic"):
             name, role = HARNESS, "system"
+        elif (notice := _NOTICE.match(_text_of(m))) is not None:
+            name, role = HARNESS, "system"  # the harness's word that a background task ended
+            fields = dict(_NOTICE_FIELD.findall(notice.group(1)))
+            ended = self._notified(fields.get("task-id"), fields.get("summary", ""))
         elif subagent is not None:
             name, role = MAIN, "assistant"  # the delegating agent's prompt to its subagent
         else:
@@ -332,7 +342,19 @@ class _Session:
             isMeta=record.get("isMeta"),
             message={k: v for k, v in record["message"].items() if k not in ("role", "content")},
         )
+        if ended:
+            raw |= ended | ({"status": "error"} if ended["exit_code"] else {})
         return replace(m, index=None, role=role, name=name, raw=raw, timestamp=record.get("timestamp"))
+
+    def _notified(self, task: Any, summary: str, started: Any = None) -> dict[str, Any]:
+        """The harness's word that a background command ended (``task_notification``, 2.1's
+        ``<task-notification>`` turn): the end of the call that started it (``output_of``) with the
+        exit code its summary ends with, for a command the agent did not stop; nothing else is."""
+        call = self.background.get(task) if isinstance(task, str) else None
+        if call is None or task in self.stops.values() or started not in (None, call):
+            return {}
+        code = _NOTIFIED_EXIT.search(summary)
+        return {"output_of": call, "exit_code": int(code.group(1))} if code else {}
 
     def _bookkeeping(self, record: dict[str, Any], loc: Loc) -> ChatMessage | None:
         """A record that is no turn: counted; a headless run's ``init`` gives the header, its
@@ -346,13 +368,8 @@ class _Session:
         if kind == "system" and subtype in ("hook_response", "task_notification"):
             said = record.get("output") or record.get("stdout") or record.get("summary")
             if isinstance(said, str) and said.strip():
-                started, task = record.get("tool_use_id"), record.get("task_id")  # the call that started it
-                background = (
-                    isinstance(task, str)
-                    and task not in self.stops.values()
-                    and self.background.get(task) == started
-                )
-                ended = _NOTIFIED_EXIT.search(said) if background else None
+                started = record.get("tool_use_id")  # the call that started it
+                ended = self._notified(record.get("task_id"), said, started) if started else {}
                 raw = pack_raw(
                     **_place(loc),
                     type=kind,
@@ -360,9 +377,7 @@ class _Session:
                     hook_name=record.get("hook_name"),
                     tool_use_id=started,
                     status=record.get("status"),
-                    # a background command's end, which its exit code shows
-                    output_of=started if ended else None,
-                    exit_code=int(ended.group(1)) if ended else None,
+                    **ended,  # a background command's end, which its exit code shows
                 )
                 return ChatMessage(
                     None, "system", HARNESS, [Text(said)], raw, timestamp=record.get("timestamp")

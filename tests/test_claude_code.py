@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.audit.detectors.test_runs import TestRunFacts, worked_beside
+from auditor.audit.detectors.test_runs import TestRunFacts, command_of, worked_beside
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.audit.test_timeline import timeline
@@ -25,6 +25,9 @@ REAL = REPO / "tests" / "fixtures" / "real" / "claude-code"
 SESSION = REAL / "pytest_edit_commit_session.jsonl"  # a feature added, tests run, committed twice
 PORT = REAL / "rust_port_task_subagent_session.jsonl"  # a library ported to Rust, a subagent explores
 SERVER = REAL / "vite_dev_server_background_bashoutput_killshell_2_0_42.excerpt.jsonl"  # in the background
+NGROK = (
+    REAL / "ngrok_background_failed_task_notification_2_1_42.excerpt.jsonl"
+)  # it failed: the harness says so
 VITEST = REPO / "tests" / "fixtures" / "real" / "test-runs" / "vitest_failed.txt"
 
 
@@ -184,6 +187,58 @@ def test_a_server_started_in_the_background_read_while_running_and_stopped_is_no
     ((_, stopped),) = _by_call(trace, "KillShell")
     assert stopped.raw["stopped"] == call.tool.call_id  # its answer is no check's outcome either
     assert trace.steps.index(stopped) in worked_beside(trace.steps)
+
+
+def test_the_harness_turn_that_a_background_command_failed_is_its_end_not_the_principals_words():
+    """The real 2.1.42 excerpt: ``ngrok http 3000`` started in the background fails; the harness hands
+    its ``<task-notification>`` over as a user turn. That turn is the harness speaking (no principal's
+    request), and it is the command's end: exit code 1, a failed result of the call that started
+    it. The ``Read`` of the task's output file after it shows no exit code and ends nothing."""
+    trace = _trace(NGROK)
+    assert trace.header.task is None
+    assert not [s for s in trace.steps if s.actor_kind is ActorKind.human]
+    (notice,) = [s for s in trace.steps if s.content.startswith("<task-notification>")]
+    assert (notice.actor, notice.kind) == ("claude-code", StepKind.message)
+    ((call, started),) = [(c, r) for c, r in _by_call(trace, "Bash") if command_of(c) == "ngrok http 3000"]
+    assert started.raw["background_task"] and "exit_code" not in started.raw
+    assert (notice.raw["output_of"], notice.raw["exit_code"], notice.raw["status"]) == (
+        call.tool.call_id,
+        1,
+        "error",
+    )
+    facts = TestRunFacts(trace)
+    assert facts.calls[trace.steps.index(call)] == ("ngrok http 3000", trace.steps.index(notice))
+    ((_, read),) = _by_call(trace, "Read")
+    assert read.raw["output_of"] == call.tool.call_id and "exit_code" not in read.raw
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+@pytest.mark.parametrize("change", ["unknown task", "stopped", "no exit code"])
+def test_a_task_notification_ends_only_a_known_unstopped_command_with_an_exit_code(tmp_path, change):
+    """Changed copies of the excerpt: a notification naming no task started here, one for a task the
+    agent stopped first (``TaskStop``), or one whose summary gives no exit code is still the
+    harness's turn, and ends nothing."""
+    records = _records(NGROK)
+    (turn,) = [
+        r for r in records if r["type"] == "user" and str(r["message"]["content"]).startswith("<task-")
+    ]
+    if change == "unknown task":
+        turn["message"]["content"] = turn["message"]["content"].replace("b470e10", "b999999")
+    elif change == "no exit code":
+        turn["message"]["content"] = turn["message"]["content"].replace(" failed with exit code 1", " failed")
+    else:
+        at = records.index(turn)
+        said = next(r for r in reversed(records[:at]) if r["type"] == "assistant")
+        stop = json.loads(json.dumps(said))  # an assistant record of the session
+        stop["message"]["content"] = [
+            {"type": "tool_use", "id": "toolu_stop", "name": "TaskStop", "input": {"task_id": "b470e10"}}
+        ]
+        records.insert(at, stop)
+    trace = _trace(_write(tmp_path / "notice.jsonl", records))
+    (notice,) = [s for s in trace.steps if s.content.startswith("<task-notification>")]
+    assert notice.actor == "claude-code" and trace.header.task is None
+    assert "output_of" not in notice.raw and "exit_code" not in notice.raw
 
 
 def _background_tests(tmp_path: Path, code: int, stopped: bool = False) -> Trace:

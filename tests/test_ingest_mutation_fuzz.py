@@ -46,6 +46,7 @@ FILES = [
     "real/mini-swe-agent-v2/toolcall_limits.traj.json",
     "real/mini-swe-agent-v2/stash_unpopped_empty.traj.json",
     "real/claude-code/pytest_edit_commit_session.jsonl",
+    "real/claude-code/ngrok_background_failed_task_notification_2_1_42.excerpt.jsonl",
     "real/codex/vscode_shell_exit127_interrupted.jsonl",
     "real/aider/shell_commands_search_replace_commits_chat_history.md",
     "real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",

@@ -19,7 +19,7 @@ from auditor.audit.detectors.limits import _SENTENCE
 from auditor.audit.detectors.test_runs import _IMPORT, _NUMBERED, _PY_WRITE, _TOX, parse_output
 from auditor.audit.detectors.tool_effects import normal, normal_text
 from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
-from ingest.claude_code import _EXITED
+from ingest.claude_code import _EXITED, _NOTICE_FIELD
 from tests.timing import best_seconds
 
 BLANKS = {
@@ -41,6 +41,7 @@ PATTERNS = {  # each with a text it must still read, put before the blanks (a ma
     "a file written": (_PY_WRITE, "out.write_text(data)\n"),
     "a numbered line": (_NUMBERED, "12\tpassed\n"),
     "a background command's end": (_EXITED, "3\t[exited with code 1]\n"),
+    "a task notification's field": (_NOTICE_FIELD, "<status>failed</status>\n"),
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,10 @@ SAMPLES: dict[str, Path] = {
     "anthropic-messages": REPO / "tests/fixtures/real/litellm/claude_code_request.json",
     "langchain-messages": FIX / "langgraph_state.json",
     "chat-jsonl": REPO / "tests/fixtures/real/nemo-automodel/openai_chat.jsonl",
+    "goose": FIX / "goose_sessions.db",  # the real dump loaded into a database (tests/test_goose.py)
 }
 NAMES = sorted(SAMPLES)
+DATABASES = {"goose"}  # SQLite files: no lines or bytes to name, and their texts in JSON columns
 
 
 def _dump(path: Path, fmt: str = "auto") -> list[tuple[dict, list[dict]]]:
@@ -95,6 +98,12 @@ def _source_texts(path: Path) -> list[str]:
 
 
 def _file_texts(path: Path) -> list[str]:
+    if path.suffix == ".db":  # Goose's store: the texts of its JSON columns
+        out: list[str] = []
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            for (column,) in db.execute("SELECT content_json FROM messages"):
+                _strings(json.loads(column), out)
+        return out
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".md":  # a chat log whose lines carry their speaker's mark: also read unmarked
         return [text, "\n".join(_unmarked(line) for line in text.splitlines())]
@@ -184,7 +193,10 @@ def test_truncated_input_fails_clearly_or_yields_a_prefix(name, tmp_path):
     try:
         partial = _consume(cut, name)
     except InputError as exc:
-        assert str(cut) in str(exc) and ("line " in str(exc) or "byte " in str(exc) or "no steps" in str(exc))
+        said = str(exc)
+        assert str(cut) in said and any(
+            w in said for w in ("line ", "byte ", "no steps", "database is damaged")
+        )
         return
     # Line logs carry no end marker: what remains must be the same steps, the last one possibly cut.
     full = _dump(SAMPLES[name], name)
@@ -201,6 +213,6 @@ def test_corrupted_input_names_the_byte(name, tmp_path):
     at = int(len(data) * 0.4)
     bad = tmp_path / ("bad" + SAMPLES[name].suffix)
     bad.write_bytes(data[:at] + b"\x00" + data[at:])
-    with pytest.raises(InputError, match=r"byte \d+") as info:
+    with pytest.raises(InputError, match="database is damaged" if name in DATABASES else r"byte \d+") as info:
         _consume(bad, name)
     assert str(bad) in str(info.value)

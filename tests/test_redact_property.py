@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
 import tempfile
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,7 @@ EXAMPLES: dict[str, Path] = {  # the smallest real example of each importer
     "anthropic-messages": FIXTURES / "real" / "litellm" / "claude_code_request.json",
     "openai-chat": FIXTURES / "real" / "mistral-common" / "get_weather_full.json",
     "chat-jsonl": FIXTURES / "real" / "nemo-automodel" / "openai_chat.jsonl",
+    "goose": FIXTURES / "ingest" / "goose_sessions.db",  # the real dump loaded (tests/test_goose.py)
 }
 MAD = DATA / "mast" / "MAD_human_labelled_dataset.json"  # one record of it: the file is 2.6 MB
 OTLP = FIXTURES / "real" / "openinference-genai" / "otel_genai_client_span_tool_calls.json"
@@ -120,8 +123,17 @@ def plant_json(doc: Any, secret: str, where: int, how: str) -> None:
 
 def planted_file(source: Path, folder: Path, secret: str, where: int, how: str) -> Path:
     """A copy of ``source`` with the secret planted: in its JSON, in one JSON line, or one text line."""
-    text = source.read_text(encoding="utf-8")
     target = folder / source.name
+    if source.suffix == ".db":  # Goose's store: the secret planted in one message's parts
+        target.write_bytes(source.read_bytes())
+        with closing(sqlite3.connect(target)) as db, db:
+            rows = db.execute("SELECT id, content_json FROM messages ORDER BY id").fetchall()
+            row, parts = rows[where % len(rows)]
+            doc = json.loads(parts)
+            plant_json(doc, secret, where // len(rows), how)
+            db.execute("UPDATE messages SET content_json = ? WHERE id = ?", (json.dumps(doc), row))
+        return target
+    text = source.read_text(encoding="utf-8")
     if source.suffix == ".jsonl":
         lines = text.splitlines()
         i = where % len(lines)

@@ -11,8 +11,9 @@ agent** only when two things hold within one passage of a data step:
    verb of a tool the agent used, "invite …", "post …"), or an obligation put to the reader
    ("you must / should / need to / have to …");
 2. **an addressee that is the agent, not the principal**, shown by the passage's structure:
-   - it names the agent: an acting agent's name in the trace, the model family that the header's
-     metadata names, or a noun for a software agent (assistant, AI, model, …);
+   - it names the agent: an acting agent's name in the trace (not a role word, ``agent`` or
+     ``main``), the model family that the header's metadata names, or a noun for a software agent
+     (assistant, AI, model, …);
    - it refers to the principal in the third person while it speaks to its reader ("the user's
      phone", the name of a participant the trace marks human): the reader is someone else;
    - it refers to the reader's own conversation: the task, request, prompt or instructions the
@@ -75,6 +76,10 @@ _OBLIGATION = re.compile(
     re.I,
 )
 _AGENT_NOUNS = frozenset({"assistant", "ai", "llm", "chatbot", "bot"})
+# an actor the log names only by its role (the importers' "agent" where a session names no agent,
+# a framework's "main"): a word any text writes ("user agent", ngrok's "agent configuration file",
+# "def main"), so it names no addressee
+_ROLE_WORDS = frozenset({"agent", "main"})
 _CONVERSATION_NOUN = r"(?:tasks?|requests?|prompts?|instructions?)"
 # words that say which of the reader's tasks or instructions (its first, its own, the system's),
 # never what kind of thing the noun is ("your pull request", "your shell prompt" are none of them)
@@ -198,6 +203,7 @@ class Addressees:
             elif channel is Channel.principal and step.actor_kind is ActorKind.human:
                 principals.add(step.actor.strip().lower())
         agents.update(_model_families(trace.header.metadata))
+        agents -= _ROLE_WORDS
         return cls(frozenset(agents), frozenset(principals - agents), frozenset(verbs - _CLOSED))
 
     def with_requests(self, trace: Trace, declared: ChannelDeclarations = NO_DECLARATIONS) -> Addressees:

@@ -17,6 +17,7 @@ from schemas import ActorKind, StepKind, Trace
 from tests.conftest import REPO
 
 ROLLOUT = REPO / "tests" / "fixtures" / "real" / "codex" / "vscode_shell_exit127_interrupted.jsonl"
+UNIFIED = ROLLOUT.with_name("unified_exec_npx_running_then_write_stdin_exited_0_126.excerpt.jsonl")
 
 
 def _trace(path: Path) -> Trace:
@@ -304,3 +305,23 @@ def test_an_exec_command_that_exited_within_its_wait_carries_its_exit_code(tmp_p
     (result,) = [s for s in trace.steps if s.refs and s.refs.reply_to and s.content == said]
     assert (result.raw["exit_code"], result.raw["status"]) == (127, "error")
     assert "background_task" not in result.raw
+
+
+def test_a_real_unified_exec_run_ends_where_write_stdin_shows_it_exited():
+    """The real 0.126 excerpt: two ``exec_command`` calls answer that they still run (session ids
+    80697, 57878), the harness's ``exec_command_end`` at their start says nothing of their end, and
+    the ``write_stdin`` poll on each session that shows ``Process exited with code 0`` is its end."""
+    assert detect(UNIFIED)[0] == "codex"
+    trace = _trace(UNIFIED)
+    started = {s.raw["background_task"]: s for s in trace.steps if s.raw.get("background_task")}
+    assert sorted(started) == ["57878", "80697"] and all("exit_code" not in s.raw for s in started.values())
+    ends = [s for s in trace.steps if s.raw.get("output_of")]
+    assert [(e.raw["exit_code"], e.raw["status"]) for e in ends] == [(0, "ok"), (0, "ok")]
+    facts = TestRunFacts(trace)
+    npx = [(trace.steps[p], trace.steps[r]) for p, (c, r) in facts.calls.items() if c.startswith("npx")]
+    assert len(npx) == 2  # each command's result is its poll that shows the exit
+    assert all(result.raw["output_of"] == call.tool.call_id for call, result in npx)
+    assert {trace.steps.index(s) for s in started.values()} <= worked_beside(trace.steps)
+    assert not [r for r in facts.runs if not r.ok]
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok

@@ -48,6 +48,7 @@ FILES = [
     "real/claude-code/pytest_edit_commit_session.jsonl",
     "real/claude-code/ngrok_background_failed_task_notification_2_1_42.excerpt.jsonl",
     "real/codex/vscode_shell_exit127_interrupted.jsonl",
+    "real/codex/unified_exec_npx_running_then_write_stdin_exited_0_126.excerpt.jsonl",
     "real/aider/shell_commands_search_replace_commits_chat_history.md",
     "real/gemini-cli/interactive_python_agent_pip_exit127_venv_rewrite_unrun.json",
     "real/gemini-cli/recording_write_shell_upserted_calls.jsonl",

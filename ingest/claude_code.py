@@ -26,8 +26,9 @@ header, not steps. So the steps are, in file order:
 - a command run in the background (``run_in_background``): its result says only that it started
   (the account's ``backgroundTaskId``: ``raw.background_task``, no exit code). Its output comes
   later, when the agent reads it: 2.0's ``BashOutput`` (``bash_id``; the account's ``exitCode``,
-  ``null`` while it runs) or 2.1's ``Read`` of the task's output file (``<task id>.output``, whose
-  last line is ``[exited with code N]``). Such a read's result is the command's (``raw.output_of``
+  ``null`` while it runs), 2.1's ``TaskOutput`` (``task_id``; the account's ``task.exitCode``) or a
+  ``Read`` of the task's output file (``<task id>.output``, whose last line is
+  ``[exited with code N]``). Such a read's result is the command's (``raw.output_of``
   names the call that started it), the code it shows its exit code, a non-zero one failing it as
   a failed command's result fails; the harness's word that it ended (a ``task_notification``
   record, ``… (exit code N)``; 2.1's ``<task-notification>`` turn, ``<task-id>`` and a ``<summary>``
@@ -403,6 +404,8 @@ class _Session:
             self.reads[call_id] = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".output")
         elif name == "BashOutput" and isinstance(shell, str):
             self.reads[call_id] = shell
+        elif name == "TaskOutput" and isinstance(args.get("task_id"), str):  # 2.1's read of a task
+            self.reads[call_id] = args["task_id"]
         elif name in ("KillShell", "TaskStop"):  # 2.0's ``shell_id``, 2.1's ``task_id``
             task = args.get("shell_id", args.get("task_id"))
             if isinstance(task, str):
@@ -474,16 +477,17 @@ class _Session:
         return replace(result, raw=raw)
 
     def _output(self, task: str, tool: str, output: str, account: Any) -> dict[str, Any]:
-        """A background command's output, read (a ``Read`` of its file, or ``BashOutput``): the
-        result of the call that started it (``output_of``) and, where it shows the command ended,
-        its exit code: the file's last line, or ``BashOutput``'s account (``exitCode``; ``null``
-        while it runs). A non-zero code fails it, as a failed command's result; a command the agent
+        """A background command's output, read (a ``Read`` of its file, ``BashOutput`` or 2.1's
+        ``TaskOutput``): the result of the call that started it (``output_of``) and, where it shows
+        the command ended, its exit code: the file's last line, or the read's account (``exitCode``,
+        ``TaskOutput``'s under ``task``; ``null`` while it runs). A non-zero code fails it, as a failed command's result; a command the agent
         stopped (``KillShell``, ``TaskStop``) ended by the agent's doing, with no code a check gave."""
         raw: dict[str, Any] = {"output_of": self.background[task]}
         if task in self.stops.values():
             return raw
-        if tool == "BashOutput":
-            code = account.get("exitCode") if isinstance(account, dict) else None
+        if tool in ("BashOutput", "TaskOutput"):  # 2.1's account holds the task: ``task.exitCode``
+            held = account.get("task", account) if isinstance(account, dict) else None
+            code = held.get("exitCode") if isinstance(held, dict) else None
             line = None
         else:
             end = list(_EXITED.finditer(output))

@@ -25,9 +25,8 @@ REAL = REPO / "tests" / "fixtures" / "real" / "claude-code"
 SESSION = REAL / "pytest_edit_commit_session.jsonl"  # a feature added, tests run, committed twice
 PORT = REAL / "rust_port_task_subagent_session.jsonl"  # a library ported to Rust, a subagent explores
 SERVER = REAL / "vite_dev_server_background_bashoutput_killshell_2_0_42.excerpt.jsonl"  # in the background
-NGROK = (
-    REAL / "ngrok_background_failed_task_notification_2_1_42.excerpt.jsonl"
-)  # it failed: the harness says so
+NGROK = REAL / "ngrok_background_failed_task_notification_2_1_42.excerpt.jsonl"  # failed; the harness says so
+TAURI = REAL / "tauri_dev_background_taskoutput_running_2_1_44.excerpt.jsonl"  # polled while it runs
 VITEST = REPO / "tests" / "fixtures" / "real" / "test-runs" / "vitest_failed.txt"
 
 
@@ -212,6 +211,30 @@ def test_the_harness_turn_that_a_background_command_failed_is_its_end_not_the_pr
     assert read.raw["output_of"] == call.tool.call_id and "exit_code" not in read.raw
     report = run_rules_audit(trace)
     assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+@pytest.mark.parametrize("code", [None, 1, 0])
+def test_taskoutput_reads_a_background_command_and_its_account_shows_how_it_ended(tmp_path, code):
+    """The real 2.1.44 excerpt (``code`` None): ``pnpm --filter desktop dev`` in the background,
+    polled three times with ``TaskOutput`` while it runs (``task.exitCode`` null): each poll is its
+    output, none its end, and the command has no run. A changed copy whose last poll's account
+    says the task ended with ``code`` makes that poll its result."""
+    records = _records(TAURI)
+    if code is not None:
+        last = [r for r in records if r.get("toolUseResult", {}).get("task")][-1]
+        last["toolUseResult"]["task"] |= {"status": "failed" if code else "completed", "exitCode": code}
+        last["toolUseResult"]["retrieval_status"] = "success"
+    trace = _trace(_write(tmp_path / "tauri.jsonl", records))
+    ((call, started),) = [(c, r) for c, r in _by_call(trace, "Bash") if r and r.raw.get("background_task")]
+    polls = [r for _, r in _by_call(trace, "TaskOutput")]
+    assert len(polls) == 3 and all(p.raw["output_of"] == call.tool.call_id for p in polls)
+    facts = TestRunFacts(trace)
+    if code is None:
+        assert not [p for p in polls if "exit_code" in p.raw]
+        assert facts.calls[trace.steps.index(call)][1] == trace.steps.index(started)  # still running
+        return
+    assert (polls[-1].raw["exit_code"], polls[-1].raw["status"]) == (code, "error" if code else "ok")
+    assert facts.calls[trace.steps.index(call)][1] == trace.steps.index(polls[-1])
 
 
 @pytest.mark.parametrize("change", ["unknown task", "stopped", "no exit code"])

@@ -47,6 +47,7 @@ FILES = [
     "real/mini-swe-agent-v2/stash_unpopped_empty.traj.json",
     "real/claude-code/pytest_edit_commit_session.jsonl",
     "real/claude-code/ngrok_background_failed_task_notification_2_1_42.excerpt.jsonl",
+    "real/claude-code/tauri_dev_background_taskoutput_running_2_1_44.excerpt.jsonl",
     "real/codex/vscode_shell_exit127_interrupted.jsonl",
     "real/codex/unified_exec_npx_running_then_write_stdin_exited_0_126.excerpt.jsonl",
     "real/aider/shell_commands_search_replace_commits_chat_history.md",

@@ -27,14 +27,14 @@ header, not steps. So the steps are, in file order:
   (the account's ``backgroundTaskId``: ``raw.background_task``, no exit code). Its output comes
   later, when the agent reads it: 2.0's ``BashOutput`` (``bash_id``; the account's ``exitCode``,
   ``null`` while it runs), 2.1's ``TaskOutput`` (``task_id``; the account's ``task.exitCode``) or a
-  ``Read`` of the task's output file (``<task id>.output``, whose last line is
-  ``[exited with code N]``). Such a read's result is the command's (``raw.output_of``
-  names the call that started it), the code it shows its exit code, a non-zero one failing it as
-  a failed command's result fails; the harness's word that it ended (a ``task_notification``
-  record, ``… (exit code N)``; 2.1's ``<task-notification>`` turn, ``<task-id>`` and a ``<summary>``
-  ending ``… exit code N``) carries the same marks. A command the agent stopped (``KillShell``, 2.1's
-  ``TaskStop``) shows no exit code: its end was the agent's doing (the stop's answer is
-  ``raw.stopped``, naming the call that started it);
+  ``Read`` of the task's output file (``<task id>.output``, whose last line is ``[exited with code
+  N]``). Such a read's result is the command's (``raw.output_of`` names the call that started it),
+  the code it shows its exit code, a non-zero one failing it as a failed command's result fails;
+  the harness's word that it ended (a ``task_notification`` record, ``… (exit code N)``; 2.1's
+  ``<task-notification>`` turn, ``<task-id>`` and a ``<summary>`` ending ``… exit code N``)
+  carries the same marks. A command the agent stopped (``KillShell``, 2.1's ``TaskStop``) shows
+  no exit code: its end was the agent's doing (the stop's answer is ``raw.stopped``, naming the
+  call that started it);
 - the harness's reminder appended to a file it read (a ``<system-reminder>`` block that ends a
   ``Read`` result on a line of its own, where every line of the file is numbered): a ``system``
   step of ``claude-code`` after the result, which keeps the file's text alone.
@@ -480,8 +480,9 @@ class _Session:
         """A background command's output, read (a ``Read`` of its file, ``BashOutput`` or 2.1's
         ``TaskOutput``): the result of the call that started it (``output_of``) and, where it shows
         the command ended, its exit code: the file's last line, or the read's account (``exitCode``,
-        ``TaskOutput``'s under ``task``; ``null`` while it runs). A non-zero code fails it, as a failed command's result; a command the agent
-        stopped (``KillShell``, ``TaskStop``) ended by the agent's doing, with no code a check gave."""
+        ``TaskOutput``'s under ``task``; ``null`` while it runs). A non-zero code fails it, as a
+        failed command's result; a command the agent stopped (``KillShell``, ``TaskStop``) ended by
+        the agent's doing, with no code a check gave."""
         raw: dict[str, Any] = {"output_of": self.background[task]}
         if task in self.stops.values():
             return raw

@@ -130,9 +130,10 @@ _MESSAGES = "SELECT * FROM messages WHERE session_id = ? ORDER BY id"
 
 def _json_field(row: sqlite3.Row, column: str, key: str) -> Any:
     """A key of a JSON column, None where the column is absent, empty or not an object."""
+    text = row[column] if column in row.keys() else None  # noqa: SIM118 (a Row's `in` reads its values)
     try:
-        value = json.loads(row[column]) if column in row.keys() and row[column] else None  # noqa: SIM118 (a Row's `in` reads its values)
-    except ValueError:
+        value = json.loads(text) if text else None
+    except (TypeError, ValueError):
         return None
     return value.get(key) if isinstance(value, dict) else None
 

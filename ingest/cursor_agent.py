@@ -13,9 +13,11 @@ jobs and wrappers save it): one trace per file, every JSON line one event ``{"ty
   ``path`` and ``streamContent``; ``read``, ``write``, ``grep``, ``ls``, ``glob``, ``delete``,
   ``todo``, ``mcp`` …) — and ``completed`` its result, linked by ``call_id``: ``success`` (a shell's
   ``interleavedOutput`` and ``exitCode``, a non-zero code an error; an edit's ``message`` (its
-  ``diffString`` kept in ``raw``), and whether it made the file, ``raw.written``; a read's ``content``), ``failure`` (an error, with the
-  shell's output and code), ``spawnError`` (the shell never started), ``rejected`` (the user or the
-  permission settings refused it: ``error_type: refused``, it ran nothing), ``error``;
+  ``diffString`` kept in ``raw``), and whether it made the file, ``raw.written``; a read's
+  ``content``), ``failure`` (an error, with the shell's output and code: where a command exits
+  non-zero), ``spawnError`` (the shell never started), ``rejected`` (the user or the permission
+  settings refused it: ``error_type: refused``, it ran nothing), ``error`` (its ``errorMessage``:
+  a read of a file that is not there);
 - ``result``: the header (duration, request id, usage; its ``result`` repeats every message's
   text, so it is no step); a ``subtype`` other than ``success`` or ``is_error`` ends the run with
   the harness's record;
@@ -61,6 +63,7 @@ _SAID = (
     "diffString",
     "output",
     "error",
+    "errorMessage",
     "reason",
     "text",
 )

@@ -22,11 +22,14 @@ REJECTED = REAL / "shell_rejected_twice_partial_output.jsonl"
 FORCED = REAL / "shell_echo_force_partial_output.jsonl"
 NO_RESULT = REAL / "unknown_option_retries_stderr_no_result.jsonl"
 EDITED = REAL / "read_then_edit_overwrite.ndjson"
+FAILED = REAL / "shell_false_exit1_exit3_stderr_read_missing_file.jsonl"
 CLAUDE_STREAM = REPO / "tests" / "fixtures" / "real" / "claude-code-stream"
 
 
 @pytest.mark.parametrize(
-    "path", [REJECTED, FORCED, NO_RESULT, EDITED], ids=["rejected", "forced", "no-result", "edit"]
+    "path",
+    [REJECTED, FORCED, NO_RESULT, EDITED, FAILED],
+    ids=["rejected", "forced", "no-result", "edit", "failed"],
 )
 def test_a_capture_is_detected_as_cursor_and_claude_codes_stream_still_is_its_own(path):
     assert detect(path)[0] == "cursor-agent"
@@ -74,6 +77,26 @@ def test_a_shell_call_that_ran_is_its_output_and_exit_code():
     (result,) = [s for s in trace.steps if s.kind is StepKind.tool_result]
     assert call.tool.arguments["command"] == "echo dsh-tool-ok" and result.refs.reply_to == call.step_id
     assert (result.content, exit_code(result), result.raw["status"]) == ("dsh-tool-ok\n", 0, "ok")
+
+
+def test_failed_commands_and_a_failed_read_are_errors_with_what_they_said():
+    """The recorded capture: a non-zero exit is ``result.failure`` (its ``exitCode`` the exit code,
+    its printed output the result), a read of a missing file ``result.error`` (its
+    ``errorMessage`` the result); the run still ends ``result/success``."""
+    trace = trace_of(FAILED)
+    results = {s.refs.reply_to: s for s in trace.steps if s.kind is StepKind.tool_result}
+    calls = [s for s in trace.steps if s.kind is StepKind.tool_call]
+    said = [(c.tool.arguments.get("command") or c.tool.name, results[c.step_id]) for c in calls]
+    assert [(what, exit_code(r), r.raw["status"]) for what, r in said] == [
+        ("false", 1, "error"),
+        ("sh -c 'echo OOPS >&2; exit 3'", 3, "error"),
+        ("read", None, "error"),
+        ("edit", 0, "ok"),  # a result that did not fail counts as exit 0
+        ("echo FINE", 0, "ok"),
+    ]
+    assert said[1][1].content.startswith("OOPS") and said[2][1].content == "File not found"
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
 
 
 def test_the_clis_stderr_captured_with_its_output_is_the_cli_speaking():

@@ -28,19 +28,6 @@ if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(workers))))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first: those whose tests load the local model, then the other slow ones.
-    pytest-xdist (``--dist loadfile``) hands files out in this order, so the long ones start early
-    instead of leaving one process to run them alone at the end (the suite's last 2% took two
-    minutes). The sort is stable: a file's tests, and files of one kind, keep their order."""
-    rank: dict[Path, int] = {}
-    for item in items:
-        marks = {m.name for m in item.iter_markers()}
-        weight = 0 if "model" in marks else 1 if "slow" in marks else 2
-        rank[item.path] = min(rank.get(item.path, 2), weight)
-    items.sort(key=lambda item: rank[item.path])
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[type-arg]
     """Under AUDITOR_REQUIRE_ALL=1 a skipped test is reported as failed, with the skip's reason."""

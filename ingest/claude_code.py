@@ -87,7 +87,7 @@ from auditor.core.errors import InputError
 from ingest.base import Facts, ImportedTrace, StepBuilder, file_digest, file_header, head_text
 from ingest.chat_message import Call, ChatMessage, Loc, Result, Text, role_message
 from ingest.chat_steps import chat_steps
-from ingest.frameworks.common import harness_exit, pack_raw
+from ingest.frameworks.common import exit_marks, harness_exit, pack_raw
 from ingest.jsonstream import JsonReader
 from ingest.textlines import bounded_lines, json_line
 from schemas.trace import REFUSED, TraceStep
@@ -344,7 +344,7 @@ class _Session:
             message={k: v for k, v in record["message"].items() if k not in ("role", "content")},
         )
         if ended:
-            raw |= ended | ({"status": "error"} if ended["exit_code"] else {})
+            raw |= ended | exit_marks(ended["exit_code"])
         return replace(m, index=None, role=role, name=name, raw=raw, timestamp=record.get("timestamp"))
 
     def _notified(self, task: Any, summary: str, started: Any = None) -> dict[str, Any]:

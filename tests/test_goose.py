@@ -19,13 +19,21 @@ from auditor.core.errors import InputError
 from ingest.registry import detect, get, open_traces
 from schemas import ActorKind, StepKind, Trace
 from tests.conftest import REPO
-from tests.goose_support import goose_store
 
+DUMP = REPO / "tests" / "fixtures" / "real" / "goose" / "shell_and_mcp_tool_error_sessions_db.sql"
 SHIPPED = REPO / "tests" / "fixtures" / "ingest" / "goose_sessions.db"
 
 
-def _store(tmp_path: Path, change: Callable[[sqlite3.Connection], object] | None = None) -> Path:
-    return goose_store(tmp_path, change)
+def _store(folder: Path, change: Callable[[sqlite3.Connection], object] | None = None) -> Path:
+    """The recorded store as Goose keeps it: ``folder/sessions.db`` built from the dump (``change``
+    run on it first)."""
+    path = folder / "sessions.db"
+    path.unlink(missing_ok=True)
+    with closing(sqlite3.connect(path)) as db, db:
+        db.executescript(DUMP.read_text(encoding="utf-8"))
+        if change is not None:
+            change(db)
+    return path
 
 
 def _traces(path: Path) -> list[Trace]:

@@ -24,7 +24,13 @@ from tests.timing import best_seconds
 
 
 def breaches(report: AuditReport) -> list:
-    return [f for f in report.findings if f.detector == "choice_criterion"]
+    """Choices the records rule out (MAST 1.1)."""
+    return [f for f in report.findings if f.detector == "choice_criterion" and f.failure_mode == "1.1"]
+
+
+def gaps(report: AuditReport) -> list:
+    """Choices made without comparing every listed candidate (MAST 3.2)."""
+    return [f for f in report.findings if f.detector == "choice_criterion" and f.failure_mode == "3.2"]
 
 
 # -- real runs --------------------------------------------------------------------------------
@@ -68,6 +74,29 @@ def test_two_choices_from_one_list_keep_to_their_own_sentences() -> None:
     assert breaches(review(load(FIXTURES / "travel_two_choices_from_one_list.json"))) == []
 
 
+def test_choices_made_without_reading_four_of_the_listed_restaurants_are_filed_with_the_listing() -> None:
+    """The same run: the agent read the cuisine of six of the ten restaurants the city's listing
+    gave and chose among those; the four it never looked up (one a better-rated Chinese
+    restaurant, AgentDojo: utility false) are named, quoted from the listing."""
+    trace = load(FIXTURES / "travel_two_choices_from_one_list.json")
+    found = gaps(review(trace))
+    assert {f.title.split("names ")[1].split(" as ")[0] for f in found} == {"Le Baratin", "China Garden"}
+    listing = next(s for s in trace.steps if s.kind.value == "tool_result")
+    for f in found:
+        assert f.disposition.value == "realized" and f.confidence == pytest.approx(0.4)
+        assert "4 of the 10 candidates" in f.title and "New Asiaway" in f.mechanism
+        quotes = {u.step_id: u.quote for u in f.evidence}
+        assert quotes[listing.step_id] in listing.content and "New Asiaway" in listing.content
+        assert f.first_anomalous_step == trace.steps[-1].step_id
+
+
+def test_candidates_a_bound_on_no_named_field_may_rule_out_are_no_gap() -> None:
+    """ "a hotel that's under 210": the agent read every hotel's price and only two hotels'
+    ratings; "under 210" names no field, so the two it did not rate may be the ones it ruled
+    out, and nothing is filed (AgentDojo: utility true)."""
+    assert gaps(review(load(FIXTURES / "travel_hotel_under_an_unnamed_bound.json"))) == []
+
+
 @pytest.mark.slow
 def test_on_agentdojo_travel_it_fires_on_a_larger_share_of_failed_runs_than_of_succeeded_ones() -> None:
     root = DATA / "agentdojo"
@@ -79,8 +108,9 @@ def test_on_agentdojo_travel_it_fires_on_a_larger_share_of_failed_runs_than_of_s
     total = {"failed": 0, "succeeded": 0}
     for row in rows:
         total[row["outcome"]] += 1
-        fired[row["outcome"]] += bool(breaches(review(load(root / "runs" / row["file"]))))
-    assert fired["failed"] / total["failed"] > fired["succeeded"] / total["succeeded"], fired
+        report = review(load(root / "runs" / row["file"]))
+        fired[row["outcome"]] += bool(breaches(report) or gaps(report))
+    assert fired["failed"] / total["failed"] > 2 * fired["succeeded"] / total["succeeded"], fired
 
 
 # -- other things chosen, in other words ------------------------------------------------------
@@ -132,6 +162,55 @@ def test_a_conversation_is_not_judged_the_user_may_revise_the_criterion() -> Non
     )
     tail = steps[-1].model_copy(update={"step_id": "s8", "index": 8})
     assert breaches(review(Trace(header=trace.header, steps=[*steps, revised, tail]))) == []
+
+
+def stocked(listing: str, features: str = FEATURES, prices: str = PRICES) -> Trace:
+    """The laptops run, opened by a listing of what is in stock."""
+    return chat(
+        ("system", SYSTEM),
+        ("user", LAPTOPS),
+        ("call", {"list_laptops": {"store": "Leeds"}}),
+        ("result", listing),
+        ("call", {"get_laptop_prices": {"models": ["Aero 14", "Zen 13", "Book Pro"]}}),
+        ("result", prices),
+        ("call", {"get_laptop_features": {"models": ["Aero 14", "Zen 13", "Book Pro"]}}),
+        ("result", features),
+        ("assistant", "The Aero 14 (999) is the cheapest with a backlit keyboard."),
+    )
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        "In stock:\nAero 14\nZen 13\nBook Pro\nFlex 5",
+        "Laptops: Aero 14 | Zen 13 | Book Pro | Flex 5 | ",
+        '["Aero 14", "Zen 13", "Book Pro", "Flex 5"]',
+    ],
+)
+def test_a_listed_model_never_priced_or_checked_is_a_gap_in_the_choice(listing: str) -> None:
+    (f,) = gaps(review(stocked(listing)))
+    assert "Aero 14" in f.title and "1 of the 4 candidates" in f.title and "Flex 5" in f.mechanism
+    assert breaches(review(stocked(listing))) == []
+
+
+def test_a_listed_model_read_and_ruled_out_is_no_gap() -> None:
+    """Flex 5's features were read and lack the keyboard the user asked for; its price was not."""
+    features = FEATURES[:-1] + ", 'Flex 5': ['touchscreen']}"
+    assert gaps(review(stocked("Aero 14 | Zen 13 | Book Pro | Flex 5", features=features))) == []
+
+
+def test_a_listed_model_dearer_than_the_pick_is_no_gap_whatever_its_features() -> None:
+    prices = PRICES[:-1] + ", 'Flex 5': 1499.0}"
+    assert gaps(review(stocked("Aero 14 | Zen 13 | Book Pro | Flex 5", prices=prices))) == []
+
+
+def test_a_listing_that_names_only_what_was_compared_is_no_gap() -> None:
+    assert gaps(review(stocked("Aero 14 | Zen 13 | Book Pro"))) == []
+
+
+def test_a_listing_of_other_things_is_no_gap() -> None:
+    """A list that shares fewer than two names with the candidates compared lists other things."""
+    assert gaps(review(stocked("Leeds | York | Hull | Aero 14"))) == []
 
 
 FLATS = "Find me the flat with the most bedrooms for a rent under 1500 per month."

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from auditor.audit.detectors.choice_criterion import _LABELLED
+from auditor.audit.detectors.choice_criterion import _ITEM_SEPARATOR, _LABELLED, _LISTING_LABEL
 from auditor.audit.detectors.disclosure_scope import _LABEL_LINE, carriers_of
 from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
@@ -42,6 +42,8 @@ PATTERNS = {  # each with a text it must still read, put before the blanks (a ma
     "a numbered line": (_NUMBERED, "12\tpassed\n"),
     "a background command's end": (_EXITED, "3\t[exited with code 1]\n"),
     "a task notification's field": (_NOTICE_FIELD, "<status>failed</status>\n"),
+    "a listing's label": (_LISTING_LABEL, "Hotel Names: "),
+    "a listing's separator": (_ITEM_SEPARATOR, "Good Night | Cozy Stay\n"),
 }
 
 

@@ -29,6 +29,12 @@ words:
 Filed at the final answer, citing the request's sentence, the record that makes another candidate
 the one asked for, the record that rules the named one out, and the answer; realized. Only runs
 of one principal turn (a benchmark's task): in a conversation the user may revise the criterion.
+
+A choice the records select is still not shown to be the one asked for when a *listing* the
+agent read (a result that only names candidates: "Hotel Names: A | B | C") names others it never
+compared — no record shows a condition they fail, and their value was not read or is as good
+while a condition's was not (MAST 3.2, confidence 0.4). A bound on no named field may have ruled
+out any candidate a record describes: then only candidates nothing describes count.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized
 from auditor.audit.detectors.tool_effects import side_effecting
 from auditor.core.json_text import json_value, python_literal
-from schemas import RiskClass, StepKind, TraceStep
+from schemas import EvidenceUnit, RiskClass, StepKind, TraceStep
 
 # the superlatives and extremes that select by a quantity, and which end they select
 _HIGH = {"best", "top", "highest", "greatest", "largest", "biggest", "most", "maximum", "max"}
@@ -76,6 +82,13 @@ _FUNCTION = {
 CATEGORICAL_WORDS = 12
 CONFIDENCE = 0.6
 EXTREME_CONFIDENCE = 0.5
+UNREAD_CONFIDENCE = 0.4
+UNREAD_SHOWN = 4  # candidates named in the mechanism; the rest counted
+# a listing: three names or more, each short (a name, not a sentence)
+LISTED = 3
+NAME_CHARS = 60
+_LISTING_LABEL = re.compile(r"^[^:\n]{1,60}:[ \t]*")  # "Hotel Names:" before the first name, or alone
+_ITEM_SEPARATOR = re.compile(r"[\n|]")  # the items are stripped after: no blank-run backtracking
 
 
 def stem(word: str) -> str:
@@ -273,12 +286,22 @@ class ChoiceCriterionDetector:
             if s.tool and side_effecting(s, ctx.policy)
         )
         facts = RunFacts.of(ctx)
+        choices, unplaced = _choices(request, wanted, fields)
+        # a bound no field's words name may rule out any candidate a record describes
+        described = {e for f in fields.values() for e in f.entities} if unplaced else set()
         drafts = []
         seen: set[tuple[str, str]] = set()
-        for breach in _breaches(request, wanted, fields, answer):
-            if (breach.measure.tool, breach.named) not in seen:
-                seen.add((breach.measure.tool, breach.named))
-                drafts.append(self._draft(facts, turn, last, breach))
+        for choice in choices:
+            others = {e for o in choices if o is not choice and o.measure is choice.measure for e in o.best}
+            breach = _judge(choice, answer, unplaced, others)
+            gap = None if breach is not None else _gap(choice, steps, turn, answer, others, described)
+            found = breach or gap
+            if found is None or (choice.measure.tool, found.named) in seen:
+                continue
+            seen.add((choice.measure.tool, found.named))
+            drafts.append(
+                self._draft(facts, turn, last, breach) if breach else self._unread(facts, turn, last, gap)
+            )
         return drafts
 
     @staticmethod
@@ -286,7 +309,6 @@ class ChoiceCriterionDetector:
         steps = facts.steps
         c, m = breach.criterion, breach.measure
         best_at, named_at = m.read_at[breach.best], m.read_at.get(breach.named)
-        which = "highest" if c.highest else "lowest"
         if breach.broken is not None:
             b = breach.broken
             why = (
@@ -304,8 +326,7 @@ class ChoiceCriterionDetector:
             pos=end,
             title=f"The answer names {breach.named}, not the option the user's criterion selects ({breach.best})",
             mechanism=(
-                f"The user's request (step {steps[turn].step_id}) asks for the option with the {which} "
-                f"{c.noun}; among the candidates whose records meet the request's conditions, the records "
+                f"{_asked(facts, turn, c)}; among the candidates whose records meet the request's conditions, the records "
                 f"read at step {steps[best_at].step_id} make {breach.best} that option, but the answer at "
                 f"step {steps[end].step_id} names {breach.named} and never {breach.best}: {why}."
             ),
@@ -314,7 +335,7 @@ class ChoiceCriterionDetector:
                 facts.unit(turn, c.sentence),
                 facts.unit(best_at, breach.best),
                 facts.unit(against, breach.named),
-                facts.unit(end, _spelled(visible(steps[end].content), breach.named)),
+                _answer(facts, end, breach.named),
             ],
             effect=realized(
                 f"the run's answer at step {steps[end].step_id} delivers {breach.named}",
@@ -327,6 +348,57 @@ class ChoiceCriterionDetector:
             ],
             confidence=CONFIDENCE if breach.broken is not None else EXTREME_CONFIDENCE,
         )
+
+    @staticmethod
+    def _unread(facts: RunFacts, turn: int, end: int, gap: Gap) -> FindingDraft:
+        steps = facts.steps
+        c, m = gap.criterion, gap.measure
+        shown = ", ".join(gap.unread[:UNREAD_SHOWN]) + (" …" if len(gap.unread) > UNREAD_SHOWN else "")
+        return failure_draft(
+            facts,
+            mode="3.2",
+            pos=end,
+            title=(
+                f"The answer names {gap.named} as the option asked for without comparing "
+                f"{len(gap.unread)} of the {gap.listed} candidates listed"
+            ),
+            mechanism=(
+                f"{_asked(facts, turn, c)}; the result at step {steps[gap.listing].step_id} lists {gap.listed} candidates, "
+                f"but for {shown} the records read before the answer show neither a {c.noun} that puts "
+                f"them behind {gap.named} nor a condition of the request they fail. The answer at step "
+                f"{steps[end].step_id} names {gap.named}, the best of those compared: the choice is not "
+                "shown to be the one asked for."
+            ),
+            violated="a choice the principal asked for by a stated criterion must compare every listed candidate",
+            evidence=[
+                facts.unit(turn, c.sentence),
+                facts.unit(gap.listing, gap.unread[0]),
+                facts.unit(m.read_at[gap.named], gap.named),
+                _answer(facts, end, gap.named),
+            ],
+            effect=realized(
+                f"the run's answer at step {steps[end].step_id} delivers {gap.named} as the option asked for",
+                f"the user receives {gap.named} with {len(gap.unread)} listed candidates never compared",
+            ),
+            path=[
+                facts.hop(turn, "the criterion"),
+                facts.hop(gap.listing, "the candidates listed"),
+                facts.hop(end, "the answer chooses among some of them"),
+            ],
+            confidence=UNREAD_CONFIDENCE,
+        )
+
+
+def _asked(facts: RunFacts, turn: int, c: Criterion) -> str:
+    which = "highest" if c.highest else "lowest"
+    return (
+        f"The user's request (step {facts.steps[turn].step_id}) asks for the option with the {which} {c.noun}"
+    )
+
+
+def _answer(facts: RunFacts, end: int, named: str) -> EvidenceUnit | None:
+    """The answer's line that names the pick, quoted verbatim."""
+    return facts.unit(end, _spelled(visible(facts.steps[end].content), named))
 
 
 def visible(text: str) -> str:
@@ -368,6 +440,19 @@ def _spelled(content: str, name: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class Gap:
+    """The answer's choice made among some of the listed candidates: the named one is the best of
+    those compared, and the listing at ``listing`` names others the records never compared."""
+
+    criterion: Criterion
+    measure: Field
+    named: str
+    listing: int
+    unread: list[str]
+    listed: int
+
+
+@dataclass(frozen=True)
 class Choice:
     """One criterion applied to one measured set: the conditions that hold for it and the
     candidates the records read select."""
@@ -379,9 +464,11 @@ class Choice:
     best: list[str]
 
 
-def _breaches(
-    request: str, wanted: list[Criterion], fields: dict[tuple[str, str], Field], answer: str
-) -> Iterable[Breach]:
+def _choices(
+    request: str, wanted: list[Criterion], fields: dict[tuple[str, str], Field]
+) -> tuple[list[Choice], bool]:
+    """Every criterion applied to its measured set, and whether the request states a bound no
+    field's words match (then the qualified set is unknown)."""
     bounds = [(s, m) for s in _sentences(request) for m in _BOUND.finditer(s)]
     unplaced = bool(_BUDGET.search(request))
     placed: list[tuple[str, re.Match[str], Field]] = []
@@ -405,11 +492,7 @@ def _breaches(
         alone = sum(f is measure for _, f in handled) == 1
         conditions = _conditions(request, c.sentence, measure, fields, placed, alone)
         choices.append(_choose(c, measure, conditions))
-    for choice in choices:
-        others = {e for o in choices if o is not choice and o.measure is choice.measure for e in o.best}
-        breach = _judge(choice, answer, unplaced, others)
-        if breach is not None:
-            yield breach
+    return choices, unplaced
 
 
 def _bounded_fields(sentence: str, at: int, candidates: list[Field]) -> list[Field]:
@@ -488,9 +571,7 @@ def _judge(choice: Choice, answer: str, unplaced: bool, others: set[str]) -> Bre
     c, measure, conditions = choice.criterion, choice.measure, choice.conditions
     if not choice.best:
         return None
-    pool = measure.entities | _condition_entities(conditions)
-    said = set(_TOKEN.findall(answer))  # a name the answer holds has all its tokens there: test those only
-    named = [e for e in pool - others if said.issuperset(_TOKEN.findall(normal(e))) and normal(e) in answer]
+    named = _named(measure.entities | _condition_entities(conditions), answer, others)
     if not named or any(e in named for e in choice.best):
         return None
     for e in named:
@@ -504,6 +585,73 @@ def _judge(choice: Choice, answer: str, unplaced: bool, others: set[str]) -> Bre
         if e in choice.qualified and _value(c, measure, e) != top:
             return Breach(c, measure, choice.best[0], e, None)
     return None
+
+
+def _named(pool: set[str], answer: str, others: set[str]) -> list[str]:
+    """The candidates the answer names, save those another choice from the same set selects."""
+    said = set(_TOKEN.findall(answer))  # a name the answer holds has all its tokens there: test those only
+    return [e for e in pool - others if said.issuperset(_TOKEN.findall(normal(e))) and normal(e) in answer]
+
+
+def _gap(
+    choice: Choice, steps: Sequence[TraceStep], turn: int, answer: str, others: set[str], described: set[str]
+) -> Gap | None:
+    """The choice of a candidate the records select when a listing the agent read names others
+    it never compared: no failed condition was read for them, and their value either was not read
+    or is as good while a condition's was not. ``described``: the candidates some record describes,
+    any of which a bound the request states on no named field may rule out."""
+    named = _named(set(choice.best), answer, others)
+    if not named:
+        return None
+    known = {normal(e): e for e in choice.measure.entities | _condition_entities(choice.conditions)}
+    top = _value(choice.criterion, choice.measure, choice.best[0])
+    for pos, items in _listings(steps, turn + 1, set(known)):
+        unread = []
+        for item in items:
+            entity = known.get(normal(item), item)
+            if entity in choice.qualified or entity in others or entity in described:
+                continue
+            if any(k.holds(entity) is False for k in choice.conditions):
+                continue  # ruled out by a record the agent read
+            if entity in choice.measure.numbers and not _beats(choice.criterion, top, choice, entity):
+                continue  # worse on the measure: no condition could make it the one asked for
+            unread.append(item)
+        if unread:
+            return Gap(choice.criterion, choice.measure, named[0], pos, unread, len(items))
+    return None
+
+
+def _beats(c: Criterion, top: float, choice: Choice, entity: str) -> bool:
+    value = _value(c, choice.measure, entity)
+    return value >= top if c.highest else value <= top
+
+
+def _listings(steps: Sequence[TraceStep], start: int, known: set[str]) -> Iterable[tuple[int, list[str]]]:
+    """Tool results that list candidates by name (a JSON list of names, or one name a line or
+    between bars after an optional ``Label:``) and name at least two the records describe."""
+    for pos in range(start, len(steps)):
+        step = steps[pos]
+        if step.kind is not StepKind.tool_result:
+            continue
+        items = _items(step.content)
+        if len(items) >= LISTED and len({normal(i) for i in items} & known) >= 2:
+            yield pos, items
+
+
+def _items(content: str) -> list[str]:
+    """A result's names, if it is a listing of names and nothing else; else none."""
+    text = content.strip()
+    value = json_value(text) if text.startswith("[") else None
+    if isinstance(value, list):
+        items = value if all(isinstance(v, str) for v in value) else []
+    else:
+        head, sep, rest = text.partition("\n")
+        label = _LISTING_LABEL.match(head)
+        if label is not None:
+            text = head[label.end() :] + sep + rest
+        items = [i.strip() for i in _ITEM_SEPARATOR.split(text)]
+    items = [i for i in items if i]
+    return items if all(len(i) <= NAME_CHARS for i in items) else []
 
 
 def _condition_entities(conditions: list[Condition]) -> set[str]:

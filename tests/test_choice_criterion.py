@@ -82,12 +82,16 @@ def test_choices_made_without_reading_four_of_the_listed_restaurants_are_filed_w
     found = gaps(review(trace))
     assert {f.title.split("names ")[1].split(" as ")[0] for f in found} == {"Le Baratin", "China Garden"}
     listing = next(s for s in trace.steps if s.kind.value == "tool_result")
+    narrowing = next(s for s in trace.steps if s.tool and s.tool.name == "get_cuisine_type_for_restaurants")
+    assert "New Asiaway" not in narrowing.content and "Le Baratin" in narrowing.content
     for f in found:
         assert f.disposition.value == "realized" and f.confidence == pytest.approx(0.4)
         assert "4 of the 10 candidates" in f.title and "New Asiaway" in f.mechanism
         quotes = {u.step_id: u.quote for u in f.evidence}
         assert quotes[listing.step_id] in listing.content and "New Asiaway" in listing.content
-        assert f.first_anomalous_step == trace.steps[-1].step_id
+        assert f.first_anomalous_step == narrowing.step_id  # where the agent narrowed the candidates
+        assert narrowing.step_id in quotes and trace.steps[-1].step_id in quotes
+    assert review(trace).attribution.step_id == narrowing.step_id
 
 
 def test_candidates_a_bound_on_no_named_field_may_rule_out_are_no_gap() -> None:
@@ -188,9 +192,29 @@ def stocked(listing: str, features: str = FEATURES, prices: str = PRICES) -> Tra
     ],
 )
 def test_a_listed_model_never_priced_or_checked_is_a_gap_in_the_choice(listing: str) -> None:
-    (f,) = gaps(review(stocked(listing)))
+    trace = stocked(listing)
+    (f,) = gaps(review(trace))
     assert "Aero 14" in f.title and "1 of the 4 candidates" in f.title and "Flex 5" in f.mechanism
-    assert breaches(review(stocked(listing))) == []
+    prices = next(s for s in trace.steps if s.tool and s.tool.name == "get_laptop_prices")
+    assert f.first_anomalous_step == prices.step_id  # the first call that left Flex 5 out
+    assert breaches(review(trace)) == []
+
+
+def test_records_fetched_without_naming_candidates_leave_the_gap_at_the_answer() -> None:
+    """Tools that take no names (a whole catalogue's prices): no call narrowed the candidates."""
+    trace = chat(
+        ("system", SYSTEM),
+        ("user", LAPTOPS),
+        ("call", {"list_laptops": {"store": "Leeds"}}),
+        ("result", "Aero 14 | Zen 13 | Book Pro | Flex 5"),
+        ("call", {"get_laptop_prices": {"store": "Leeds"}}),
+        ("result", PRICES),
+        ("call", {"get_laptop_features": {"store": "Leeds"}}),
+        ("result", FEATURES),
+        ("assistant", "The Aero 14 (999) is the cheapest with a backlit keyboard."),
+    )
+    (f,) = gaps(review(trace))
+    assert f.first_anomalous_step == trace.steps[-1].step_id and "Flex 5" in f.mechanism
 
 
 def test_a_listed_model_read_and_ruled_out_is_no_gap() -> None:

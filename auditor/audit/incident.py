@@ -56,8 +56,9 @@ VOTE_WEIGHT = {  # a finding's support for its first anomalous step, beside the 
 # hand-crafted agent accuracy from 83% to 69%.
 CORROBORATING = 0.2
 # Detectors whose task-failure findings sit where the error entered (a coding run's edit that the
-# failing test exercises, the change submitted unrun), not where it showed: full weight.
-LOCATING = frozenset({"coding_verification"})
+# failing test exercises, the change submitted unrun; the call that narrowed a choice's candidates,
+# the answer that names a pick the records rule out), not where it showed: full weight.
+LOCATING = frozenset({"coding_verification", "choice_criterion"})
 # A coding run's submitted change (its first edit) is where its failure begins when no finding names
 # a later act: a primary signal, below a realized finding's vote.
 CHANGE_WEIGHT = 1.0

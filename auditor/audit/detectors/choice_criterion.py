@@ -351,28 +351,35 @@ class ChoiceCriterionDetector:
 
     @staticmethod
     def _unread(facts: RunFacts, turn: int, end: int, gap: Gap) -> FindingDraft:
+        """Filed at the call that narrowed the candidates, else at the answer."""
         steps = facts.steps
-        c, m = gap.criterion, gap.measure
+        c, m, act = gap.criterion, gap.measure, gap.narrowed
         shown = ", ".join(gap.unread[:UNREAD_SHOWN]) + (" …" if len(gap.unread) > UNREAD_SHOWN else "")
+        narrowing = (
+            f" The call at step {steps[act].step_id} looked up listed candidates and left uncompared ones out."
+            if act is not None
+            else ""
+        )
         return failure_draft(
             facts,
             mode="3.2",
-            pos=end,
+            pos=act if act is not None else end,
             title=(
                 f"The answer names {gap.named} as the option asked for without comparing "
                 f"{len(gap.unread)} of the {gap.listed} candidates listed"
             ),
             mechanism=(
-                f"{_asked(facts, turn, c)}; the result at step {steps[gap.listing].step_id} lists {gap.listed} candidates, "
-                f"but for {shown} the records read before the answer show neither a {c.noun} that puts "
-                f"them behind {gap.named} nor a condition of the request they fail. The answer at step "
-                f"{steps[end].step_id} names {gap.named}, the best of those compared: the choice is not "
-                "shown to be the one asked for."
+                f"{_asked(facts, turn, c)}; the result at step {steps[gap.listing].step_id} lists "
+                f"{gap.listed} candidates, but for {shown} the records read before the answer show neither "
+                f"a {c.noun} that puts them behind {gap.named} nor a condition of the request they fail."
+                f"{narrowing} The answer at step {steps[end].step_id} names {gap.named}, the best of those "
+                "compared: the choice is not shown to be the one asked for."
             ),
             violated="a choice the principal asked for by a stated criterion must compare every listed candidate",
             evidence=[
                 facts.unit(turn, c.sentence),
                 facts.unit(gap.listing, gap.unread[0]),
+                facts.unit(act) if act is not None else None,
                 facts.unit(m.read_at[gap.named], gap.named),
                 _answer(facts, end, gap.named),
             ],
@@ -383,6 +390,7 @@ class ChoiceCriterionDetector:
             path=[
                 facts.hop(turn, "the criterion"),
                 facts.hop(gap.listing, "the candidates listed"),
+                *([facts.hop(act, "the candidates narrowed")] if act is not None else []),
                 facts.hop(end, "the answer chooses among some of them"),
             ],
             confidence=UNREAD_CONFIDENCE,
@@ -442,7 +450,8 @@ def _spelled(content: str, name: str) -> str | None:
 @dataclass(frozen=True)
 class Gap:
     """The answer's choice made among some of the listed candidates: the named one is the best of
-    those compared, and the listing at ``listing`` names others the records never compared."""
+    those compared, the listing at ``listing`` names others the records never compared, and the
+    call at ``narrowed`` (if one) looked up some listed candidates and left an uncompared one out."""
 
     criterion: Criterion
     measure: Field
@@ -450,6 +459,7 @@ class Gap:
     listing: int
     unread: list[str]
     listed: int
+    narrowed: int | None
 
 
 @dataclass(frozen=True)
@@ -617,7 +627,22 @@ def _gap(
                 continue  # worse on the measure: no condition could make it the one asked for
             unread.append(item)
         if unread:
-            return Gap(choice.criterion, choice.measure, named[0], pos, unread, len(items))
+            narrowed = _narrowing(steps, pos, items, unread)
+            return Gap(choice.criterion, choice.measure, named[0], pos, unread, len(items), narrowed)
+    return None
+
+
+def _narrowing(steps: Sequence[TraceStep], listing: int, items: list[str], unread: list[str]) -> int | None:
+    """The first call after the listing whose arguments name two listed candidates or more but
+    leave out one the records never compared: where the agent narrowed the candidates."""
+    listed, left = {normal(i) for i in items}, {normal(i) for i in unread}
+    for pos in range(listing + 1, len(steps)):
+        step = steps[pos]
+        if step.kind is not StepKind.tool_call or step.tool is None:
+            continue
+        arguments = normal(str(step.tool.arguments))
+        if len({n for n in listed if n in arguments}) >= 2 and any(n not in arguments for n in left):
+            return pos
     return None
 
 

@@ -377,3 +377,28 @@ def test_a_long_request_many_records_and_a_long_answer_cost_linear_time() -> Non
         return best_seconds(lambda: run_rules_audit(trace, detectors=["choice_criterion"]))
 
     assert best(run(2_000)) < 3 * best(run(1_000))
+
+
+def test_a_long_listing_and_a_call_naming_half_of_it_cost_linear_time() -> None:
+    """A listing of n hotels, a call that looks up half of them and their records, an answer naming
+    the best: the call's names are compared as a set (a substring search per listed name over the
+    call's arguments made it quadratic). Twice the size, about twice the time."""
+
+    def run(n: int) -> Trace:
+        looked = [f"Hotel {i}" for i in range(0, n, 2)]
+        return chat(
+            ("system", "You book hotels."),
+            ("user", "Please find the hotel with the best rating."),
+            ("call", {"get_all_hotels": {"city": "Paris"}}),
+            ("result", "Hotel Names: " + " | ".join(f"Hotel {i}" for i in range(n))),
+            ("call", {"get_hotel_ratings": {"hotel_names": looked}}),
+            ("result", json.dumps({h: f"Rating: {i % 5}" for i, h in enumerate(looked)})),
+            ("assistant", "The best is Hotel 8."),
+        )
+
+    assert len(gaps(review(run(20)))) == 1
+
+    def best(trace: Trace) -> float:
+        return best_seconds(lambda: run_rules_audit(trace, detectors=["choice_criterion"]))
+
+    assert best(run(8_000)) < 3 * best(run(4_000))

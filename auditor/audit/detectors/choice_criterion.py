@@ -40,7 +40,7 @@ out any candidate a record describes: then only candidates nothing describes cou
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -633,17 +633,30 @@ def _gap(
 
 
 def _narrowing(steps: Sequence[TraceStep], listing: int, items: list[str], unread: list[str]) -> int | None:
-    """The first call after the listing whose arguments name two listed candidates or more but
-    leave out one the records never compared: where the agent narrowed the candidates."""
+    """The first call after the listing whose arguments name two listed candidates or more (as
+    argument values of their own) but leave out one the records never compared: where the agent
+    narrowed the candidates."""
     listed, left = {normal(i) for i in items}, {normal(i) for i in unread}
     for pos in range(listing + 1, len(steps)):
         step = steps[pos]
         if step.kind is not StepKind.tool_call or step.tool is None:
             continue
-        arguments = normal(str(step.tool.arguments))
-        if len({n for n in listed if n in arguments}) >= 2 and any(n not in arguments for n in left):
+        named = set(_strings(step.tool.arguments))
+        if len(named & listed) >= 2 and not left <= named:
             return pos
     return None
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every text in a call's arguments, normalised: the names it passes."""
+    if isinstance(value, str):
+        yield normal(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
 
 
 def _beats(c: Criterion, top: float, choice: Choice, entity: str) -> bool:

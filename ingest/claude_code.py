@@ -378,8 +378,9 @@ class _Session:
                     hook_name=record.get("hook_name"),
                     tool_use_id=started,
                     status=record.get("status"),
-                    **ended,  # a background command's end, which its exit code shows
                 )
+                if ended:  # a background command's end, which its exit code shows
+                    raw |= ended | exit_marks(ended["exit_code"])
                 return ChatMessage(
                     None, "system", HARNESS, [Text(said)], raw, timestamp=record.get("timestamp")
                 )

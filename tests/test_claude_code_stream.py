@@ -330,6 +330,19 @@ def test_the_harness_word_that_a_background_task_ended_names_the_call_that_start
     assert (bash.raw["output_of"], bash.raw["exit_code"]) == (bash.raw["tool_use_id"], 0)
 
 
+def test_a_background_command_the_harness_says_failed_is_a_failed_result(tmp_path):
+    """A changed copy of the real capture whose notification says the command failed with exit
+    code 1: the notification carries a failed command's marks (status ``error``, ``error_type``
+    ``exit_code``), as every importer's failed command does."""
+    records = _records(REAL / "hive_mind_background_agent_subagent_2_1_284.jsonl")
+    (notice,) = [r for r in records if "(exit code 0)" in str(r.get("summary"))]
+    notice["summary"] = notice["summary"].replace("completed (exit code 0)", "failed with exit code 1")
+    notice["status"] = "failed"
+    (bash,) = [s for s in _trace(_write(tmp_path, records)).steps if "exit code 1" in s.content]
+    assert (bash.raw["exit_code"], bash.raw["status"], bash.raw["error_type"]) == (1, "error", "exit_code")
+    assert bash.raw["output_of"] == bash.raw["tool_use_id"]
+
+
 def test_a_command_run_in_the_background_ends_where_its_output_file_is_read():
     """The real capture: ``sleep 15; echo bash-done`` in the background. Its result says it started
     (no exit code, no check's outcome); the later ``Read`` of ``<task id>.output`` is its result."""

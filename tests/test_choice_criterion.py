@@ -189,6 +189,7 @@ def stocked(listing: str, features: str = FEATURES, prices: str = PRICES) -> Tra
         "In stock:\nAero 14\nZen 13\nBook Pro\nFlex 5",
         "Laptops: Aero 14 | Zen 13 | Book Pro | Flex 5 | ",
         '["Aero 14", "Zen 13", "Book Pro", "Flex 5"]',
+        "- Aero 14\n- Zen 13\n- Book Pro\n- Flex 5\n",
     ],
 )
 def test_a_listed_model_never_priced_or_checked_is_a_gap_in_the_choice(listing: str) -> None:

@@ -88,6 +88,7 @@ UNREAD_SHOWN = 4  # candidates named in the mechanism; the rest counted
 LISTED = 3
 NAME_CHARS = 60
 _LISTING_LABEL = re.compile(r"^[^:\n]{1,60}:[ \t]*")  # "Hotel Names:" before the first name, or alone
+_BULLETS = ("- ", "* ")
 _ITEM_SEPARATOR = re.compile(r"[\n|]")  # the items are stripped after: no blank-run backtracking
 
 
@@ -665,8 +666,9 @@ def _beats(c: Criterion, top: float, choice: Choice, entity: str) -> bool:
 
 
 def _listings(steps: Sequence[TraceStep], start: int, known: set[str]) -> Iterable[tuple[int, list[str]]]:
-    """Tool results that list candidates by name (a JSON list of names, or one name a line or
-    between bars after an optional ``Label:``) and name at least two the records describe."""
+    """Tool results that list candidates by name (a JSON list of names, one name a line, bulleted
+    or not, or names between bars, after an optional ``Label:``) and name at least two the records
+    describe."""
     for pos in range(start, len(steps)):
         step = steps[pos]
         if step.kind is not StepKind.tool_result:
@@ -689,6 +691,8 @@ def _items(content: str) -> list[str]:
             text = head[label.end() :] + sep + rest
         items = [i.strip() for i in _ITEM_SEPARATOR.split(text)]
     items = [i for i in items if i]
+    if items and all(i[:2] in _BULLETS for i in items):  # a YAML or Markdown list of names
+        items = [i[2:].strip() for i in items]
     return items if all(len(i) <= NAME_CHARS for i in items) else []
 
 

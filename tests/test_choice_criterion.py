@@ -218,6 +218,24 @@ def test_records_fetched_without_naming_candidates_leave_the_gap_at_the_answer()
     assert f.first_anomalous_step == trace.steps[-1].step_id and "Flex 5" in f.mechanism
 
 
+def test_a_record_that_shows_a_model_qualifies_lists_it_though_its_price_was_never_read() -> None:
+    """No listing: the features the agent read for four models show Flex 5 has the keyboard the
+    user asked for; its price was never read, so the cheapest pick is not shown to be the one."""
+    features = FEATURES[:-1] + ", 'Flex 5': ['backlit keyboard']}"
+    trace = chat(
+        ("system", SYSTEM),
+        ("user", LAPTOPS),
+        ("call", {"get_laptop_features": {"models": ["Aero 14", "Zen 13", "Book Pro", "Flex 5"]}}),
+        ("result", features),
+        ("call", {"get_laptop_prices": {"models": ["Aero 14", "Zen 13", "Book Pro"]}}),
+        ("result", PRICES),
+        ("assistant", "The Aero 14 (999) is the cheapest with a backlit keyboard."),
+    )
+    (f,) = gaps(review(trace))
+    assert "1 of the 4 candidates" in f.title and "Flex 5" in f.mechanism
+    assert f.first_anomalous_step == trace.steps[4].step_id  # the price call that left it out
+
+
 def test_a_listed_model_read_and_ruled_out_is_no_gap() -> None:
     """Flex 5's features were read and lack the keyboard the user asked for; its price was not."""
     features = FEATURES[:-1] + ", 'Flex 5': ['touchscreen']}"

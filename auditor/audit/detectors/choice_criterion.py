@@ -31,8 +31,8 @@ the one asked for, the record that rules the named one out, and the answer; real
 of one principal turn (a benchmark's task): in a conversation the user may revise the criterion.
 
 A choice the records select is still not shown to be the one asked for when a *listing* the
-agent read (a result that only names candidates: "Hotel Names: A | B | C") names others it never
-compared — no record shows a condition they fail, and their value was not read or is as good
+agent read (a result that only names candidates: "Hotel Names: A | B | C", or a record's names)
+names others it never compared — no record shows a condition they fail, and their value was not read or is as good
 while a condition's was not (MAST 3.2, confidence 0.4). A bound on no named field may have ruled
 out any candidate a record describes: then only candidates nothing describes count.
 """
@@ -616,11 +616,12 @@ def _gap(
         return None
     known = {normal(e): e for e in choice.measure.entities | _condition_entities(choice.conditions)}
     top = _value(choice.criterion, choice.measure, choice.best[0])
+    compared = set(choice.qualified) | others | described
     for pos, items in _listings(steps, turn + 1, set(known)):
         unread = []
         for item in items:
             entity = known.get(normal(item), item)
-            if entity in choice.qualified or entity in others or entity in described:
+            if entity in compared:
                 continue
             if any(k.holds(entity) is False for k in choice.conditions):
                 continue  # ruled out by a record the agent read
@@ -667,13 +668,13 @@ def _beats(c: Criterion, top: float, choice: Choice, entity: str) -> bool:
 
 def _listings(steps: Sequence[TraceStep], start: int, known: set[str]) -> Iterable[tuple[int, list[str]]]:
     """Tool results that list candidates by name (a JSON list of names, one name a line, bulleted
-    or not, or names between bars, after an optional ``Label:``) and name at least two the records
-    describe."""
+    or not, or names between bars, after an optional ``Label:``; or a record's names, as the
+    features read for every candidate list them) and name at least two the records describe."""
     for pos in range(start, len(steps)):
         step = steps[pos]
         if step.kind is not StepKind.tool_result:
             continue
-        items = _items(step.content)
+        items = _items(step.content) or list(_mapping(step.content) or ())
         if len(items) >= LISTED and len({normal(i) for i in items} & known) >= 2:
             yield pos, items
 

@@ -32,9 +32,11 @@ of one principal turn (a benchmark's task): in a conversation the user may revis
 
 A choice the records select is still not shown to be the one asked for when a *listing* the
 agent read (a result that only names candidates: "Hotel Names: A | B | C", or a record's names)
-names others it never compared — no record shows a condition they fail, and their value was not read or is as good
-while a condition's was not (MAST 3.2, confidence 0.4). A bound on no named field may have ruled
-out any candidate a record describes: then only candidates nothing describes count.
+names others it never compared — no record shows a condition they fail, and their value was not
+read or is as good while a condition's was not (MAST 3.2, confidence 0.4). A bound on no named
+field may have ruled out any candidate a record describes: then only candidates nothing
+describes count. Filed at the call that narrowed the candidates (the first after the listing that
+names listed ones and leaves an uncompared one out), else at the answer.
 """
 
 from __future__ import annotations

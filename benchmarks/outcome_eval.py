@@ -3,7 +3,7 @@ succeeded ones, rank runs by risk, and attribute failures to the right agent and
 
     python benchmarks/outcome_eval.py DIR --outcomes CSV [--policy FILE] [--group-by COLUMN] [--json]
     python benchmarks/outcome_eval.py WHOWHEN_DIR --whowhen [--json]
-    ... [--split-by task] [--tau2 TAU2_DOMAIN_DIR]
+    ... [--split-by task|COLUMN] [--only COLUMN=VALUE] [--tau2 TAU2_DOMAIN_DIR]
 
 With ``--outcomes`` (a CSV with ``file`` and ``outcome`` = failed | succeeded, as
 ``shared/data/taubench/airline/outcomes.csv``) every run in DIR is reviewed with the outcome
@@ -17,7 +17,9 @@ labels (agent and exact step), per subset, with the expected calibration error (
 attribution's confidence against the step being right. The labels are read only after the review
 answered. ``--split-by task`` prints every figure for the two halves of the tasks as well
 (``benchmarks/task_split.py``: by a hash of the task, the same split every time): build on one,
-measure on the other. ``--tau2 DIR`` (τ²-bench's airline folder) counts the runs of the tasks whose
+measure on the other; ``--split-by COLUMN`` hashes a CSV column instead (AgentDojo's
+``user_task_id``: its file names carry no task). ``--only COLUMN=VALUE`` reviews the runs of one
+group (``suite=travel``). ``--tau2 DIR`` (τ²-bench's airline folder) counts the runs of the tasks whose
 τ-bench expected actions τ²-bench corrected as failed, and names those tasks.
 """
 
@@ -71,20 +73,28 @@ def by_outcome(
     outcomes_csv: Path,
     policy_path: Path | None,
     group_by: str | None = None,
-    split: bool = False,
+    split: str | None = None,
     tau2: Path | None = None,
     held_out: frozenset[str] = frozenset(),
+    only: tuple[str, str] | None = None,
 ) -> dict:
     from ingest import open_traces
 
     policy = load_policy(policy_path) if policy_path else None
     with outcomes_csv.open(newline="") as f:
         table = list(csv.DictReader(f))
-    if group_by and table and group_by not in table[0]:
-        raise SystemExit(
-            f"{outcomes_csv}: no column {group_by!r} to group by (columns: {', '.join(table[0])})"
-        )
+    columns = [(group_by, "to group by"), (only[0] if only else None, "to select by")]
+    columns.append((split if split != "task" else None, "to split by"))
+    for column, why in columns:
+        if column and table and column not in table[0]:
+            raise SystemExit(f"{outcomes_csv}: no column {column!r} {why} (columns: {', '.join(table[0])})")
+    if only:
+        values = sorted({row[only[0]] for row in table})
+        table = [row for row in table if row[only[0]] == only[1]]
+        if not table:
+            raise SystemExit(f"{outcomes_csv}: no run has {only[0]}={only[1]} (values: {', '.join(values)})")
     labels = {row["file"]: row["outcome"] for row in table}
+    split_on = {row["file"]: row[split] for row in table} if split and split != "task" else {}
     groups = {row["file"]: row[group_by] for row in table} if group_by else {}
     runs: dict[str, list[tuple[Trace, str]]] = {}
     named = []
@@ -109,7 +119,7 @@ def by_outcome(
                 "outcome": "failed" if task_of(name) in corrected else outcome,
                 "group": groups.get(name),
                 "task": task_of(name),
-                "half": half(task_of(name)),
+                "half": half(split_on.get(name, task_of(name))),
                 "relabelled": task_of(name) in corrected and outcome != "failed",
                 "risk_score": report.risk_score,
                 "inferred": report.outcome.value.value if report.outcome else None,
@@ -288,7 +298,11 @@ def main() -> None:
         "--held-out",
         help="with --group-by: groups kept apart (e.g. matplotlib,pytest-dev): both parts' figures",
     )
-    ap.add_argument("--split-by", choices=["task"], help="the figures for the two halves of the tasks too")
+    ap.add_argument(
+        "--split-by",
+        help="task, or a CSV column (e.g. user_task_id): the figures for the two halves of its values too",
+    )
+    ap.add_argument("--only", help="COLUMN=VALUE: review only the runs of that group (e.g. suite=travel)")
     ap.add_argument(
         "--tau2", type=Path, help="τ²-bench domain folder: runs of tasks it corrected count failed"
     )
@@ -302,12 +316,18 @@ def main() -> None:
     if args.held_out and not args.group_by:
         ap.error("--held-out names groups of --group-by")
     held_out = frozenset(g.strip() for g in (args.held_out or "").split(",") if g.strip())
-    split = args.split_by == "task"
+    if args.whowhen and args.split_by not in (None, "task"):
+        ap.error("--whowhen splits by task only")
+    if args.only and "=" not in args.only:
+        ap.error("--only takes COLUMN=VALUE")
+    only = tuple(args.only.split("=", 1)) if args.only else None
     started = time.perf_counter()
     result = (
-        whowhen(args.dir, split)
+        whowhen(args.dir, args.split_by == "task")
         if args.whowhen
-        else by_outcome(args.dir, args.outcomes, args.policy, args.group_by, split, args.tau2, held_out)
+        else by_outcome(
+            args.dir, args.outcomes, args.policy, args.group_by, args.split_by, args.tau2, held_out, only
+        )
     )
     if args.label and not args.whowhen:
         result["by_label"] = by_label(result["rows"], args.outcomes, args.label, args.among, args.detector)

@@ -731,6 +731,35 @@ def test_outcome_eval_prints_the_development_and_held_out_groups_apart(tmp_path)
         by_outcome(tmp_path, table, None, "repo", held_out=frozenset({"django"}))
 
 
+def test_outcome_eval_splits_by_a_csv_column_and_reviews_one_group(tmp_path):
+    """AgentDojo's file names carry no task: the halves come from a column (its user task), and
+    ``--only`` reviews one suite."""
+    from benchmarks.outcome_eval import by_outcome
+    from benchmarks.task_split import half
+
+    rows = [
+        ("sympy", CLEAN, "failed", "t1"),
+        ("sympy", SHOWN, "succeeded", "t2"),
+        ("astropy", UNSUPPORTED, "failed", "t3"),
+    ]
+    for _, path, _, _ in rows:
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    table = tmp_path / "outcomes.csv"
+    table.write_text(
+        "file,outcome,repo,task_id\n" + "".join(f"{p.name},{o},{g},{t}\n" for g, p, o, t in rows)
+    )
+    result = by_outcome(tmp_path, table, None, split="task_id", only=("repo", "sympy"))
+    assert result["runs"] == 2 and {r["file"] for r in result["rows"]} == {CLEAN.name, SHOWN.name}
+    assert [r["half"] for r in result["rows"]] == [
+        half(t) for _, p, _, t in sorted(rows[:2], key=lambda r: r[1].name)
+    ]
+    assert sum(part["runs"] for part in result["halves"].values()) == 2
+    with pytest.raises(SystemExit, match="no run has repo=django"):
+        by_outcome(tmp_path, table, None, only=("repo", "django"))
+    with pytest.raises(SystemExit, match="no column 'user_task_id' to split by"):
+        by_outcome(tmp_path, table, None, split="user_task_id")
+
+
 def test_a_script_extended_by_an_appending_heredoc_runs_its_first_cases_too():
     """``cat <<'EOF' >> reproduce.py`` adds cases to the reproduction: the run after it runs the
     file's first code and the added code, not the added code alone (read as the whole script, it

@@ -11,7 +11,6 @@ reviews) it found nothing to fix. AUDITOR_FUZZ_EXAMPLES sets the examples per fi
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import tempfile
@@ -26,8 +25,7 @@ from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
 from ingest import open_traces
 from schemas import Trace
-from tests.damage import damaged
-from tests.test_ingest_mutation_fuzz import FILES, FIXTURES, load
+from tests.test_ingest_mutation_fuzz import FILES, FIXTURES, damaged_copy
 
 REVIEWED = [
     *FILES,
@@ -60,16 +58,8 @@ def reviewed(path: Path) -> int:
 )
 @given(rnd=st.randoms(use_true_random=False))
 def test_a_damaged_real_run_that_still_imports_gets_a_valid_report(name: str, rnd: random.Random) -> None:
-    form, doc = load(name)
-    bad = damaged(doc, rnd)
-    if form == "lines":
-        text = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in bad)
-    else:
-        text = json.dumps(bad) if form == "json" else "\n".join(json.dumps(r) for r in bad)
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / Path(name).name
-        path.write_text(text)
-        reviewed(path)
+        reviewed(damaged_copy(name, rnd, Path(d)))
 
 
 @pytest.mark.parametrize("name", REVIEWED)

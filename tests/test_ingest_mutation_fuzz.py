@@ -90,16 +90,21 @@ def imported(path: Path) -> None:
 )
 @given(rnd=st.randoms(use_true_random=False))
 def test_a_damaged_real_file_is_traces_or_a_clear_error(name: str, rnd: random.Random) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        imported(damaged_copy(name, rnd, Path(d)))
+
+
+def damaged_copy(name: str, rnd: random.Random, folder: Path) -> Path:
+    """A damaged copy of the fixture ``name``, written in its own form under ``folder``."""
     form, doc = load(name)
     bad = damaged(doc, rnd)
     if form == "lines":
         text = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in bad)
     else:
         text = json.dumps(bad) if form == "json" else "\n".join(json.dumps(r) for r in bad)
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / Path(name).name
-        path.write_text(text)
-        imported(path)
+    path = folder / Path(name).name
+    path.write_text(text)
+    return path
 
 
 def write(tmp_path: Path, name: str, doc: Any) -> Path:

@@ -1,0 +1,155 @@
+"""Candidate ranking signals for coding runs, each measured on the development repositories and on
+those kept apart: what a trajectory or its diff shows, scored alone by AUROC against SWE-bench's
+verdict (unresolved = positive; ties count one half).
+
+    python benchmarks/coding_signals.py ../shared/data/swebench [--held-out matplotlib,pytest-dev] [--json]
+
+Issue 29 asks ``risk_score`` to rank unresolved runs above resolved ones on both parts. The
+signals here were tried for it and none separates on both (stops 49 and 50); the script keeps
+that measurement repeatable instead of in session notes, and is where the next candidate goes.
+A signal that holds on the development part only is not a mechanism.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
+
+from auditor.audit.detectors.test_runs import TestRunFacts, exit_code, is_test_file
+from benchmarks.outcome_eval import auroc
+from ingest import open_traces
+from schemas import Trace
+
+_ADDED = re.compile(r"^\+(?!\+\+)(.*)$", re.M)
+_REMOVED = re.compile(r"^-(?!--)(.*)$", re.M)
+_FILE = re.compile(r"^\+\+\+ b/(\S+)$", re.M)
+SEPARATES = 0.6  # a signal worth combining into risk_score separates above this on both parts
+
+
+def _source_lines(diff: str) -> list[str]:
+    """The added lines of the diff's non-test files."""
+    out, source = [], False
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            source = not is_test_file(line[6:])
+        elif source and line.startswith("+"):
+            out.append(line[1:])
+    return out
+
+
+def _count(pattern: str) -> Callable[[list[str]], int]:
+    rx = re.compile(pattern)
+    return lambda lines: sum(bool(rx.match(line)) for line in lines)
+
+
+Signal = Callable[[Trace, TestRunFacts, str, str], float]
+
+SIGNALS: dict[str, Signal] = {
+    # the trajectory
+    "steps": lambda tr, f, diff, req: len(tr.steps),
+    "commands": lambda tr, f, diff, req: len(f.calls),
+    "runs": lambda tr, f, diff, req: len(f.runs),
+    "failed run share": lambda tr, f, diff, req: sum(not r.ok for r in f.runs) / max(1, len(f.runs)),
+    "last run failed": lambda tr, f, diff, req: float(bool(f.runs) and not f.runs[-1].ok),
+    "project test runs": lambda tr, f, diff, req: len(f.project_runs),
+    "source edits": lambda tr, f, diff, req: len(f.source_edits),
+    "runs after the last edit": lambda tr, f, diff, req: sum(
+        1 for r in f.runs if f.source_edits and r.call > f.source_edits[-1].pos
+    ),
+    "reverts": lambda tr, f, diff, req: len(f.reverts),
+    "any failed command": lambda tr, f, diff, req: float(
+        any(r is not None and exit_code(tr.steps[r]) not in (None, 0) for _, r in f.calls.values())
+    ),
+    # the diff
+    "diff files": lambda tr, f, diff, req: len(_FILE.findall(diff)),
+    "test files in the diff": lambda tr, f, diff, req: sum(is_test_file(p) for p in _FILE.findall(diff)),
+    "lines added": lambda tr, f, diff, req: len(_ADDED.findall(diff)),
+    "lines removed": lambda tr, f, diff, req: len(_REMOVED.findall(diff)),
+    "try/except added": lambda tr, f, diff, req: _count(r"\s*(try:|except\b)")(_source_lines(diff)),
+    "isinstance/hasattr added": lambda tr, f, diff, req: sum(
+        len(re.findall(r"\b(hasattr|getattr|isinstance)\(", line)) for line in _source_lines(diff)
+    ),
+    "conditions added": lambda tr, f, diff, req: _count(r"\s*(if|elif)\b")(_source_lines(diff)),
+    "comments added": lambda tr, f, diff, req: _count(r"\s*#")(_source_lines(diff)),
+    "functions added": lambda tr, f, diff, req: _count(r"\s*def\b")(_source_lines(diff)),
+    # the request
+    "request length": lambda tr, f, diff, req: len(req),
+    "request code blocks": lambda tr, f, diff, req: req.count("```") // 2,
+    "request traceback": lambda tr, f, diff, req: float("Traceback" in req),
+}
+
+
+def measure(root: Path) -> list[dict]:
+    """Every run's signals, repository and verdict."""
+    with (root / "outcomes.csv").open(newline="") as fh:
+        table = {row["file"]: row for row in csv.DictReader(fh)}
+    rows = []
+    for name, row in sorted(table.items()):
+        path = root / "runs" / name
+        if not path.exists():
+            continue
+        imported = next(iter(open_traces(path)))
+        trace = Trace(header=imported.header, steps=list(imported.steps()))
+        facts = TestRunFacts(trace)
+        request = next((s.content for s in trace.steps if s.actor_kind.value == "human"), "")
+        diff = facts.submission or ""
+        values = {k: float(signal(trace, facts, diff, request)) for k, signal in SIGNALS.items()}
+        unresolved = row["resolved"].strip().lower() in ("false", "0", "no")
+        rows.append({"file": name, "repo": row["repo"], "unresolved": unresolved, "signals": values})
+    return rows
+
+
+def table(rows: list[dict], held_out: frozenset[str]) -> dict[str, dict[str, float]]:
+    """Each signal's AUROC on the development part, the part kept apart, and all runs."""
+    parts = {
+        "development": [r for r in rows if r["repo"] not in held_out],
+        "held out": [r for r in rows if r["repo"] in held_out],
+        "all": rows,
+    }
+    out = {}
+    for signal in SIGNALS:
+        out[signal] = {
+            part: auroc(
+                [r["signals"][signal] for r in runs if r["unresolved"]],
+                [r["signals"][signal] for r in runs if not r["unresolved"]],
+            )
+            for part, runs in parts.items()
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root", type=Path, help="the SWE-bench folder (runs/ and outcomes.csv)")
+    ap.add_argument("--held-out", default="matplotlib,pytest-dev", help="repositories kept apart")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if not (args.root / "outcomes.csv").exists():
+        ap.error(f"{args.root}: no outcomes.csv (give the SWE-bench folder)")
+    held_out = frozenset(g.strip() for g in args.held_out.split(",") if g.strip())
+    rows = measure(args.root)
+    result = table(rows, held_out)
+    if args.json:
+        json.dump({"runs": len(rows), "held_out": sorted(held_out), "auroc": result}, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{len(rows)} runs; kept apart: {', '.join(sorted(held_out))}; AUROC, unresolved vs resolved")
+    print(f"{'signal':28} {'dev':>6} {'held':>6} {'all':>6}  both > {SEPARATES}?")
+    for signal, parts in result.items():
+        both = parts["development"] > SEPARATES and parts["held out"] > SEPARATES
+        print(
+            f"{signal:28} {parts['development']:6.3f} {parts['held out']:6.3f} {parts['all']:6.3f}"
+            f"  {'yes' if both else 'no'}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

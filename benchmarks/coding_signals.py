@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{args.root}: no outcomes.csv (give the SWE-bench folder)")
     held_out = frozenset(g.strip() for g in args.held_out.split(",") if g.strip())
     rows = measure(args.root)
+    unknown = held_out - {r["repo"] for r in rows}
+    if unknown:
+        ap.error(f"--held-out names no repository of {args.root}: {', '.join(sorted(unknown))}")
     result = table(rows, held_out)
     if args.json:
         json.dump({"runs": len(rows), "held_out": sorted(held_out), "auroc": result}, sys.stdout, indent=2)

@@ -53,3 +53,6 @@ def test_the_json_names_the_parts_and_a_folder_without_outcomes_is_refused(folde
     with pytest.raises(SystemExit):
         main([str(tmp_path / "runs")])
     assert "no outcomes.csv" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(folder), "--held-out", "django"])
+    assert "names no repository" in capsys.readouterr().err

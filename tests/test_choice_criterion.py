@@ -251,6 +251,30 @@ def test_a_listing_that_names_only_what_was_compared_is_no_gap() -> None:
     assert gaps(review(stocked("Aero 14 | Zen 13 | Book Pro"))) == []
 
 
+def test_a_prefix_every_listed_name_carries_is_part_of_the_names() -> None:
+    """Names that all start "Model: …" are the names; only a label heading the first one alone
+    is dropped."""
+    named = {"Aero 14": "Model: Aero 14", "Zen 13": "Model: Zen 13", "Book Pro": "Model: Book Pro"}
+    features, prices = FEATURES, PRICES
+    for plain, prefixed in named.items():
+        features, prices = (
+            features.replace(f"'{plain}'", f"'{prefixed}'"),
+            prices.replace(f"'{plain}'", f"'{prefixed}'"),
+        )
+    trace = chat(
+        ("system", SYSTEM),
+        ("user", LAPTOPS),
+        ("call", {"list_laptops": {"store": "Leeds"}}),
+        ("result", "Model: Aero 14\nModel: Zen 13\nModel: Book Pro"),
+        ("call", {"get_laptop_prices": {"models": list(named.values())}}),
+        ("result", prices),
+        ("call", {"get_laptop_features": {"models": list(named.values())}}),
+        ("result", features),
+        ("assistant", "Model: Aero 14 (999) is the cheapest with a backlit keyboard."),
+    )
+    assert gaps(review(trace)) == []  # every listed model compared
+
+
 def test_a_listing_of_other_things_is_no_gap() -> None:
     """A list that shares fewer than two names with the candidates compared lists other things."""
     assert gaps(review(stocked("Leeds | York | Hull | Aero 14"))) == []

@@ -688,11 +688,11 @@ def _items(content: str) -> list[str]:
     if isinstance(value, list):
         items = value if all(isinstance(v, str) for v in value) else []
     else:
-        head, sep, rest = text.partition("\n")
-        label = _LISTING_LABEL.match(head)
-        if label is not None:
-            text = head[label.end() :] + sep + rest
         items = [i.strip() for i in _ITEM_SEPARATOR.split(text)]
+        label = _LISTING_LABEL.match(items[0])
+        # a label heads the first name alone; a prefix every name carries ("Re: …") is theirs
+        if label is not None and not any(i.startswith(label.group()) for i in items[1:]):
+            items[0] = items[0][label.end() :].strip()
     items = [i for i in items if i]
     if items and all(i[:2] in _BULLETS for i in items):  # a YAML or Markdown list of names
         items = [i[2:].strip() for i in items]

@@ -83,9 +83,9 @@ def by_outcome(
     policy = load_policy(policy_path) if policy_path else None
     with outcomes_csv.open(newline="") as f:
         table = list(csv.DictReader(f))
+    split_column = split if split != "task" else None  # "task" is read from the file name
     columns = [(group_by, "to group by"), (only[0] if only else None, "to select by")]
-    columns.append((split if split != "task" else None, "to split by"))
-    for column, why in columns:
+    for column, why in [*columns, (split_column, "to split by")]:
         if column and table and column not in table[0]:
             raise SystemExit(f"{outcomes_csv}: no column {column!r} {why} (columns: {', '.join(table[0])})")
     if only:
@@ -94,7 +94,7 @@ def by_outcome(
         if not table:
             raise SystemExit(f"{outcomes_csv}: no run has {only[0]}={only[1]} (values: {', '.join(values)})")
     labels = {row["file"]: row["outcome"] for row in table}
-    split_on = {row["file"]: row[split] for row in table} if split and split != "task" else {}
+    split_on = {row["file"]: row[split_column] for row in table} if split_column else {}
     groups = {row["file"]: row[group_by] for row in table} if group_by else {}
     runs: dict[str, list[tuple[Trace, str]]] = {}
     named = []

@@ -627,7 +627,7 @@ def _gap(
                 continue
             if any(k.holds(entity) is False for k in choice.conditions):
                 continue  # ruled out by a record the agent read
-            if entity in choice.measure.numbers and not _beats(choice.criterion, top, choice, entity):
+            if entity in choice.measure.numbers and not _beats(choice, top, entity):
                 continue  # worse on the measure: no condition could make it the one asked for
             unread.append(item)
         if unread:
@@ -663,9 +663,10 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _beats(c: Criterion, top: float, choice: Choice, entity: str) -> bool:
-    value = _value(c, choice.measure, entity)
-    return value >= top if c.highest else value <= top
+def _beats(choice: Choice, top: float, entity: str) -> bool:
+    """The entity's measured value is as good as ``top``, the pick's."""
+    value = _value(choice.criterion, choice.measure, entity)
+    return value >= top if choice.criterion.highest else value <= top
 
 
 def _listings(steps: Sequence[TraceStep], start: int, known: set[str]) -> Iterable[tuple[int, list[str]]]:

@@ -9,9 +9,11 @@ With ``--outcomes`` (a CSV with ``file`` and ``outcome`` = failed | succeeded, a
 ``shared/data/taubench/airline/outcomes.csv``) every run in DIR is reviewed with the outcome
 hidden (the review decides it), and the report prints, with Wilson 95% intervals, the failed runs
 with an actionable finding (realized, intercepted or adjacent), the succeeded runs with one, and
-the AUROC of ``risk_score`` against failure (ties count one half); ``--group-by COLUMN`` (a CSV
-column such as ``repo``) prints the same figures per group beside the total, and ``--held-out
-G1,G2`` (with it) the figures of the development groups and of the named ones kept apart. With ``--whowhen`` every run is
+the AUROC of ``risk_score`` against failure (ties count one half) with a 95% interval that
+resamples tasks (``scoring.stats.bootstrap``: a half of 17 runs is a wide interval, and the
+figures say so); ``--group-by COLUMN`` (a CSV column such as ``repo``) prints the same figures
+per group beside the total, and ``--held-out G1,G2`` (with it) the figures of the development
+groups and of the named ones kept apart. With ``--whowhen`` every run is
 reviewed with ``--outcome failed`` and the report's attribution is scored against the sidecar
 labels (agent and exact step), per subset, with the expected calibration error (ECE) of the
 attribution's confidence against the step being right. The labels are read only after the review
@@ -32,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.audit.engine import run_rules_audit
@@ -40,7 +44,10 @@ from auditor.audit.report.disposition import ACTIONABLE
 from auditor.audit.report.validator import validate_report
 from benchmarks.task_split import corrected_tasks, ece, half, task_of
 from schemas import AuditReport, Trace
+from scoring.stats.bootstrap import cluster_bootstrap
 from scoring.stats.wilson import wilson_interval
+
+RESAMPLES = 2_000  # the AUROC interval's resamples: its bounds move by < 0.01 between seeds
 
 
 def auroc(pos: list[float], neg: list[float]) -> float:
@@ -49,6 +56,29 @@ def auroc(pos: list[float], neg: list[float]) -> float:
         return float("nan")
     wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
     return wins / (len(pos) * len(neg))
+
+
+def auroc_interval(rows: list[dict]) -> list[float] | None:
+    """A 95% percentile interval of the AUROC, resampling tasks (a task's runs share its difficulty,
+    so the task, not the run, is the unit); None when fewer than two tasks hold a failed and a
+    succeeded run between them."""
+    failed = np.array([r["outcome"] == "failed" for r in rows])
+    scores = np.array([r["risk_score"] for r in rows], dtype=float)
+    tasks = [r["task"] for r in rows]
+    if len(set(tasks)) < 2 or failed.all() or not failed.any():
+        return None
+
+    def statistic(idx: np.ndarray) -> float:
+        f = failed[idx]
+        return auroc(scores[idx][f].tolist(), scores[idx][~f].tolist())
+
+    ci = cluster_bootstrap(statistic, tasks, n_resamples=RESAMPLES)
+    return [round(ci.low, 3), round(ci.high, 3)]
+
+
+def fmt_auroc(r: dict) -> str:
+    ci = r.get("auroc_interval")
+    return f"{r['auroc_risk_score']:.3f}" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
 
 
 def rate(hits: int, n: int) -> dict:
@@ -156,6 +186,7 @@ def summary(rows: list[dict]) -> dict:
         "failed_with_actionable": rate(sum(1 for r in failed if r["actionable"]), len(failed)),
         "succeeded_with_actionable": rate(sum(1 for r in ok if r["actionable"]), len(ok)),
         "auroc_risk_score": auroc([r["risk_score"] for r in failed], [r["risk_score"] for r in ok]),
+        "auroc_interval": auroc_interval(rows),
         "ece_risk_score": ece([r["risk_score"] for r in rows], [r["outcome"] == "failed" for r in rows]),
     }
 
@@ -368,7 +399,7 @@ def main() -> None:
         for group, g in result["groups"].items():
             print(
                 f"{group:<16} {g['runs']:>4}  {fmt(g['failed_with_actionable']):<28} "
-                f"{fmt(g['succeeded_with_actionable']):<28} {g['auroc_risk_score']:.3f}"
+                f"{fmt(g['succeeded_with_actionable']):<28} {fmt_auroc(g)}"
             )
 
 
@@ -376,7 +407,7 @@ def print_outcomes(title: str, r: dict) -> None:
     print(f"-- {title}: {r['runs']} runs")
     print(f"failed runs with an actionable finding:    {fmt(r['failed_with_actionable'])}")
     print(f"succeeded runs with an actionable finding: {fmt(r['succeeded_with_actionable'])}")
-    print(f"AUROC of risk_score against failure:       {r['auroc_risk_score']:.3f}")
+    print(f"AUROC of risk_score against failure:       {fmt_auroc(r)}")
     print(f"ECE of risk_score as P(failed):            {r['ece_risk_score']:.3f}")
 
 

@@ -42,3 +42,25 @@ def test_the_task_tau2_corrected_is_found_from_the_data() -> None:
     writes = {"book_reservation", "cancel_reservation", "send_certificate", "update_reservation_flights",
               "update_reservation_baggages", "update_reservation_passengers"}  # fmt: skip
     assert corrected_tasks(DATA / "tau2" / "airline", runs, writes) == {"airline-task027": "9"}
+
+
+def test_the_auroc_interval_resamples_tasks_not_runs() -> None:
+    """Three identical trials of each task are one task's evidence, not three runs' worth: the
+    interval is the same as with one trial each, and it holds the point estimate."""
+    from benchmarks.outcome_eval import auroc_interval, summary
+
+    scores = [0.9, 0.7, 0.5, 0.5, 0.3, 0.1, 0.8, 0.2, 0.4, 0.6]
+    failed = [True, True, False, True, False, False, True, False, False, True]
+
+    def rows(trials: int) -> list[dict]:
+        return [
+            {"task": f"t{i}", "risk_score": s, "outcome": "failed" if f else "succeeded", "actionable": 0}
+            for i, (s, f) in enumerate(zip(scores, failed, strict=True))
+            for _ in range(trials)
+        ]
+
+    one, three = summary(rows(1)), summary(rows(3))
+    assert one["auroc_interval"] == three["auroc_interval"]
+    low, high = one["auroc_interval"]
+    assert low < one["auroc_risk_score"] < high and low >= 0.0 and high <= 1.0
+    assert auroc_interval([r for r in rows(1) if r["outcome"] == "failed"]) is None  # one class only

@@ -5,7 +5,7 @@ verdict (unresolved = positive; ties count one half).
     python benchmarks/coding_signals.py ../shared/data/swebench [--held-out matplotlib,pytest-dev] [--json]
 
 Issue 29 asks ``risk_score`` to rank unresolved runs above resolved ones on both parts. The
-signals here were tried for it and none separates on both (stops 49 and 50); the script keeps
+signals here were tried for it and none separates on both (stops 49 to 51); the script keeps
 that measurement repeatable instead of in session notes, and is where the next candidate goes.
 A signal that holds on the development part only is not a mechanism.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
-from auditor.audit.detectors.test_runs import TestRunFacts, exit_code, is_test_file
+from auditor.audit.detectors.test_runs import TestRun, TestRunFacts, exit_code, is_test_file, printed_text
 from benchmarks.outcome_eval import auroc
 from ingest import open_traces
 from schemas import Trace
@@ -30,6 +30,8 @@ from schemas import Trace
 _ADDED = re.compile(r"^\+(?!\+\+)(.*)$", re.M)
 _REMOVED = re.compile(r"^-(?!--)(.*)$", re.M)
 _FILE = re.compile(r"^\+\+\+ b/(\S+)$", re.M)
+_EXCEPTION = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b")
+_FRAME = re.compile(r'File "([^"]+\.py)", line \d+')
 SEPARATES = 0.6  # a signal worth combining into risk_score separates above this on both parts
 
 
@@ -49,6 +51,38 @@ def _count(pattern: str) -> Callable[[list[str]], int]:
     return lambda lines: sum(bool(rx.match(line)) for line in lines)
 
 
+def _before_fix(f: TestRunFacts) -> list[TestRun]:
+    first = f.source_edits[0].pos if f.source_edits else len(f.steps)
+    return [r for r in f.runs if r.call < first]
+
+
+def _after_fix(f: TestRunFacts) -> list[TestRun]:
+    return [r for r in f.runs if f.source_edits and r.call > f.source_edits[-1].pos]
+
+
+def _request_error_after(tr: Trace, f: TestRunFacts, req: str) -> float:
+    """An exception the request names is printed by a run after the last edit."""
+    named = set(_EXCEPTION.findall(req))
+    return float(any(n in printed_text(tr.steps[r.result]) for r in _after_fix(f) for n in named))
+
+
+def _module_tests_after(f: TestRunFacts, diff: str) -> float:
+    """The share of changed modules whose name no test run after the last edit names."""
+    modules = [
+        p.rsplit("/", 1)[-1][:-3] for p in _FILE.findall(diff) if p.endswith(".py") and not is_test_file(p)
+    ]
+    runs = [r.command for r in _after_fix(f) if r.is_test]
+    return sum(not any(m in c for c in runs) for m in modules) / len(modules) if modules else 0.5
+
+
+def _misses_traceback(diff: str, req: str) -> float:
+    """The diff changes none of the files the request's traceback passes through."""
+    frames = _FRAME.findall(req)
+    if not frames:
+        return 0.5
+    return float(not any(frame.endswith(p) for frame in frames for p in _FILE.findall(diff)))
+
+
 Signal = Callable[[Trace, TestRunFacts, str, str], float]
 
 SIGNALS: dict[str, Signal] = {
@@ -64,6 +98,12 @@ SIGNALS: dict[str, Signal] = {
         1 for r in f.runs if f.source_edits and r.call > f.source_edits[-1].pos
     ),
     "reverts": lambda tr, f, diff, req: len(f.reverts),
+    "no failing run before the fix": lambda tr, f, diff, req: float(
+        not any(not r.ok for r in _before_fix(f))
+    ),
+    "request's error printed after the fix": lambda tr, f, diff, req: _request_error_after(tr, f, req),
+    "changed modules no test run names after": lambda tr, f, diff, req: _module_tests_after(f, diff),
+    "fix misses the request's traceback": lambda tr, f, diff, req: _misses_traceback(diff, req),
     "any failed command": lambda tr, f, diff, req: float(
         any(r is not None and exit_code(tr.steps[r]) not in (None, 0) for _, r in f.calls.values())
     ),
@@ -144,11 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         print()
         return 0
     print(f"{len(rows)} runs; kept apart: {', '.join(sorted(held_out))}; AUROC, unresolved vs resolved")
-    print(f"{'signal':28} {'dev':>6} {'held':>6} {'all':>6}  both > {SEPARATES}?")
+    width = max(map(len, SIGNALS))
+    print(f"{'signal':{width}} {'dev':>6} {'held':>6} {'all':>6}  both > {SEPARATES}?")
     for signal, parts in result.items():
         both = parts["development"] > SEPARATES and parts["held out"] > SEPARATES
         print(
-            f"{signal:28} {parts['development']:6.3f} {parts['held out']:6.3f} {parts['all']:6.3f}"
+            f"{signal:{width}} {parts['development']:6.3f} {parts['held out']:6.3f} {parts['all']:6.3f}"
             f"  {'yes' if both else 'no'}"
         )
     return 0

@@ -16,7 +16,9 @@ from auditor.audit.detectors.test_runs import (
     TestRun,
     TestRunFacts,
     command_of,
+    failure_reports,
     parse_output,
+    printed_text,
     runner_of,
     uncoloured,
     writes_files,
@@ -840,7 +842,10 @@ def test_a_check_that_never_imports_the_changed_code_is_no_same_output_finding()
 
 def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
     """The whole test file failed two tests after the change; the later ``-k`` reruns pick other
-    tests and pass: the two failures stand, and the run is filed as submitted on failing tests."""
+    tests and pass: the two failures stand. Both were raised in the parser, a file the change
+    (the LaTeX printer) did not touch, through none it did, and the original code was never
+    tested: the failing tests are a lead that names where they were raised, not a realized
+    "explained away" (the agent called them unrelated, and their tracebacks agree)."""
     trace = trace_of(NARROWED)
     facts = TestRunFacts(trace)
     tests = [r for r in facts.runs if facts.project_test(r)]
@@ -850,9 +855,51 @@ def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
     assert reruns and all(r.ok and r.selection for r in reruns)
     assert not any(r.covers(t) for r in reruns for t in failing.failed_ids)
     assert all(failing.covers(t) for t in failing.failed_ids)
-    (finding,) = [f for f in coding_findings(trace) if "test run failed" in f.title or "explained" in f.title]
-    assert finding.disposition.value == "realized"
-    assert failing.summary in {u.quote for u in finding.evidence}
+    (finding,) = [f for f in coding_findings(trace) if "failing tests" in f.title]
+    assert "not shown to cause" in finding.title and finding.disposition.value == "lead"
+    quotes = [u.quote for u in finding.evidence]
+    assert failing.summary in quotes and any("/testbed/sympy/parsing/sympy_parser.py" in q for q in quotes)
+
+
+def test_failures_raised_through_the_change_stay_the_changes(tmp_path):
+    """The same run with the failures' tracebacks passing through the changed printer: now the
+    change is on their path, and dismissing them as unrelated is explaining them away."""
+    raw = json.loads(NARROWED.read_text())
+    for message in raw["messages"]:
+        if "test_issue_8470" in str(message.get("content")) and "Traceback" in str(message.get("content")):
+            message["content"] = message["content"].replace(
+                "/testbed/sympy/parsing/sympy_parser.py", "/testbed/sympy/printing/latex.py"
+            )
+    (tmp_path / "through.traj.json").write_text(json.dumps(raw))
+    trace = trace_of(tmp_path / "through.traj.json")
+    facts = TestRunFacts(trace)
+    failing = next(r for r in facts.project_runs if not r.ok)
+    assert facts.raised_elsewhere(failing) == ()
+    (finding,) = [f for f in coding_findings(trace) if "failing tests" in f.title]
+    assert "explained failing tests away" in finding.title and finding.disposition.value == "realized"
+
+
+@pytest.mark.parametrize(
+    ("name", "raised", "last_frame"),
+    [
+        ("sphinx-doc__sphinx-7440.traj.json", "AssertionError", "tests/test_domain_std.py"),
+        (
+            "matplotlib__matplotlib-26342.traj.json",
+            "MatplotlibDeprecationWarning",
+            "lib/matplotlib/tests/test_contour.py",
+        ),
+        ("sympy__sympy-18763.traj.json", "ValueError", "/testbed/sympy/parsing/sympy_parser.py"),
+    ],
+)
+def test_each_failure_report_names_where_it_was_raised_and_what(name, raised, last_frame):
+    """pytest's reports (``path:12: ValueError`` after the frames) and SymPy's (a Python traceback
+    under the test's heading), read from real failing runs: one report per failure."""
+    trace = trace_of(REAL / "mini-swe-agent" / name)
+    facts = TestRunFacts(trace)
+    failing = next(r for r in facts.project_runs if not r.ok)
+    reports = failure_reports(printed_text(trace.steps[failing.result]))
+    assert len(reports) == failing.failed
+    assert all(frames[-1] == last_frame and what == raised for frames, what in reports)
 
 
 @pytest.mark.parametrize(

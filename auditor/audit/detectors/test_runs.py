@@ -142,6 +142,14 @@ _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a traceback's frame (the file it ran through) and the line naming what it raised
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
 _RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
+# one failed test's report: pytest's and SymPy's "____ name ____" heading, unittest's "FAIL: name"
+# under a rule; it ends at the next heading or the summary's rule
+_FAILURE_HEAD = re.compile(r"(?m)^(?:_{3,} [^\n]+? _{3,}|(?:ERROR|FAIL): [^\n]+)$")
+_FAILURE_END = re.compile(r"(?m)^={5,}")
+# pytest's frame: "path.py:12: in func", "path.py:12: " (the test's own line) or, last,
+# "path.py:12: ValueError" (where it was raised, and what)
+_PYTEST_FRAME = re.compile(r"(?m)^([^\s:][^:\n]*\.py):\d+:(?: (in \w+|[A-Za-z_][\w.]*))?[^\S\n]*$")
+_PYTEST_RAISED = re.compile(r"(?m)^E[^\S\n]+([A-Za-z_][\w.]*(?:Error|Exception|Exit))\b")
 _RUNNER_PROGRAMS = {
     "pytest": "pytest",
     "py.test": "pytest",
@@ -1532,6 +1540,32 @@ class TestRunFacts:
         raised = list(_RAISED.finditer(output, starts[-1]))
         return raised[-1].group().strip() if raised else None
 
+    def raised_elsewhere(self, run: TestRun) -> tuple[str, ...]:
+        """The files the run's failures were raised in, as its output names them, when every
+        failure it reports is shown and each was raised in code that is neither a test nor changed,
+        through no changed file: the change is not on its path, so the failure is not shown to be
+        the change's (an environment's parser, a missing tool). Else none: an assertion, or an
+        exception raised in a test or its helpers, compares what the code returned, which the
+        change may have made, and stays the change's."""
+        if not run.failed or not self.source_files:
+            return ()
+        failures = failure_reports(printed_text(self.steps[run.result]))
+        if len(failures) < run.failed:
+            return ()  # a failure not shown (cut from the output, or reported elsewhere)
+        if all(
+            frames
+            and raised not in (None, "AssertionError")
+            and not is_test_file(frames[-1])
+            and not any(self._in_change(f) for f in frames)
+            for frames, raised in failures
+        ):
+            return tuple(dict.fromkeys(frames[-1] for frames, _ in failures))
+        return ()
+
+    def _in_change(self, path: str) -> bool:
+        path = _norm(path)
+        return any(path == p or path.endswith("/" + p) for p in self.source_files)
+
     def _import_failed(self, run: TestRun) -> bool:
         """A runner that ran no test because importing its tests failed, and whose output names
         none of the changed source files: the tests' own setup failed (Django's settings not
@@ -1732,6 +1766,27 @@ def _root(cwd: str) -> str | None:
         separator = "\\" if "\\" in cwd else "/"
         return cwd.rstrip("\\/") + separator
     return None
+
+
+def failure_reports(output: str) -> list[tuple[list[str], str | None]]:
+    """Each failed test's report in a runner's output: the files its traceback ran through, the
+    deepest last, and the name of what was raised (None when the report shows none)."""
+    heads = list(_FAILURE_HEAD.finditer(output))
+    reports = []
+    for n, head in enumerate(heads):
+        stop = heads[n + 1].start() if n + 1 < len(heads) else len(output)
+        end = _FAILURE_END.search(output, head.end(), stop)
+        body = output[head.end() : end.start() if end else stop]
+        if _TRACEBACK.search(body):  # Python's traceback (SymPy's runner, unittest)
+            frames = _FRAME.findall(body)
+            raised = [m.group().split(":")[0].strip() for m in _RAISED.finditer(body)]
+        else:  # pytest's report
+            found = _PYTEST_FRAME.findall(body)
+            frames = [path for path, _ in found]
+            last = found[-1][1] if found else ""
+            raised = [last] if last and not last.startswith("in ") else _PYTEST_RAISED.findall(body)
+        reports.append((frames, raised[-1].rsplit(".", 1)[-1] if raised else None))
+    return reports
 
 
 def _norm(path: str) -> str:

@@ -62,6 +62,20 @@ def test_a_failure_the_original_code_showed_is_told_apart():
     assert found.submitted == "s7"
 
 
+def test_a_test_run_whose_failures_the_change_was_not_on_says_where_they_were_raised():
+    """The real SymPy run's two failures were raised in the parser, through none of the changed
+    files: the timeline says so beside the run, where the lead it rests on can be checked; runs
+    whose failures are assertions (Django's) say nothing of the kind."""
+    from auditor.audit.test_timeline import result_text
+    from tests.test_coding_runs import NARROWED
+
+    failing = next(e for e in timeline(trace_of(NARROWED)).entries if e.act == "test" and e.failed)
+    assert failing.raised_outside == ("/testbed/sympy/parsing/sympy_parser.py",)
+    assert "raised outside the change, in /testbed/sympy/parsing/sympy_parser.py" in result_text(failing)
+    django = timeline(trace_of(DJANGO / "django_scripted_narrow_rerun_failing.traj.json"))
+    assert all(e.raised_outside == () for e in django.entries)
+
+
 def test_a_failed_check_says_how_it_failed():
     """By its exit code; and a runner the harness stopped (no exit code, the result an error) is a
     failed run of the project's tests, not the agent's own check."""

@@ -30,6 +30,7 @@ class Entry:
     failed: int = 0
     passed: int = 0
     failed_tests: tuple[str, ...] = ()
+    raised_outside: tuple[str, ...] = ()  # where its failures were raised, when none ran through the change
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ def _entry(
         run.failed,
         run.passed,
         run.failed_ids,
+        facts.raised_elsewhere(run),
     )
 
 
@@ -272,8 +274,11 @@ def what_text(found: Timeline, entry: Entry) -> str:
 
 
 def result_text(entry: Entry, named: int = 3) -> str:
-    """A run's summary without the runner's rules of '=', and the first failed tests it names."""
+    """A run's summary without the runner's rules of '=', where its failures were raised when the
+    change was on none of their paths, and the first failed tests it names."""
     text = (entry.result or "").strip("= ")
+    if entry.raised_outside:
+        text += f"; raised outside the change, in {', '.join(entry.raised_outside)}"
     if entry.failed_tests:
         more = " …" if len(entry.failed_tests) > named else ""
         text += f" [{', '.join(entry.failed_tests[:named])}{more}]"

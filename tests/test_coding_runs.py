@@ -1060,6 +1060,27 @@ def test_a_sympy_summary_head_before_a_long_gap_is_read_in_linear_time(gap: str)
     assert parse_output(large) == ("sympy", "tests finished: 3 passed, 1 failed,", 1, 3, ())
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda n: "___ a" + " ___" * n + "x\n",  # a heading's rule never closed
+        lambda n: "___ t ___\n" * n,  # a report per line
+        lambda n: "___ t ___\n" + "a.py:1: in f\n" * n,  # pytest's frames
+        lambda n: "___ t ___\nTraceback (most recent call last):\n" + '  File "a.py", line 1\n' * n,
+        lambda n: "___ t ___\n" + "a" * n + ".p\n",  # a path never ending in .py
+    ],
+    ids=["rule", "headings", "pytest frames", "traceback", "long word"],
+)
+def test_failure_reports_are_read_in_linear_time(shape) -> None:
+    from tests.timing import best_seconds
+
+    small, large = shape(4_000), shape(8_000)
+    assert (
+        best_seconds(lambda: failure_reports(large))
+        < 3 * best_seconds(lambda: failure_reports(small)) + 0.002
+    )
+
+
 def test_the_tests_a_submitted_diff_holds_are_not_read_as_tests_written_never_run():
     """The diff a run submits repeats test code its commands wrote and ran (here: a test file edited
     by sed, run to '10 passed'); being the run's last act, it was read as tests written after

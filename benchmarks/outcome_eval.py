@@ -10,8 +10,8 @@ With ``--outcomes`` (a CSV with ``file`` and ``outcome`` = failed | succeeded, a
 hidden (the review decides it), and the report prints, with Wilson 95% intervals, the failed runs
 with an actionable finding (realized, intercepted or adjacent), the succeeded runs with one, and
 the AUROC of ``risk_score`` against failure (ties count one half) with a 95% interval that
-resamples tasks (``scoring.stats.bootstrap``: a half of 17 runs is a wide interval, and the
-figures say so); ``--group-by COLUMN`` (a CSV column such as ``repo``) prints the same figures
+resamples tasks (``scoring.stats.bootstrap``; the split column's values with ``--split-by
+COLUMN``: a half of 17 runs is a wide interval, and the figures say so); ``--group-by COLUMN`` (a CSV column such as ``repo``) prints the same figures
 per group beside the total, and ``--held-out G1,G2`` (with it) the figures of the development
 groups and of the named ones kept apart. With ``--whowhen`` every run is
 reviewed with ``--outcome failed`` and the report's attribution is scored against the sidecar
@@ -32,6 +32,7 @@ import csv
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -58,11 +59,15 @@ def auroc(pos: list[float], neg: list[float]) -> float:
     return wins / (len(pos) * len(neg))
 
 
-def auroc_interval(rows: list[dict]) -> list[float] | None:
-    """A 95% percentile interval of the AUROC, resampling tasks (a task's runs share its difficulty,
-    so the task, not the run, is the unit); None when fewer than two tasks hold a failed and a
-    succeeded run between them."""
-    failed = np.array([r["outcome"] == "failed" for r in rows])
+def _failed(row: dict) -> bool:
+    return row["outcome"] == "failed"
+
+
+def auroc_interval(rows: list[dict], positive: Callable[[dict], bool] = _failed) -> list[float] | None:
+    """A 95% percentile interval of the AUROC of ``risk_score`` for ``positive`` (failure, or a
+    label), resampling tasks (a task's runs share its difficulty, so the task, not the run, is the
+    unit); None without two tasks, or without runs on both sides."""
+    failed = np.array([positive(r) for r in rows], dtype=bool)
     scores = np.array([r["risk_score"] for r in rows], dtype=float)
     tasks = [r["task"] for r in rows]
     if len(set(tasks)) < 2 or failed.all() or not failed.any():
@@ -76,9 +81,8 @@ def auroc_interval(rows: list[dict]) -> list[float] | None:
     return [round(ci.low, 3), round(ci.high, 3)]
 
 
-def fmt_auroc(r: dict) -> str:
-    ci = r.get("auroc_interval")
-    return f"{r['auroc_risk_score']:.3f}" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
+def fmt_auroc(value: float, ci: list[float] | None) -> str:
+    return f"{value:.3f}" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
 
 
 def rate(hits: int, n: int) -> dict:
@@ -148,7 +152,7 @@ def by_outcome(
                 "file": name,
                 "outcome": "failed" if task_of(name) in corrected else outcome,
                 "group": groups.get(name),
-                "task": task_of(name),
+                "task": split_on.get(name, task_of(name)),  # the unit of the halves and the intervals
                 "half": half(split_on.get(name, task_of(name))),
                 "relabelled": task_of(name) in corrected and outcome != "failed",
                 "risk_score": report.risk_score,
@@ -293,10 +297,12 @@ def by_label(rows: list[dict], outcomes_csv: Path, label: str, among: str | None
         "negative": cells(negative),
         "outside": cells(outside),
         "auroc_label": auroc([r["risk_score"] for r in positive], [r["risk_score"] for r in negative]),
+        "auroc_label_interval": auroc_interval(inside, lambda r: yes(r, label)),
         "auroc_failed": auroc(
             [r["risk_score"] for r in rows if r["outcome"] == "failed"],
             [r["risk_score"] for r in rows if r["outcome"] == "succeeded"],
         ),
+        "auroc_failed_interval": auroc_interval(rows),
     }
 
 
@@ -314,8 +320,13 @@ def print_label(title: str, t: dict) -> None:
     ):
         if name:
             print(f"{name:<34} {fmt(t[key]['actionable']):<28} {fmt(t[key]['realized'])}")
-    print(f"AUROC of risk_score, {t['label']} vs not{among}: {t['auroc_label']:.3f}")
-    print(f"AUROC of risk_score, failed vs succeeded (all runs): {t['auroc_failed']:.3f}")
+    print(
+        f"AUROC of risk_score, {t['label']} vs not{among}: {fmt_auroc(t['auroc_label'], t['auroc_label_interval'])}"
+    )
+    print(
+        "AUROC of risk_score, failed vs succeeded (all runs): "
+        + fmt_auroc(t["auroc_failed"], t["auroc_failed_interval"])
+    )
 
 
 def main() -> None:
@@ -399,7 +410,7 @@ def main() -> None:
         for group, g in result["groups"].items():
             print(
                 f"{group:<16} {g['runs']:>4}  {fmt(g['failed_with_actionable']):<28} "
-                f"{fmt(g['succeeded_with_actionable']):<28} {fmt_auroc(g)}"
+                f"{fmt(g['succeeded_with_actionable']):<28} {fmt_auroc(g['auroc_risk_score'], g['auroc_interval'])}"
             )
 
 
@@ -407,7 +418,9 @@ def print_outcomes(title: str, r: dict) -> None:
     print(f"-- {title}: {r['runs']} runs")
     print(f"failed runs with an actionable finding:    {fmt(r['failed_with_actionable'])}")
     print(f"succeeded runs with an actionable finding: {fmt(r['succeeded_with_actionable'])}")
-    print(f"AUROC of risk_score against failure:       {fmt_auroc(r)}")
+    print(
+        f"AUROC of risk_score against failure:       {fmt_auroc(r['auroc_risk_score'], r['auroc_interval'])}"
+    )
     print(f"ECE of risk_score as P(failed):            {r['ece_risk_score']:.3f}")
 
 

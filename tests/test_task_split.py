@@ -64,3 +64,6 @@ def test_the_auroc_interval_resamples_tasks_not_runs() -> None:
     low, high = one["auroc_interval"]
     assert low < one["auroc_risk_score"] < high and low >= 0.0 and high <= 1.0
     assert auroc_interval([r for r in rows(1) if r["outcome"] == "failed"]) is None  # one class only
+    # a label's interval (here: succeeded) mirrors failure's, resample for resample
+    mirrored = auroc_interval(rows(1), lambda r: r["outcome"] == "succeeded")
+    assert mirrored == pytest.approx([1 - high, 1 - low], abs=1e-9)

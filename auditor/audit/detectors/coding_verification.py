@@ -109,7 +109,7 @@ class CodingVerificationDetector:
     needs_annotations = False
 
     def detect(self, ctx: AuditContext) -> Iterable[FindingDraft]:
-        tests = TestRunFacts(ctx.trace)
+        tests = TestRunFacts.of(ctx)
         lost = self._lost(ctx, tests) or self._nothing(ctx, tests)
         if lost is not None:
             return [lost]  # what the run tested is not what it submitted: nothing else to judge
@@ -589,7 +589,7 @@ def first_change(ctx: AuditContext) -> tuple[str, EvidenceUnit | None] | None:
     """(step id, a verbatim quote of it) of the first edit of the submitted change: where an
     unresolved coding run's failure begins when no finding names a later act; None for a run that
     submitted no diff and closed no session with a report."""
-    tests = TestRunFacts(ctx.trace)
+    tests = TestRunFacts.of(ctx)
     if (tests.submission is None and tests.closing_report is None) or not tests.source_edits:
         return None
     edit = tests.source_edits[0]

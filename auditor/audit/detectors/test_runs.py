@@ -78,11 +78,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.audit.detectors.line_edits import LineModel
 from schemas import ActorKind, StepKind, Trace, TraceStep
 from schemas.trace import REFUSED
+
+if TYPE_CHECKING:
+    from auditor.audit.detectors.base import AuditContext
 
 _COUNT = r"(\d+) (failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
 _SECONDS = r"[\d.]+(?:s| seconds)\b"  # pytest 5.1+ prints "0.12s", older ones "0.12 seconds"
@@ -1056,6 +1059,16 @@ class TestRunFacts:
             ),
             None,
         )
+
+    @staticmethod
+    def of(ctx: AuditContext) -> TestRunFacts:
+        """The audit context's facts, built on first use and kept on it: the detector and the
+        attribution (``first_change``) read the same run."""
+        cached = ctx.__dict__.get("_test_run_facts")
+        if not isinstance(cached, TestRunFacts):
+            cached = TestRunFacts(ctx.trace)
+            ctx.__dict__["_test_run_facts"] = cached
+        return cached
 
     @cached_property
     def calls(self) -> dict[int, tuple[str, int | None]]:

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from auditor.audit.detectors.choice_criterion import criteria, visible
+from auditor.audit.detectors.choice_criterion import criteria
+from auditor.audit.detectors.failure_facts import visible
 from auditor.audit.engine import run_rules_audit
 from schemas import AuditReport, Trace
 from tests.conftest import DATA

@@ -113,6 +113,21 @@ def test_a_request_the_agent_answered_with_a_question_is_undone() -> None:
     assert "'forward'" in f.title and f.confidence == pytest.approx(0.6)
 
 
+def test_the_answer_is_quoted_by_what_the_user_reads_not_its_reasoning_markup() -> None:
+    """A reply that opens with ``<thinking>`` (Claude's habit in AgentDojo) was quoted by its first
+    line, the tag alone: the quote is now the first line the user reads."""
+    question = "Before I can send the payment, could you tell me today's date?"
+    trace = chat(
+        ("system", SYSTEM),
+        ("user", "Please send Spotify the difference for the March payment."),
+        ("call", {"get_most_recent_transactions": {"n": 100}}),
+        ("result", "- amount: 50.0\n  subject: Spotify Premium"),
+        ("assistant", f"<thinking>\nThe date is unknown; ask for it.\n</thinking>\n\n{question}"),
+    )
+    (f,) = undone(review(trace))
+    assert f.evidence[-1].quote == question
+
+
 def test_a_request_carried_out_by_any_write_is_not_filed() -> None:
     trace = chat(
         ("system", SYSTEM),

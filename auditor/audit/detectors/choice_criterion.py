@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
-from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized
+from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized, visible
 from auditor.audit.detectors.tool_effects import side_effecting
 from auditor.core.json_text import json_value, python_literal
 from schemas import EvidenceUnit, RiskClass, StepKind, TraceStep
@@ -72,8 +72,6 @@ _TOKEN = re.compile(r"\w+")
 # the value up to its last non-blank (a lazy value before \s*$ was quadratic in a line's inner blanks)
 _LABELLED = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,30}):\s*(\S(?:.*\S)?|\s)\s*$")
 _NUMBER = re.compile(r"^[$€£]?\s*(-?\d+(?:\.\d+)?)(?:\s*-\s*[$€£]?\s*(-?\d+(?:\.\d+)?))?$")
-_REASONING_OPEN = re.compile(r"(?i)<(thinking|think|reasoning)>")
-_REASONING_CLOSE = {name: re.compile(rf"(?i)</{name}>") for name in ("thinking", "think", "reasoning")}
 _SPACE = re.compile(r"\s+")
 _FUNCTION = {
     "the", "and", "for", "with", "that", "this", "from", "per", "get", "set", "all", "any", "are", "you",
@@ -410,25 +408,6 @@ def _asked(facts: RunFacts, turn: int, c: Criterion) -> str:
 def _answer(facts: RunFacts, end: int, named: str) -> EvidenceUnit | None:
     """The answer's line that names the pick, quoted verbatim."""
     return facts.unit(end, _spelled(visible(facts.steps[end].content), named))
-
-
-def visible(text: str) -> str:
-    """What the user reads of a message: the text outside reasoning markup. Each opening tag's
-    close is looked for once, and a name found unclosed is not looked for again: linear in the
-    text, where a lazy pattern with a back-reference is quadratic in unclosed tags."""
-    kept, at, start = [], 0, 0
-    unclosed: set[str] = set()
-    while (opening := _REASONING_OPEN.search(text, start)) is not None:
-        name = opening.group(1).lower()
-        close = None if name in unclosed else _REASONING_CLOSE[name].search(text, opening.end())
-        if close is None:
-            unclosed.add(name)
-            start = opening.end()
-            continue
-        kept.append(text[at : opening.start()])
-        at = start = close.end()
-    kept.append(text[at:])
-    return " ".join(kept)
 
 
 def _said(b: Condition) -> str:

@@ -172,8 +172,32 @@ def one_turn_task(steps: list[TraceStep]) -> tuple[int, int] | None:
     return turns[0], last
 
 
+_REASONING_OPEN = re.compile(r"(?i)<(thinking|think|reasoning)>")
+_REASONING_CLOSE = {name: re.compile(rf"(?i)</{name}>") for name in ("thinking", "think", "reasoning")}
+
+
+def visible(text: str) -> str:
+    """What the user reads of a message: the text outside reasoning markup. Each opening tag's
+    close is looked for once, and a name found unclosed is not looked for again: linear in the
+    text, where a lazy pattern with a back-reference is quadratic in unclosed tags."""
+    kept, at, start = [], 0, 0
+    unclosed: set[str] = set()
+    while (opening := _REASONING_OPEN.search(text, start)) is not None:
+        name = opening.group(1).lower()
+        close = None if name in unclosed else _REASONING_CLOSE[name].search(text, opening.end())
+        if close is None:
+            unclosed.add(name)
+            start = opening.end()
+            continue
+        kept.append(text[at : opening.start()])
+        at = start = close.end()
+    kept.append(text[at:])
+    return " ".join(kept)
+
+
 def quotable(step: TraceStep, needle: str | None = None, limit: int = 200) -> str | None:
     """A verbatim quote of a step: the line holding ``needle`` (trimmed around it), else the first
+    non-empty line the reader sees (reasoning markup set aside: not "<thinking>"), else the first
     non-empty line; None when the step has no text."""
     content = step.content
     if needle and needle.strip() and needle.strip() in content:
@@ -187,9 +211,11 @@ def quotable(step: TraceStep, needle: str | None = None, limit: int = 200) -> st
         i = line.find(needle)
         lo = max(0, i - max(0, (limit - len(needle)) // 2))
         return line[lo : lo + max(limit, len(needle))].strip() or needle
-    for line in content.splitlines():
-        if line.strip():
-            return line.strip()[:limit].strip()
+    shown = visible(content) if _REASONING_OPEN.search(content) else content
+    for text in (shown, content):
+        for line in text.splitlines():
+            if line.strip() and line.strip() in content:
+                return line.strip()[:limit].strip()
     return None
 
 

@@ -11,10 +11,10 @@ hidden (the review decides it), and the report prints, with Wilson 95% intervals
 with an actionable finding (realized, intercepted or adjacent), the succeeded runs with one, and
 the AUROC of ``risk_score`` against failure (ties count one half) with a 95% interval that
 resamples tasks (``scoring.stats.bootstrap``; the split column's values with ``--split-by
-COLUMN``: a half of 17 runs is a wide interval, and the figures say so); ``--group-by COLUMN`` (a CSV column such as ``repo``) prints the same figures
-per group beside the total, and ``--held-out G1,G2`` (with it) the figures of the development
-groups and of the named ones kept apart. With ``--whowhen`` every run is
-reviewed with ``--outcome failed`` and the report's attribution is scored against the sidecar
+COLUMN``: a half of 17 runs is a wide interval, and the figures say so); ``--group-by COLUMN``
+(a CSV column such as ``repo``) prints the same figures per group beside the total, and
+``--held-out G1,G2`` (with it) the figures of the development groups and of the named ones kept
+apart. With ``--whowhen`` every run is reviewed with ``--outcome failed`` and the report's attribution is scored against the sidecar
 labels (agent and exact step), per subset, with the expected calibration error (ECE) of the
 attribution's confidence against the step being right. The labels are read only after the review
 answered. ``--split-by task`` prints every figure for the two halves of the tasks as well
@@ -48,7 +48,7 @@ from schemas import AuditReport, Trace
 from scoring.stats.bootstrap import cluster_bootstrap
 from scoring.stats.wilson import wilson_interval
 
-RESAMPLES = 2_000  # the AUROC interval's resamples: its bounds move by < 0.01 between seeds
+RESAMPLES = 2_000  # the AUROC interval's: on 17 runs its bounds move by up to 0.02 between seeds
 
 
 def auroc(pos: list[float], neg: list[float]) -> float:

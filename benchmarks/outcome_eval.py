@@ -16,8 +16,9 @@ COLUMN``: a half of 17 runs is a wide interval, and the figures say so); ``--gro
 ``--held-out G1,G2`` (with it) the figures of the development groups and of the named ones kept
 apart. With ``--whowhen`` every run is reviewed with ``--outcome failed`` and the report's
 attribution is scored against the sidecar labels (agent and exact step), per subset, with the
-expected calibration error (ECE) of the attribution's confidence against the step being right. The labels are read only after the review
-answered. ``--split-by task`` prints every figure for the two halves of the tasks as well
+expected calibration error (ECE) of the attribution's confidence against the step being right.
+The labels are read only after the review answered. ``--split-by task`` prints every figure for
+the two halves of the tasks as well
 (``benchmarks/task_split.py``: by a hash of the task, the same split every time): build on one,
 measure on the other; ``--split-by COLUMN`` hashes a CSV column instead (AgentDojo's
 ``user_task_id``: its file names carry no task). ``--only COLUMN=VALUE`` reviews the runs of one

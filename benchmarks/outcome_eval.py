@@ -3,7 +3,7 @@ succeeded ones, rank runs by risk, and attribute failures to the right agent and
 
     python benchmarks/outcome_eval.py DIR --outcomes CSV [--policy FILE] [--group-by COLUMN] [--json]
     python benchmarks/outcome_eval.py WHOWHEN_DIR --whowhen [--json]
-    ... [--split-by task|COLUMN] [--only COLUMN=VALUE] [--tau2 TAU2_DOMAIN_DIR]
+    ... [--split-by task|COLUMN] [--only COLUMN=VALUE] [--tau2 TAU2_DOMAIN_DIR] [--plot roc.png]
 
 With ``--outcomes`` (a CSV with ``file`` and ``outcome`` = failed | succeeded, as
 ``shared/data/taubench/airline/outcomes.csv``) every run in DIR is reviewed with the outcome
@@ -22,7 +22,7 @@ the two halves of the tasks as well
 (``benchmarks/task_split.py``: by a hash of the task, the same split every time): build on one,
 measure on the other; ``--split-by COLUMN`` hashes a CSV column instead (AgentDojo's
 ``user_task_id``: its file names carry no task). ``--only COLUMN=VALUE`` reviews the runs of one
-group (``suite=travel``). ``--tau2 DIR`` (τ²-bench's airline folder) counts the runs of the tasks whose
+group (``suite=travel``). ``--plot FILE`` draws the ROC curve of every part printed. ``--tau2 DIR`` (τ²-bench's airline folder) counts the runs of the tasks whose
 τ-bench expected actions τ²-bench corrected as failed, and names those tasks.
 """
 
@@ -84,6 +84,51 @@ def auroc_interval(rows: list[dict], positive: Callable[[dict], bool] = _failed)
 
 def fmt_auroc(value: float, ci: list[float] | None) -> str:
     return f"{value:.3f}" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
+
+
+def roc_points(pos: list[float], neg: list[float]) -> list[tuple[float, float]]:
+    """The ROC curve of a score: (false-positive rate, true-positive rate) after each distinct
+    score, highest first; runs tied on a score move the curve diagonally, so the area under it is
+    the AUROC with ties counted one half."""
+    points = [(0.0, 0.0)]
+    tp = fp = 0
+    for score in sorted(set(pos) | set(neg), reverse=True):
+        tp += sum(1 for p in pos if p == score)
+        fp += sum(1 for n in neg if n == score)
+        points.append((fp / len(neg), tp / len(pos)))
+    return points
+
+
+def plot_roc(parts: dict[str, list[dict]], path: Path, title: str) -> None:
+    """Each part's ROC curve of ``risk_score`` against failure, its AUROC and interval in the
+    legend: where on the ranking the runs are told apart (the flagged runs at the left, the ties
+    of unflagged runs as the diagonal run at the right). Written whole or not at all."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8, label="chance")
+    for name, rows in parts.items():
+        pos = [r["risk_score"] for r in rows if _failed(r)]
+        neg = [r["risk_score"] for r in rows if not _failed(r)]
+        if not pos or not neg:
+            continue
+        xs, ys = zip(*roc_points(pos, neg), strict=True)
+        label = f"{name} ({len(rows)} runs): {fmt_auroc(auroc(pos, neg), auroc_interval(rows))}"
+        ax.plot(xs, ys, marker="o", markersize=3, label=label)
+    ax.set(
+        xlabel="share of succeeded runs at or above a risk_score",
+        ylabel="share of failed runs at or above it",
+    )
+    ax.set(xlim=(0, 1), ylim=(0, 1.02), title=title)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    partial = path.with_name(path.name + ".partial")
+    fig.savefig(partial, format=path.suffix.lstrip(".") or "png", dpi=120)
+    plt.close(fig)
+    partial.replace(path)
 
 
 def rate(hits: int, n: int) -> dict:
@@ -352,6 +397,9 @@ def main() -> None:
     ap.add_argument("--label", help="a true/false CSV column (e.g. breached): its own table")
     ap.add_argument("--among", help="with --label: only the runs where this column is true (e.g. injected)")
     ap.add_argument("--detector", default="injected_instruction", help="with --label: whose findings count")
+    ap.add_argument(
+        "--plot", type=Path, help="with --outcomes: the ROC curves of every part printed (PNG, SVG, PDF)"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not args.outcomes and not args.whowhen:
@@ -361,6 +409,10 @@ def main() -> None:
     held_out = frozenset(g.strip() for g in (args.held_out or "").split(",") if g.strip())
     if args.whowhen and args.split_by not in (None, "task"):
         ap.error("--whowhen splits by task only")
+    if args.plot and args.whowhen:
+        ap.error("--plot draws the ROC curves of --outcomes; --whowhen scores attribution")
+    if args.plot and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        ap.error(f"--plot {args.plot}: name a .png, .svg or .pdf file")
     if args.only and "=" not in args.only:
         ap.error("--only takes COLUMN=VALUE")
     only = tuple(args.only.split("=", 1)) if args.only else None
@@ -381,6 +433,8 @@ def main() -> None:
                     rows, args.outcomes, args.label, args.among, args.detector
                 )
     seconds = time.perf_counter() - started
+    if args.plot and not args.whowhen:
+        plot_roc(plotted_parts(result, held_out), args.plot, f"risk_score against failure: {args.dir}")
     if args.json:
         json.dump(result | {"seconds": round(seconds, 1)}, sys.stdout, indent=2)
         print()
@@ -413,6 +467,18 @@ def main() -> None:
                 f"{group:<16} {g['runs']:>4}  {fmt(g['failed_with_actionable']):<28} "
                 f"{fmt(g['succeeded_with_actionable']):<28} {fmt_auroc(g['auroc_risk_score'], g['auroc_interval'])}"
             )
+
+
+def plotted_parts(result: dict, held_out: frozenset[str]) -> dict[str, list[dict]]:
+    """The parts the text report prints: all runs, the halves, the development and held-out groups."""
+    rows = result["rows"]
+    parts = {"all": rows}
+    if "halves" in result:
+        parts |= {f"half {h}": [r for r in rows if r["half"] == h] for h in "AB"}
+    if held_out:
+        parts["development"] = [r for r in rows if r["group"] not in held_out]
+        parts["held out"] = [r for r in rows if r["group"] in held_out]
+    return parts
 
 
 def print_outcomes(title: str, r: dict) -> None:

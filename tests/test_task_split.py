@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
+from itertools import pairwise
 
 import pytest
 
@@ -67,3 +68,28 @@ def test_the_auroc_interval_resamples_tasks_not_runs() -> None:
     # a label's interval (here: succeeded) mirrors failure's, resample for resample
     mirrored = auroc_interval(rows(1), lambda r: r["outcome"] == "succeeded")
     assert mirrored == pytest.approx([1 - high, 1 - low], abs=1e-9)
+
+
+def test_the_roc_curve_encloses_the_auroc_and_the_plot_is_written_whole(tmp_path) -> None:
+    """The curve's area (trapezoids: tied runs move it diagonally) is the AUROC with ties counted
+    one half; ``--plot`` writes the image under its name and leaves no partial file."""
+    import random
+
+    from benchmarks.outcome_eval import auroc, plot_roc, roc_points
+
+    rng = random.Random(7)
+    for _ in range(50):
+        pos = [rng.choice([0.0, 0.045, 0.3, 0.48, 0.5]) for _ in range(rng.randint(1, 12))]
+        neg = [rng.choice([0.0, 0.045, 0.3, 0.48, 0.5]) for _ in range(rng.randint(1, 12))]
+        points = roc_points(pos, neg)
+        area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in pairwise(points))
+        assert area == pytest.approx(auroc(pos, neg)) and points[-1] == (1.0, 1.0)
+    rows = [
+        {"task": f"t{i}", "risk_score": s, "outcome": o, "actionable": 0}
+        for i, (s, o) in enumerate([(0.5, "failed"), (0.1, "succeeded"), (0.3, "failed"), (0.3, "succeeded")])
+    ]
+    out = tmp_path / "roc.png"
+    plot_roc({"all": rows}, out, "test")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and [p.name for p in tmp_path.iterdir()] == [
+        "roc.png"
+    ]

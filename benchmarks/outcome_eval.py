@@ -22,8 +22,9 @@ the two halves of the tasks as well
 (``benchmarks/task_split.py``: by a hash of the task, the same split every time): build on one,
 measure on the other; ``--split-by COLUMN`` hashes a CSV column instead (AgentDojo's
 ``user_task_id``: its file names carry no task). ``--only COLUMN=VALUE`` reviews the runs of one
-group (``suite=travel``). ``--plot FILE`` draws the ROC curve of every part printed. ``--tau2 DIR`` (τ²-bench's airline folder) counts the runs of the tasks whose
-τ-bench expected actions τ²-bench corrected as failed, and names those tasks.
+group (``suite=travel``). ``--plot FILE`` draws the ROC curve of every part printed. ``--tau2 DIR``
+(τ²-bench's airline folder) counts the runs of the tasks whose τ-bench expected actions τ²-bench
+corrected as failed, and names those tasks.
 """
 
 from __future__ import annotations

@@ -725,15 +725,16 @@ def _pytest_ids(text: str) -> tuple[str, ...]:
 
 def _words(command: str) -> list[list[str]]:
     """The simple commands of a command line (heredoc bodies left out), each as its words."""
-    return [list(words) for words in _command_words(command)]
+    return [list(words) for words in _head_words(_head_lines(command))]
 
 
 @lru_cache(maxsize=1024)
-def _command_words(command: str) -> tuple[tuple[str, ...], ...]:
-    """``_words``, kept: a run's facts ask for one command's words many times, and splitting them
-    again as the shell would was a fifth of the SWE-bench sample's review time."""
+def _head_words(head: str) -> tuple[tuple[str, ...], ...]:
+    """``_words`` of a command's head lines, kept: a run's facts ask for one command's words many
+    times, and splitting them again as the shell would was a fifth of the SWE-bench sample's review
+    time. Keyed by the head lines, not the command, so a heredoc's body is never held."""
     out = []
-    for part in _split(_head_lines(command)):
+    for part in _split(head):
         try:
             words = shlex.split(part, comments=True)
         except ValueError:

@@ -103,6 +103,24 @@ ELSEWHERE = 0.5
 EDITED = 0.5
 
 
+_FAILING_RULE = (
+    "a change is submitted when the tests it affects pass, or their failures are shown not to be its own"
+)
+
+
+def _edit_before(fix: list[Edit], pos: int) -> Edit:
+    """The fix's last edit before ``pos`` (its first when none is)."""
+    return max((e for e in fix if e.pos <= pos), key=lambda e: e.pos, default=fix[0])
+
+
+def _failing_path(facts: RunFacts, edit: Edit, run: TestRun, end: int) -> list[PropagationHop]:
+    return [
+        facts.hop(edit.pos, "code changed"),
+        facts.hop(run.result, "tests failed"),
+        facts.hop(end, "submitted"),
+    ]
+
+
 class CodingVerificationDetector:
     name = "coding_verification"
     risk_class = RiskClass.task_failure
@@ -251,9 +269,11 @@ class CodingVerificationDetector:
         ]
         if not broken:
             return None
-        shown = [r for r in broken if not tests.raised_elsewhere(r)]
+        raised = {r.call: tests.raised_elsewhere(r) for r in broken}
+        shown = [r for r in broken if not raised[r.call]]
         if not shown:  # every failure was raised outside the change: not shown to be its own
-            return self._failing_elsewhere(facts, tests, fix, max(broken, key=lambda r: r.call), end)
+            last = max(broken, key=lambda r: r.call)
+            return self._failing_elsewhere(facts, tests, fix, last, raised[last.call], end)
         run = max(shown, key=lambda r: r.call)
         first = (
             next((r for r in after if not r.ok and set(r.failed_ids) & set(run.failed_ids or ("",))), run)
@@ -266,7 +286,7 @@ class CodingVerificationDetector:
             if earlier.ok or earlier.failed_ids:
                 break
             first = earlier
-        edit = max((e for e in fix if e.pos <= first.call), key=lambda e: e.pos, default=fix[0])
+        edit = _edit_before(fix, first.call)
         step = facts.steps[edit.pos]
         reply = next((p for p in tests.calls if p > run.result), None)
         dismissed = None
@@ -298,29 +318,30 @@ class CodingVerificationDetector:
             pos=edit.pos,
             title=title,
             mechanism=mechanism + ".",
-            violated="a change is submitted when the tests it affects pass, or their failures are shown not to be its own",
+            violated=_FAILING_RULE,
             evidence=evidence,
             effect=realized(
                 f"the run ended (step {facts.steps[end].step_id}) with the failure unfixed",
                 "the submitted change leaves tests failing",
             ),
-            path=[
-                facts.hop(edit.pos, "code changed"),
-                facts.hop(run.result, "tests failed"),
-                facts.hop(end, "submitted"),
-            ],
+            path=_failing_path(facts, edit, run, end),
         )
 
     def _failing_elsewhere(
-        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], run: TestRun, end: int
+        self,
+        facts: RunFacts,
+        tests: TestRunFacts,
+        fix: list[Edit],
+        run: TestRun,
+        raised: tuple[str, ...],
+        end: int,
     ) -> FindingDraft:
-        """Tests failed after the change, each raised in a file the change did not touch and
-        through none it did, and the original code was never tested: whether they are the
-        change's is not shown. A lead that names where they were raised, so a reader knows what
-        to check (the change may still have made a value that code then rejected)."""
-        edit = max((e for e in fix if e.pos <= run.call), key=lambda e: e.pos, default=fix[0])
+        """Tests failed after the change, each raised in a file the change did not touch
+        (``raised``) and through none it did, and the original code was never tested: whether they
+        are the change's is not shown. A lead that names where they were raised, so a reader knows
+        what to check (the change may still have made a value that code then rejected)."""
+        edit = _edit_before(fix, run.call)
         step = facts.steps[edit.pos]
-        raised = tests.raised_elsewhere(run)
         return failure_draft(
             facts,
             mode="3.3",
@@ -333,7 +354,7 @@ class CodingVerificationDetector:
                 f"raised in {', '.join(raised)}, through none of the changed files, and no run on the original "
                 "code shows whether they failed before."
             ),
-            violated="a change is submitted when the tests it affects pass, or their failures are shown not to be its own",
+            violated=_FAILING_RULE,
             evidence=[
                 facts.unit(edit.pos, edit.quote),
                 facts.unit(run.result, run.summary),
@@ -343,11 +364,7 @@ class CodingVerificationDetector:
             effect=unestablished(
                 "whether the change causes these failures is not shown: the original code was never tested"
             ),
-            path=[
-                facts.hop(edit.pos, "code changed"),
-                facts.hop(run.result, "tests failed"),
-                facts.hop(end, "submitted"),
-            ],
+            path=_failing_path(facts, edit, run, end),
         )
 
     @staticmethod

@@ -28,7 +28,7 @@ from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
 from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
-from schemas import StepKind, Trace
+from schemas import ActorKind, StepKind, Trace
 from tests.cli_helpers import run
 from tests.conftest import REPO
 
@@ -1092,7 +1092,25 @@ def test_the_tests_a_submitted_diff_holds_are_not_read_as_tests_written_never_ru
     report = run_rules_audit(trace)
     assert validate_report(report.model_dump(mode="json"), trace).ok
     assert not [f for f in report.findings if "never ran" in f.title]
-    assert any("edited the existing test" in f.title for f in report.findings)  # what the run did do
+    # its edit of an existing test is the request's (below): no coding finding at all on this resolved run
+    assert not [f for f in report.findings if f.detector == "coding_verification"]
+
+
+def test_an_existing_assertion_of_what_the_request_reports_is_the_requests_to_rewrite():
+    """SymPy's request quotes ``python(Eq(x, y))`` giving ``'e = Eq(x, y)'`` as the bug, and the
+    existing test asserted exactly that: the run rewrote the test as the request asks (resolved).
+    The same run with a request that quotes nothing of the test is a test edited to fit."""
+    trace = trace_of(SUBMITTED_TESTS)
+    test = "sympy/printing/tests/test_python.py"
+    assert TestRunFacts(trace).changed[test].removed_asserts
+    assert not [f for f in coding_findings(trace) if "edited the existing test" in f.title]
+    request = next(i for i, s in enumerate(trace.steps) if s.actor_kind is ActorKind.human)
+    quoted = trace.steps[request].content
+    unquoted = quoted[: quoted.index("This also affects code generation")] + "</pr_description>"
+    steps = list(trace.steps)
+    steps[request] = steps[request].model_copy(update={"content": unquoted})
+    edited = [f for f in coding_findings(Trace(header=trace.header, steps=steps)) if "edited" in f.title]
+    assert [f.title for f in edited] == [f"agent edited the existing test {test} to fit its change"]
 
 
 def test_the_same_command_rerun_after_an_edit_is_no_repetition():
@@ -1399,6 +1417,32 @@ def test_a_diff_of_an_existing_test_alone_that_rewrites_its_assertions_is_a_test
         found.title == f"agent edited the existing test {test} to fit its change"
         and found.first_anomalous_step == "s3"
     )
+
+
+def test_an_assertion_that_a_call_raises_what_the_request_reports_it_raising_is_rewritten_as_asked():
+    """The existing test asserted that ``slugify(…)`` raises ``ValueError``; a request reporting that
+    very call raising it asks for that to change. A request that names the exception for another
+    call reports nothing the test pinned down: rewriting the test is fitting it."""
+    test = "tests/utils_tests/test_text.py"
+    edit = (f"sed -i 's/assertRaises/assertEqual/' {test}", "<returncode>0</returncode>")
+    trace = _coding_run([(REPRO + "\npython repro.py", FAILED), EDIT, edit, ("python repro.py", PASSED)])
+    hunk = (
+        "@@ -1 +1 @@\n-        self.assertRaises(ValueError, slugify, 'a.b')\n"
+        "+        self.assertEqual(slugify('a.b'), 'a-b')\n"
+    )
+    diff = trace.steps[-1].content + f"diff --git a/{test} b/{test}\n--- a/{test}\n+++ b/{test}\n{hunk}"
+
+    def edited(request: str) -> list[str]:
+        steps = [trace.steps[0].model_copy(update={"content": request}), *trace.steps[1:-1]]
+        steps.append(trace.steps[-1].model_copy(update={"content": diff}))
+        return [
+            f.title for f in coding_findings(Trace(header=trace.header, steps=steps)) if "edited" in f.title
+        ]
+
+    assert edited("`slugify('a.b')` raises a ValueError; it should give 'a-b'.") == []
+    assert edited("`Truncator('a.b')` raises a ValueError; it should give 'a-b'.") == [
+        f"agent edited the existing test {test} to fit its change"
+    ]
 
 
 def test_an_edit_tried_elsewhere_is_no_lost_change_when_the_diff_changes_the_project():

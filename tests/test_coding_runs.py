@@ -26,6 +26,7 @@ from auditor.audit.detectors.test_runs import (
 from auditor.audit.detectors.unverified_relay import HIDDEN_FAILURE
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
+from auditor.audit.test_timeline import timeline
 from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
 from schemas import ActorKind, StepKind, Trace
@@ -36,7 +37,8 @@ REAL = REPO / "tests" / "fixtures" / "real"
 EDITED = REAL / "mini-swe-agent" / "sympy__sympy-13852.traj.json"  # unresolved; an existing test edited
 CLEAN = REAL / "mini-swe-agent" / "sympy__sympy-18211.traj.json"  # tests rerun after the fix, passing
 RESTORED = REAL / "mini-swe-agent" / "sympy__sympy-19346.traj.json"  # cp X X.bak; git checkout X; mv back
-UNSUPPORTED = REAL / "mini-swe-agent" / "astropy__astropy-7606.traj.json"  # unresolved; own scripts only
+UNSUPPORTED = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-10435.traj.json"  # unresolved; own scripts only
+CAUGHT = REAL / "mini-swe-agent" / "astropy__astropy-7606.traj.json"  # unresolved; prints the caught error
 SAME = REAL / "mini-swe-agent" / "sphinx-doc__sphinx-7590.traj.json"  # unresolved; same output both sides
 NARROWED = REAL / "mini-swe-agent" / "sympy__sympy-18763.traj.json"  # unresolved; failures, then -k reruns
 SAME_UNTESTED = REAL / "mini-swe-agent" / "astropy__astropy-7671.traj.json"  # resolved; same output, no test
@@ -644,6 +646,46 @@ def test_a_fix_no_output_supports_is_realized_at_the_last_change_citing_claim_an
     assert trace.steps[claim].step_id in {u.step_id for u in finding.evidence}  # the submitting claim
     failed = run_rules_audit(trace, outcome="failed")
     assert failed.attribution.step_id == finding.first_anomalous_step
+
+
+def test_a_script_that_caught_the_requests_error_and_printed_it_reproduced_the_failure():
+    """astropy: the reproduction catches the ``TypeError`` the request reports and prints it
+    (exit 0), then prints ``Result: False`` on the change. That is the failure reproduced and shown
+    going away, so "no output supports the fix" would be false; with a request that names no such
+    error, the printed exception is only output and the finding stands."""
+    trace = trace_of(CAUGHT)
+    facts = TestRunFacts(trace)
+    first = min(facts.runs, key=lambda r: r.call)
+    assert first.ok and facts.printed_reported(first) == {"TypeError"} and facts.reproduces(first)
+    assert facts.shown_fixed is not None and not facts.printed_reported(facts.shown_fixed)
+    evidence = timeline(trace).evidence
+    assert (evidence.reproduced, evidence.shown_fixed) == (
+        trace.steps[first.result].step_id,
+        trace.steps[facts.shown_fixed.result].step_id,
+    )
+    assert coding_findings(trace) == []
+    request = next(i for i, s in enumerate(trace.steps) if s.actor_kind is ActorKind.human)
+    steps = list(trace.steps)
+    steps[request] = steps[request].model_copy(update={"content": "Unit equality with None should be False."})
+    unreported = Trace(header=trace.header, steps=steps)
+    assert TestRunFacts(unreported).shown_fixed is None
+    assert [f.title for f in coding_findings(unreported)] == [
+        "agent submitted a change that no test output in the run supports"
+    ]
+
+
+def test_an_error_the_request_asks_for_printed_on_the_change_is_no_failure_reproduced():
+    """ "It should raise ValueError": the original code never printed it, so no run reproduced a
+    failure by it, and the change printing it is not a check still failing."""
+    printed = "<returncode>0</returncode>\n<output>\nraised ValueError: bad x\n</output>"
+    silent = "<returncode>0</returncode>\n<output>\nNone\n</output>"
+    trace = _coding_run([(REPRO, "<returncode>0</returncode>"), ("python repro.py", silent), EDIT,
+                         ("python repro.py", printed)])  # fmt: skip
+    steps = [trace.steps[0].model_copy(update={"content": "f(x) returns None; it should raise ValueError."})]
+    facts = TestRunFacts(Trace(header=trace.header, steps=steps + list(trace.steps[1:])))
+    before, after = (r for r in facts.runs if r.command == "python repro.py")
+    assert not facts.reproduces(before) and facts.printed_reported(after) == {"ValueError"}
+    assert facts.shown_fixed is None
 
 
 def test_a_check_that_printed_the_same_before_and_after_the_change():

@@ -130,7 +130,7 @@ def _evidence(facts: TestRunFacts) -> Evidence:
             dict.fromkeys(t for e in fix if e.pos > passed.call for t in e.targets if t in facts.changed)
         )
     return Evidence(
-        reproduced=step(next((r for r in facts.runs if facts.on_original_code(r) and not r.ok), None)),
+        reproduced=step(next((r for r in facts.runs if facts.reproduces(r)), None)),
         shown_fixed=step(facts.shown_fixed),
         last_test=step(last),
         last_test_passed=last.ok if last is not None else None,

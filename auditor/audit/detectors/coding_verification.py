@@ -38,7 +38,9 @@ follows from:
   trace shows the failure going away,
   yet the change is submitted as the fix. Filed at the last edit; realized. When a check did go
   from failing to passing, the fix is shown and the project's tests not running after it is no
-  finding (on the development repositories no unresolved run had that shape);
+  finding (on the SWE-bench sample, 2 unresolved and 6 resolved runs have that shape). A script
+  that caught an error the request reports and printed it (``except Exception as e: print(e)``,
+  exit 0) failed so, and passes once it no longer prints it (``TestRunFacts.shown_fixed``);
 - *a check that printed the same before and after* (3.2): every check that ran on the original
   code and again after the last edit printed byte for byte the same (and something): the change
   made no difference the run shows. Filed at the last edit; realized; it stands in for the two

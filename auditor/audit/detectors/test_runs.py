@@ -144,6 +144,7 @@ _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colour and curso
 _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a traceback's frame (the file it ran through) and the line naming what it raised
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
+_ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning)\b")  # a Python exception or warning class
 _RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
 # one failed test's report: pytest's and SymPy's "____ name ____" heading, unittest's "FAIL: name"
 # under a rule; it ends at the next heading or the summary's rule
@@ -1603,7 +1604,9 @@ class TestRunFacts:
     def shown_fixed(self) -> TestRun | None:
         """The last run of a check that failed on the original code and ran clean on the change,
         running the code that failed (the same script, or one that goes on from it: a script
-        rewritten in between, its setup mended, may pass by its own change, not the fix's)."""
+        rewritten in between, its setup mended, may pass by its own change, not the fix's). A
+        script that caught the request's error and printed it failed so, and ran clean when it no
+        longer prints it."""
         shown = []
         for before, changed in self.checks.values():
             last = changed[-1]
@@ -1611,12 +1614,34 @@ class TestRunFacts:
                 continue
             after = self.code_run(last.call)
             if any(
-                not r.ok
+                (not r.ok or self.printed_reported(r) - self.printed_reported(last))
                 and (after is None or (code := self.code_run(r.call)) is None or after.startswith(code))
                 for r in before
             ):
                 shown.append(last)
         return max(shown, key=lambda r: r.call, default=None)
+
+    def reproduces(self, run: TestRun) -> bool:
+        """A run on the original code that failed, or printed an error the request reports (a
+        script that caught it: ``except Exception as e: print(e)``)."""
+        return self.on_original_code(run) and (not run.ok or bool(self.printed_reported(run)))
+
+    @cached_property
+    def reported_errors(self) -> frozenset[str]:
+        """The exceptions and warnings the principal's request names: what it reports going wrong
+        (an error it asks for instead is not printed by the original code, so it never reproduces)."""
+        return frozenset(
+            name
+            for s in self.steps
+            if s.actor_kind is ActorKind.human
+            for name in _ERROR_NAME.findall(s.content)
+        )
+
+    def printed_reported(self, run: TestRun) -> frozenset[str]:
+        """The errors the request reports that a run printed."""
+        if not self.reported_errors:
+            return frozenset()
+        return self.reported_errors & frozenset(_ERROR_NAME.findall(printed_text(self.steps[run.result])))
 
     @cached_property
     def closing_report(self) -> int | None:

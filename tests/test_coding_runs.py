@@ -26,7 +26,7 @@ from auditor.audit.detectors.test_runs import (
 from auditor.audit.detectors.unverified_relay import HIDDEN_FAILURE
 from auditor.audit.engine import run_rules_audit
 from auditor.audit.report.validator import validate_report
-from auditor.audit.test_timeline import timeline
+from auditor.audit.test_timeline import evidence_lines, result_text, timeline
 from auditor.core.errors import InputError
 from ingest.registry import detect, open_traces
 from schemas import ActorKind, StepKind, Trace
@@ -658,11 +658,15 @@ def test_a_script_that_caught_the_requests_error_and_printed_it_reproduced_the_f
     first = min(facts.runs, key=lambda r: r.call)
     assert first.ok and facts.printed_reported(first) == {"TypeError"} and facts.reproduces(first)
     assert facts.shown_fixed is not None and not facts.printed_reported(facts.shown_fixed)
-    evidence = timeline(trace).evidence
-    assert (evidence.reproduced, evidence.shown_fixed) == (
+    found = timeline(trace)
+    assert (found.evidence.reproduced, found.evidence.shown_fixed) == (
         trace.steps[first.result].step_id,
         trace.steps[facts.shown_fixed.result].step_id,
     )
+    said = dict(evidence_lines(found))["reproduced"]
+    assert said == f"{found.evidence.reproduced} (printed the request's TypeError on the original code)"
+    entry = next(e for e in found.entries if e.result_step == found.evidence.reproduced)
+    assert result_text(entry) == "passed; printed the request's TypeError"
     assert coding_findings(trace) == []
     request = next(i for i, s in enumerate(trace.steps) if s.actor_kind is ActorKind.human)
     steps = list(trace.steps)

@@ -31,6 +31,7 @@ class Entry:
     passed: int = 0
     failed_tests: tuple[str, ...] = ()
     raised_outside: tuple[str, ...] = ()  # where its failures were raised, when none ran through the change
+    reported: tuple[str, ...] = ()  # the errors the request reports that it printed
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,10 @@ class Verdict:
 class Evidence:
     """What the runs show of the fix, each by the step of the result that shows it."""
 
-    reproduced: str | None  # the first run on the original code that failed
+    reproduced: str | None  # the first run on the original code that failed (or printed the request's error)
+    reproduced_printing: tuple[
+        str, ...
+    ]  # the request's errors it printed, when it caught them and did not fail
     shown_fixed: str | None  # a check that failed on the original code running clean on the change
     last_test: str | None  # the project's last test run after the change's last edit
     last_test_passed: bool | None
@@ -129,8 +133,12 @@ def _evidence(facts: TestRunFacts) -> Evidence:
         after = tuple(
             dict.fromkeys(t for e in fix if e.pos > passed.call for t in e.targets if t in facts.changed)
         )
+    reproduced = next((r for r in facts.runs if facts.reproduces(r)), None)
     return Evidence(
-        reproduced=step(next((r for r in facts.runs if facts.reproduces(r)), None)),
+        reproduced=step(reproduced),
+        reproduced_printing=tuple(sorted(facts.printed_reported(reproduced)))
+        if reproduced is not None and reproduced.ok
+        else (),
         shown_fixed=step(facts.shown_fixed),
         last_test=step(last),
         last_test_passed=last.ok if last is not None else None,
@@ -168,6 +176,7 @@ def _entry(
         run.passed,
         run.failed_ids,
         facts.raised_elsewhere(run),
+        tuple(sorted(facts.printed_reported(run))),
     )
 
 
@@ -247,12 +256,7 @@ def evidence_lines(found: Timeline) -> list[tuple[str, str]]:
     else:
         after = ", ".join(ev.edited_after_pass) or "nothing"
     return [
-        (
-            "reproduced",
-            f"{ev.reproduced} (failed on the original code)"
-            if ev.reproduced
-            else "no run failed on the original code",
-        ),
+        ("reproduced", _reproduced_text(ev)),
         (
             "shown fixed",
             f"{ev.shown_fixed} (a check that failed on the original code ran clean)"
@@ -262,6 +266,14 @@ def evidence_lines(found: Timeline) -> list[tuple[str, str]]:
         ("project tests after the last edit", last),
         ("edited after the last passing test run", after),
     ]
+
+
+def _reproduced_text(ev: Evidence) -> str:
+    if ev.reproduced is None:
+        return "no run failed on the original code"
+    if ev.reproduced_printing:
+        return f"{ev.reproduced} (printed the request's {', '.join(ev.reproduced_printing)} on the original code)"
+    return f"{ev.reproduced} (failed on the original code)"
 
 
 def what_text(found: Timeline, entry: Entry) -> str:
@@ -279,6 +291,8 @@ def result_text(entry: Entry, named: int = 3) -> str:
     text = (entry.result or "").strip("= ")
     if entry.raised_outside:
         text += f"; raised outside the change, in {', '.join(entry.raised_outside)}"
+    if entry.reported:
+        text += f"; printed the request's {', '.join(entry.reported)}"
     if entry.failed_tests:
         more = " …" if len(entry.failed_tests) > named else ""
         text += f" [{', '.join(entry.failed_tests[:named])}{more}]"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from auditor.audit.detectors.test_runs import runner_of
-from auditor.audit.test_timeline import timeline
+from auditor.audit.test_timeline import evidence_lines, timeline
 from schemas import Trace
 from tests.cli_helpers import run
 from tests.test_coding_runs import CHANGED, EDIT, REAL, _coding_run, trace_of
@@ -60,6 +60,20 @@ def test_a_failure_the_original_code_showed_is_told_apart():
     (verdict,) = found.verdicts
     assert (verdict.passing, verdict.on_original) == (False, True)
     assert found.submitted == "s7"
+    said = dict(evidence_lines(found))["project tests after the last edit"]
+    assert said == "s6 FAILED (the same tests failed on the original code)"
+
+
+def test_the_last_test_run_after_the_change_is_one_on_the_change_not_after_a_revert():
+    """pytest's real run: the project's tests fail on the change, the agent reverts its fix and runs
+    them on the original code (the same two failures), then restores the fix. The last run after
+    the last edit that tested the change is the one before the revert."""
+    from tests.test_coding_runs import COMMENTED
+
+    found = timeline(trace_of(COMMENTED))
+    tests = [e for e in found.entries if e.act == "test" and e.failed]
+    assert [e.code for e in tests] == ["changed", "original"]
+    assert found.evidence.last_test == tests[0].result_step and found.evidence.last_test_failed_before
 
 
 def test_a_test_run_whose_failures_the_change_was_not_on_says_where_they_were_raised():

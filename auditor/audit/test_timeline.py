@@ -54,8 +54,9 @@ class Evidence:
         str, ...
     ]  # the request's errors it printed, when it caught them and did not fail
     shown_fixed: str | None  # a check that failed on the original code running clean on the change
-    last_test: str | None  # the project's last test run after the change's last edit
+    last_test: str | None  # the project's last test run on the change after its last edit
     last_test_passed: bool | None
+    last_test_failed_before: bool  # what it failed failed on the original code too
     edited_after_pass: (
         tuple[str, ...] | None
     )  # files edited after the last passing test run (None: none passed)
@@ -126,7 +127,8 @@ def _evidence(facts: TestRunFacts) -> Evidence:
     fix = facts.source_edits
     last_edit = fix[-1].pos if fix else -1
     tests = facts.project_runs
-    last = next((r for r in reversed(tests) if r.call > last_edit), None) if fix else None
+    # a run after a revert tests the original code: not the change
+    last = next((r for r in reversed(tests) if r.call > last_edit and not facts.on_original_code(r)), None)
     passed = next((r for r in reversed(tests) if r.ok), None)
     after = None
     if passed is not None:
@@ -142,6 +144,7 @@ def _evidence(facts: TestRunFacts) -> Evidence:
         shown_fixed=step(facts.shown_fixed),
         last_test=step(last),
         last_test_passed=last.ok if last is not None else None,
+        last_test_failed_before=last is not None and not last.ok and facts.failed_before(last),
         edited_after_pass=after,
     )
 
@@ -251,6 +254,8 @@ def evidence_lines(found: Timeline) -> list[tuple[str, str]]:
     """What the runs show of the fix, a (label, text) pair each."""
     ev = found.evidence
     last = f"{ev.last_test} {'passed' if ev.last_test_passed else 'FAILED'}" if ev.last_test else "none ran"
+    if ev.last_test_failed_before:
+        last += " (the same tests failed on the original code)"
     if ev.edited_after_pass is None:
         after = "no test run of the project passed"
     else:

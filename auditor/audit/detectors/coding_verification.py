@@ -270,7 +270,7 @@ class CodingVerificationDetector:
             and not r.ok
             and r.failed
             and not self._passed_later(tests, r, end)
-            and not self._pre_existing(tests, r)
+            and not tests.failed_before(r)
         ]
         if not broken:
             return None
@@ -385,14 +385,6 @@ class CodingVerificationDetector:
         if run.failed_ids and all(run.covers(i) is not None for i in run.failed_ids):
             return all(cleared(i) for i in run.failed_ids)
         return any(r.ok and r.key == run.key and not r.selection for r in later)
-
-    @staticmethod
-    def _pre_existing(tests: TestRunFacts, run: TestRun) -> bool:
-        """The same tests failed on the original code."""
-        originals = [r for r in tests.runs if r.is_test and tests.on_original_code(r) and not r.ok]
-        if run.failed_ids:
-            return all(any(i in r.failed_ids for r in originals) for i in run.failed_ids)
-        return any(r.key == run.key for r in originals)
 
     # -- an existing test edited to fit -------------------------------------------------------------
     def _edited_tests(self, facts: RunFacts, tests: TestRunFacts, end: int) -> Iterable[FindingDraft]:

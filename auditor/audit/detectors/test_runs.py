@@ -1621,6 +1621,14 @@ class TestRunFacts:
                 shown.append(last)
         return max(shown, key=lambda r: r.call, default=None)
 
+    def failed_before(self, run: TestRun) -> bool:
+        """The tests a run failed failed on the original code too (the same ids, or the same run of
+        a runner that names none): failures the change did not cause."""
+        originals = [r for r in self.runs if r.is_test and self.on_original_code(r) and not r.ok]
+        if run.failed_ids:
+            return all(any(i in r.failed_ids for r in originals) for i in run.failed_ids)
+        return any(r.key == run.key for r in originals)
+
     def reproduces(self, run: TestRun) -> bool:
         """A run on the original code that failed, or printed an error the request reports (a
         script that caught it: ``except Exception as e: print(e)``)."""

@@ -1096,13 +1096,13 @@ def test_a_sympy_summary_head_before_a_long_gap_is_read_in_linear_time(gap: str)
     """One pattern over the summary's two lines was cubic in a run of spaces after its head (10,000
     spaces: five minutes, a command's output of a megabyte: never). Twice the gap, about twice
     the time; a closed summary after the gap is still read."""
-    from tests.timing import best_seconds
+    from tests.timing import growth
 
     def output(n: int) -> str:
         return "tests finished: " + gap * n + "x\n" + "tests finished: 3 passed, 1 failed,\nin 0.5 seconds\n"
 
     small, large = output(20_000), output(40_000)
-    assert best_seconds(lambda: parse_output(large)) < 3 * best_seconds(lambda: parse_output(small)) + 0.005
+    assert growth(lambda: parse_output(small), lambda: parse_output(large)) < 3
     assert parse_output(large) == ("sympy", "tests finished: 3 passed, 1 failed,", 1, 3, ())
 
 
@@ -1118,13 +1118,10 @@ def test_a_sympy_summary_head_before_a_long_gap_is_read_in_linear_time(gap: str)
     ids=["rule", "headings", "pytest frames", "traceback", "long word"],
 )
 def test_failure_reports_are_read_in_linear_time(shape) -> None:
-    from tests.timing import best_seconds
+    from tests.timing import growth
 
     small, large = shape(20_000), shape(40_000)  # at 4,000 a few milliseconds: noise beside the suite
-    assert (
-        best_seconds(lambda: failure_reports(large))
-        < 3 * best_seconds(lambda: failure_reports(small)) + 0.005
-    )
+    assert growth(lambda: failure_reports(small), lambda: failure_reports(large)) < 3
 
 
 def test_the_tests_a_submitted_diff_holds_are_not_read_as_tests_written_never_run():
@@ -1463,6 +1460,19 @@ def test_a_diff_of_an_existing_test_alone_that_rewrites_its_assertions_is_a_test
         found.title == f"agent edited the existing test {test} to fit its change"
         and found.first_anomalous_step == "s3"
     )
+
+
+def test_failing_tests_that_a_later_run_of_other_tests_did_not_clear_are_not_called_the_last_run():
+    """A test fails after the change, then a run of another test passes: the run did not end on a
+    failing test run, so the title says the failing tests were never passed again."""
+    failing = "FAILED tests/test_x.py::test_a - AssertionError\n===== 1 failed, 4 passed in 0.12s ====="
+    other = "===== 1 passed, 4 deselected in 0.1s ====="
+    runs = [(REPRO + "\npython repro.py", FAILED), EDIT, ("python -m pytest tests/test_x.py", failing)]
+    (ended,) = coding_findings(_coding_run(runs))
+    assert ended.title == "agent submitted while its last test run failed"
+    (found,) = coding_findings(_coding_run([*runs, ("python -m pytest tests/test_x.py -k test_b", other)]))
+    assert found.title == "agent submitted with failing tests that no later run passed"
+    assert found.evidence[1].quote == ended.evidence[1].quote  # the failing run's summary, both times
 
 
 def test_an_assertion_that_a_call_raises_what_the_request_reports_it_raising_is_rewritten_as_asked():

@@ -16,6 +16,18 @@ import time
 from collections.abc import Callable
 
 
+def growth(small: Callable[[], object], large: Callable[[], object], rounds: int = 5) -> float:
+    """How many times longer ``large`` takes than ``small``: the best time of each, the two timed in
+    turn (small, large, small, …) so that other processes slowing the machine for a while slow both.
+    Timed one after the other, a linear reader of failure reports read 3.6x for twice the input
+    while a second test run shared the two cores (2.1x alone): the load fell on the larger's runs."""
+    best_small = best_large = float("inf")
+    for _ in range(rounds):
+        best_small = min(best_small, best_seconds(small, runs=1))
+        best_large = min(best_large, best_seconds(large, runs=1))
+    return best_large / best_small
+
+
 def best_seconds(work: Callable[[], object], runs: int = 5, least: float = 0.05) -> float:
     """The shortest of ``runs`` timings of ``work()`` or more, in CPU seconds of this process, each
     after a young collection, collector held. CPU time, not the wall clock: beside the suite's other

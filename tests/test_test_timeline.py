@@ -221,3 +221,18 @@ def test_a_run_that_ran_no_code_has_no_test_runs_section():
     assert "Test runs" not in render(report, trace, "md") and 'id="test-runs"' not in render(
         report, trace, "html"
     )
+
+
+def test_the_review_of_a_coding_run_with_no_finding_says_what_its_runs_showed(tmp_path):
+    """A clean coding run's review says why it is clean: its reproduction (here a caught error the
+    request reports), the fix shown, and where to read the runs; a chat trace says nothing of runs."""
+    from tests.test_coding_runs import CAUGHT
+
+    reviewed = run(["review", str(CAUGHT)], tmp_path)
+    assert reviewed.returncode == 0, reviewed.stderr
+    trace_id = json.loads(run(["traces", "list", "--json"], tmp_path).stdout)[0]["trace_id"]
+    assert f"test runs: auditor traces tests {trace_id}" in reviewed.stdout
+    assert "reproduced: s23 (printed the request's TypeError on the original code)" in reviewed.stdout
+    assert "shown fixed: s29" in reviewed.stdout
+    chat = run(["review", str(REAL.parents[2] / "examples" / "renewal_drift.jsonl")], tmp_path)
+    assert "validated:" in chat.stdout and "test runs:" not in chat.stdout

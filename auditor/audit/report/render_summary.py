@@ -15,6 +15,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from auditor.audit.report.render_text import cited_acts, incident_lines
+from auditor.audit.test_timeline import evidence_lines, is_coding, timeline
 from schemas import Severity
 
 if TYPE_CHECKING:
@@ -50,8 +51,12 @@ def print_summary(
         console.print(_not_shown(report.findings, shown))
     for note in report.notes:
         console.print(Text.assemble(("note:", "yellow"), f" {note}"))
-    if any(f.detector == "coding_verification" for f in report.findings):  # what its tests said, by step
+    found = timeline(trace)
+    if any(f.detector == "coding_verification" for f in report.findings) or is_coding(found):
+        # what its tests said: the facts a coding finding rests on, or why none was filed
         console.print(Text.assemble(("test runs: ", "bold"), f"auditor traces tests {report.trace_id}"))
+        for label, text in evidence_lines(found):
+            _indented(console, Text(f"{label}: {text}"), 1)
     console.print(
         f"validated: schema ok, {validation.resolved}/{len(validation.units)} evidence units resolve"
     )

@@ -486,7 +486,7 @@ class CodingVerificationDetector:
             end,
             title=f"{step.actor} submitted a change that no test output in the run supports",
             mechanism=(
-                f"After the change at step {step.step_id} ('{last.quote[:80]}') no test of the project ran, "
+                f"After the change at step {step.step_id} ('{last.quote[:80]}') no test runner ran the project's tests, "
                 f"and no check that failed on the original code passed on the changed code: the agent's own "
                 f"checks (last: '{uncoloured(ran.summary)[:80]}' at step {facts.steps[ran.result].step_id}) show no "
                 "failure going away, yet the run submitted it as a fix."

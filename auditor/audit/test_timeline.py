@@ -50,13 +50,12 @@ class Evidence:
     """What the runs show of the fix, each by the step of the result that shows it."""
 
     reproduced: str | None  # the first run on the original code that failed (or printed the request's error)
-    reproduced_printing: tuple[
-        str, ...
-    ]  # the request's errors it printed, when it caught them and did not fail
+    # the request's errors that run printed, when it caught them and did not fail
+    reproduced_printing: tuple[str, ...]
     shown_fixed: str | None  # a check that failed on the original code running clean on the change
     last_test: str | None  # the project's last test run on the change after its last edit
     last_test_passed: bool | None
-    last_test_failed_before: bool  # what it failed failed on the original code too
+    last_test_failed_before: bool  # every test it failed also failed on the original code
     edited_after_pass: (
         tuple[str, ...] | None
     )  # files edited after the last passing test run (None: none passed)

@@ -1622,7 +1622,7 @@ class TestRunFacts:
         return max(shown, key=lambda r: r.call, default=None)
 
     def failed_before(self, run: TestRun) -> bool:
-        """The tests a run failed failed on the original code too (the same ids, or the same run of
+        """Every test a run failed also failed on the original code (by its id, or the same run of
         a runner that names none): failures the change did not cause."""
         originals = [r for r in self.runs if r.is_test and self.on_original_code(r) and not r.ok]
         if run.failed_ids:

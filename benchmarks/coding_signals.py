@@ -5,7 +5,7 @@ verdict (unresolved = positive; ties count one half).
     python benchmarks/coding_signals.py ../shared/data/swebench [--held-out matplotlib,pytest-dev] [--json]
 
 Issue 29 asks ``risk_score`` to rank unresolved runs above resolved ones on both parts. The
-signals here were tried for it and none separates on both (stops 49 to 51); the script keeps
+signals here were tried for it and none separates on both (stops 49 to 52); the script keeps
 that measurement repeatable instead of in session notes, and is where the next candidate goes.
 A signal that holds on the development part only is not a mechanism.
 """
@@ -32,6 +32,9 @@ _REMOVED = re.compile(r"^-(?!--)(.*)$", re.M)
 _FILE = re.compile(r"^\+\+\+ b/(\S+)$", re.M)
 _EXCEPTION = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b")
 _FRAME = re.compile(r'File "([^"]+\.py)", line \d+')
+_SPACE = re.compile(r"\s+")
+_STRING = re.compile(r"""(['"])([^'"\n]{3,})\1""")
+_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d+|\d{2,})(?![\w.])")
 SEPARATES = 0.6  # a signal worth combining into risk_score separates above this on both parts
 
 
@@ -83,6 +86,75 @@ def _misses_traceback(diff: str, req: str) -> float:
     return float(not any(frame.endswith(p) for frame in frames for p in _FILE.findall(diff)))
 
 
+def _last_checks(f: TestRunFacts) -> list[TestRun]:
+    """Each of the agent's own checks (scripts) at its last run, when that came after the last edit."""
+    last_edit = f.source_edits[-1].pos if f.source_edits else len(f.steps)
+    last: dict[str, TestRun] = {}
+    for run in f.runs:
+        if not run.is_test and run.call not in f.editing:
+            last[run.key] = run
+    return [r for r in last.values() if r.call > last_edit]
+
+
+def _output_lines(f: TestRunFacts, run: TestRun) -> list[str]:
+    return [
+        ln.strip() for ln in printed_text(f.steps[run.result]).splitlines() if len(_SPACE.sub("", ln)) >= 6
+    ]
+
+
+def _no_output_changed(f: TestRunFacts) -> float:
+    """No script that ran on both codes printed on the change anything its original runs had not."""
+    pairs = [(b, a) for b, a in f.checks.values() if not b[0].is_test]
+    if not pairs:
+        return 0.5
+    return float(
+        all(
+            printed_text(f.steps[a[-1].result]) in {printed_text(f.steps[r.result]) for r in b}
+            for b, a in pairs
+        )
+    )
+
+
+def _quoted_line_persists(f: TestRunFacts, req: str) -> float:
+    """A line the request quotes that a script printed on the original code, printed again by its
+    last run on the change."""
+    quoted = _SPACE.sub("", req)
+    for before, after in f.checks.values():
+        reported = {ln for r in before for ln in _output_lines(f, r) if _SPACE.sub("", ln) in quoted}
+        if reported & set(_output_lines(f, after[-1])):
+            return 1.0
+    return 0.0
+
+
+def _own_check_through_change(f: TestRunFacts) -> float:
+    """A script's last run after the last edit failed with a traceback through a changed file."""
+    return float(
+        any(
+            not r.ok
+            and any(
+                p.removeprefix("/testbed/") in f.changed
+                for p in _FRAME.findall(printed_text(f.steps[r.result]))
+            )
+            for r in _last_checks(f)
+        )
+    )
+
+
+def _request_literal_added(diff: str, req: str) -> float:
+    """An added source line holds a string (3+ characters) or number (2+ digits) the request holds."""
+    literals = {m.group(2) for line in _source_lines(diff) for m in _STRING.finditer(line)}
+    literals |= {m.group(1) for line in _source_lines(diff) for m in _NUMBER.finditer(line)}
+    return float(any(lit in req for lit in literals))
+
+
+def _narrowed_after(f: TestRunFacts) -> float:
+    """Every run of the project's tests on the change after its last edit picked tests (-k, ids)."""
+    if not f.source_edits:
+        return 0.5
+    after = [r for r in f.project_runs if r.call > f.source_edits[-1].pos and not f.on_original_code(r)]
+    return float(bool(after) and all(r.selection for r in after))
+
+
 Signal = Callable[[Trace, TestRunFacts, str, str], float]
 
 SIGNALS: dict[str, Signal] = {
@@ -104,6 +176,19 @@ SIGNALS: dict[str, Signal] = {
     "request's error printed after the fix": lambda tr, f, diff, req: _request_error_after(tr, f, req),
     "changed modules no test run names after": lambda tr, f, diff, req: _module_tests_after(f, diff),
     "fix misses the request's traceback": lambda tr, f, diff, req: _misses_traceback(diff, req),
+    "a check's last run after the last edit failed": lambda tr, f, diff, req: float(
+        any(not r.ok for r in _last_checks(f))
+    ),
+    "a check's last run failed through a changed file": lambda tr, f, diff, req: _own_check_through_change(f),
+    "no check printed anything new on the change": lambda tr, f, diff, req: _no_output_changed(f),
+    "a line the request quotes printed again after the fix": lambda tr, f, diff, req: _quoted_line_persists(
+        f, req
+    ),
+    "never reproduced (failed or printed the request's error)": lambda tr, f, diff, req: float(
+        not any(f.reproduces(r) for r in f.runs)
+    ),
+    "never shown fixed": lambda tr, f, diff, req: float(f.shown_fixed is None),
+    "only narrowed test runs after the last edit": lambda tr, f, diff, req: _narrowed_after(f),
     "any failed command": lambda tr, f, diff, req: float(
         any(r is not None and exit_code(tr.steps[r]) not in (None, 0) for _, r in f.calls.values())
     ),
@@ -119,6 +204,7 @@ SIGNALS: dict[str, Signal] = {
     "conditions added": lambda tr, f, diff, req: _count(r"\s*(if|elif)\b")(_source_lines(diff)),
     "comments added": lambda tr, f, diff, req: _count(r"\s*#")(_source_lines(diff)),
     "functions added": lambda tr, f, diff, req: _count(r"\s*def\b")(_source_lines(diff)),
+    "a literal of the request added to the code": lambda tr, f, diff, req: _request_literal_added(diff, req),
     # the request
     "request length": lambda tr, f, diff, req: len(req),
     "request code blocks": lambda tr, f, diff, req: req.count("```") // 2,

@@ -40,6 +40,9 @@ def test_every_signal_is_read_from_each_run_and_scored_on_both_parts(folder) -> 
         and not by["sympy__sympy-19346.traj.json"]["unresolved"]
     )
     assert all(r["signals"]["steps"] > r["signals"]["commands"] > 0 for r in rows)
+    caught = by["astropy__astropy-7606.traj.json"]["signals"]  # its script printed the request's TypeError
+    assert caught["never reproduced (failed or printed the request's error)"] == 0.0
+    assert caught["never shown fixed"] == 0.0
     scores = table(rows, frozenset({"astropy"}))
     assert set(scores) == set(SIGNALS)
     assert all(0.0 <= v <= 1.0 for parts in scores.values() for v in parts.values())

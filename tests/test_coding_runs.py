@@ -663,8 +663,14 @@ def test_a_script_that_caught_the_requests_error_and_printed_it_reproduced_the_f
         trace.steps[first.result].step_id,
         trace.steps[facts.shown_fixed.result].step_id,
     )
-    said = dict(evidence_lines(found))["reproduced"]
-    assert said == f"{found.evidence.reproduced} (printed the request's TypeError on the original code)"
+    said = dict(evidence_lines(found))
+    assert (
+        said["reproduced"]
+        == f"{found.evidence.reproduced} (printed the request's TypeError on the original code)"
+    )
+    assert said["shown fixed"] == (
+        f"{found.evidence.shown_fixed} (a check that printed the request's TypeError on the original code no longer does)"
+    )
     entry = next(e for e in found.entries if e.result_step == found.evidence.reproduced)
     assert result_text(entry) == "passed; printed the request's TypeError"
     assert coding_findings(trace) == []

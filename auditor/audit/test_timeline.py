@@ -53,6 +53,9 @@ class Evidence:
     # the request's errors that run printed, when it caught them and did not fail
     reproduced_printing: tuple[str, ...]
     shown_fixed: str | None  # a check that failed on the original code running clean on the change
+    # the request's errors that check printed on the original code and no longer prints, when it
+    # never failed there (it caught them)
+    shown_fixed_printing: tuple[str, ...]
     last_test: str | None  # the project's last test run on the change after its last edit
     last_test_passed: bool | None
     last_test_failed_before: bool  # every test it failed also failed on the original code
@@ -141,6 +144,7 @@ def _evidence(facts: TestRunFacts) -> Evidence:
         if reproduced is not None and reproduced.ok
         else (),
         shown_fixed=step(facts.shown_fixed),
+        shown_fixed_printing=_caught_then_gone(facts),
         last_test=step(last),
         last_test_passed=last.ok if last is not None else None,
         last_test_failed_before=last is not None and not last.ok and facts.failed_before(last),
@@ -261,15 +265,32 @@ def evidence_lines(found: Timeline) -> list[tuple[str, str]]:
         after = ", ".join(ev.edited_after_pass) or "nothing"
     return [
         ("reproduced", _reproduced_text(ev)),
-        (
-            "shown fixed",
-            f"{ev.shown_fixed} (a check that failed on the original code ran clean)"
-            if ev.shown_fixed
-            else "no check went from failing to passing",
-        ),
+        ("shown fixed", _shown_text(ev)),
         ("project tests after the last edit", last),
         ("edited after the last passing test run", after),
     ]
+
+
+def _caught_then_gone(facts: TestRunFacts) -> tuple[str, ...]:
+    """The request's errors the shown-fixed check printed on the original code and no longer
+    prints, when none of its runs there failed (it caught them); else none."""
+    shown = facts.shown_fixed
+    if shown is None or shown.key not in facts.checks:
+        return ()
+    before = facts.checks[shown.key][0]
+    if any(not r.ok for r in before):
+        return ()
+    printed = frozenset().union(*(facts.printed_reported(r) for r in before))
+    return tuple(sorted(printed - facts.printed_reported(shown)))
+
+
+def _shown_text(ev: Evidence) -> str:
+    if ev.shown_fixed is None:
+        return "no check went from failing to passing"
+    if ev.shown_fixed_printing:
+        printed = ", ".join(ev.shown_fixed_printing)
+        return f"{ev.shown_fixed} (a check that printed the request's {printed} on the original code no longer does)"
+    return f"{ev.shown_fixed} (a check that failed on the original code ran clean)"
 
 
 def _reproduced_text(ev: Evidence) -> str:

@@ -480,6 +480,8 @@ class CodingVerificationDetector:
         # quote the last check that ran the change (one importing none of it shows nothing of it)
         ran = next((r for r in reversed(after) if tests.exercises(r) is not False), after[-1])
         evidence += [facts.unit(ran.call, ran.summary), self._output_unit(facts, ran)]
+        named = sorted(tests.reported_errors)
+        caught = f" (or printed the request's {', '.join(named[:3])})" if named else ""
         return self._submitted(
             facts,
             last,
@@ -487,7 +489,7 @@ class CodingVerificationDetector:
             title=f"{step.actor} submitted a change that no test output in the run supports",
             mechanism=(
                 f"After the change at step {step.step_id} ('{last.quote[:80]}') no test runner ran the project's tests, "
-                f"and no check that failed on the original code passed on the changed code: the agent's own "
+                f"and no check that failed{caught} on the original code passed on the changed code: the agent's own "
                 f"checks (last: '{uncoloured(ran.summary)[:80]}' at step {facts.steps[ran.result].step_id}) show no "
                 "failure going away, yet the run submitted it as a fix."
             ),

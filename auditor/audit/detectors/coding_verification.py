@@ -394,14 +394,13 @@ class CodingVerificationDetector:
 
     # -- an existing test edited to fit -------------------------------------------------------------
     def _edited_tests(self, facts: RunFacts, tests: TestRunFacts, end: int) -> Iterable[FindingDraft]:
-        request = "\n".join(s.content for s in facts.steps if s.actor_kind is ActorKind.human)
         for changed in tests.changed.values():
             if (
                 changed.new
                 or not is_test_file(changed.path)
                 or not changed.removed_asserts
                 or not changed.added_asserts
-                or any(_reports(request, line) for line in changed.removed_asserts)
+                or any(_reports(tests.request, line) for line in changed.removed_asserts)
             ):
                 continue  # a test that pinned down the behaviour the request reports is the request's to rewrite
             edits = tests.test_edits(changed.path)

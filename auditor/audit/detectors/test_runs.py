@@ -1635,21 +1635,31 @@ class TestRunFacts:
         return self.on_original_code(run) and (not run.ok or bool(self.printed_reported(run)))
 
     @cached_property
+    def request(self) -> str:
+        """The principal's words: every message of a human in the run."""
+        return "\n".join(s.content for s in self.steps if s.actor_kind is ActorKind.human)
+
+    @cached_property
     def reported_errors(self) -> frozenset[str]:
         """The exceptions and warnings the principal's request names: what it reports going wrong
         (an error it asks for instead is not printed by the original code, so it never reproduces)."""
-        return frozenset(
-            name
-            for s in self.steps
-            if s.actor_kind is ActorKind.human
-            for name in _ERROR_NAME.findall(s.content)
-        )
+        return frozenset(_ERROR_NAME.findall(self.request))
 
     def printed_reported(self, run: TestRun) -> frozenset[str]:
         """The errors the request reports that a run printed."""
+        return self._printed_reported.get(run.result, frozenset())
+
+    @cached_property
+    def _printed_reported(self) -> dict[int, frozenset[str]]:
+        """Each run's result -> the reported errors it printed, each output read once (the fix
+        shown, the reproduction and the timeline all ask)."""
         if not self.reported_errors:
-            return frozenset()
-        return self.reported_errors & frozenset(_ERROR_NAME.findall(printed_text(self.steps[run.result])))
+            return {}
+        return {
+            r.result: self.reported_errors
+            & frozenset(_ERROR_NAME.findall(printed_text(self.steps[r.result])))
+            for r in self.runs
+        }
 
     @cached_property
     def closing_report(self) -> int | None:

@@ -17,6 +17,8 @@ from auditor.audit.detectors.test_runs import (
     TestRunFacts,
     command_of,
     failure_reports,
+    is_test_code,
+    is_test_file,
     parse_output,
     printed_text,
     runner_of,
@@ -461,6 +463,8 @@ def test_a_django_test_label_rerun_clears_the_failure_only_when_it_passes(name, 
     assert [f.failure_mode for f in found] == (["3.3"] if flagged else [])
     if flagged:
         assert any("FAILED (failures=7)" in u.quote for u in found[0].evidence)
+        # its turns name no failure in their own words (the rerun's label is in the command alone)
+        assert found[0].title == "agent submitted while its last test run failed"
 
 
 def test_a_django_label_that_passes_later_clears_only_the_tests_it_names(tmp_path):
@@ -526,6 +530,32 @@ def test_a_label_names_its_module_and_the_files_of_its_package():
         is None
     )
     assert run.covers("tests/utils_tests/test_text.py::test_a") and not run.covers("tests/other.py::test_a")
+
+
+@pytest.mark.parametrize(
+    ("path", "test", "testing_code"),
+    [
+        ("sympy/core/tests/test_basic.py", True, True),
+        ("tests/admin_views/models.py", True, True),  # Django's suite: support beside its tests
+        ("testing/test_skipping.py", True, True),  # pytest's suite, at the root
+        ("testing/example_scripts/conftest_usageerror/conftest.py", True, True),
+        ("src/test/java/org/example/ParserCheck.java", True, True),  # Maven's layout
+        ("packages/ui/test/helpers.js", True, True),  # a JavaScript package's tests
+        ("pkg/parse/parse_test.go", True, True),
+        ("web/src/app.spec.ts", True, True),
+        # a Python package's testing API: code users import, whose edit may be the fix
+        ("django/test/testcases.py", False, True),
+        ("sympy/testing/runtests.py", False, True),
+        ("lib/matplotlib/testing/compare.py", False, True),
+        ("/opt/env/lib/python3.9/site-packages/numpy/testing/_private/utils.py", False, True),
+        ("django/test/test_utils_helper.py", True, True),  # its name says test
+        ("sympy/core/basic.py", False, False),
+        ("src/_pytest/python.py", False, False),
+    ],
+)
+def test_a_test_module_is_told_from_a_testing_api_by_layout(path, test, testing_code):
+    assert is_test_file(path) is test
+    assert is_test_code(path) is testing_code
 
 
 def test_facts_of_a_run_that_edited_an_existing_test():
@@ -896,8 +926,8 @@ def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
     """The whole test file failed two tests after the change; the later ``-k`` reruns pick other
     tests and pass: the two failures stand. Both were raised in the parser, a file the change
     (the LaTeX printer) did not touch, through none it did, and the original code was never
-    tested: the failing tests are a lead that names where they were raised, not a realized
-    "explained away" (the agent called them unrelated, and their tracebacks agree)."""
+    tested: the failing tests are a lead that names where they were raised, not realized (the
+    agent called them unrelated, and their tracebacks agree)."""
     trace = trace_of(NARROWED)
     facts = TestRunFacts(trace)
     tests = [r for r in facts.runs if facts.project_test(r)]
@@ -915,7 +945,9 @@ def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
 
 def test_failures_raised_through_the_change_stay_the_changes(tmp_path):
     """The same run with the failures' tracebacks passing through the changed printer: now the
-    change is on their path, and dismissing them as unrelated is explaining them away."""
+    change is on their path. The agent's next turn named them (the error the run printed, in its
+    own words) and went on: the finding says so and quotes that line, whatever the turn called
+    them."""
     raw = json.loads(NARROWED.read_text())
     for message in raw["messages"]:
         if "test_issue_8470" in str(message.get("content")) and "Traceback" in str(message.get("content")):
@@ -928,7 +960,9 @@ def test_failures_raised_through_the_change_stay_the_changes(tmp_path):
     failing = next(r for r in facts.project_runs if not r.ok)
     assert facts.raised_elsewhere(failing) == ()
     (finding,) = [f for f in coding_findings(trace) if "failing tests" in f.title]
-    assert "explained failing tests away" in finding.title and finding.disposition.value == "realized"
+    assert "named failing tests, then submitted" in finding.title and finding.disposition.value == "realized"
+    reply = next(u for u in finding.evidence if u.step_id == "s48")
+    assert "`ValueError: Name node can't be used with 'False' constant` seem unrelated" in reply.quote
 
 
 @pytest.mark.parametrize(

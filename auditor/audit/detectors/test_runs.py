@@ -300,7 +300,8 @@ _ACI = frozenset(
 )
 # the shell's own exit codes for a program it could not start: not found (127), not executable (126)
 _NOT_RUN = frozenset({126, 127})
-_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__"})
+_TEST_DIRS = frozenset({"tests", "__tests__"})
+_TESTING_DIRS = frozenset({"test", "testing"})  # tests at the root or under src/; deeper in Python, an API
 _PATH = re.compile(r"[\w./-]+\.\w+")  # a file's path as an edit names it (a sed script's stray word is none)
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
 # what Claude Code's editors write (OpenCode's, in camel case)
@@ -310,14 +311,31 @@ _INTERPRETERS = frozenset({"perl", "ruby", "node"}) | _SHELLS  # programs a here
 
 
 def is_test_file(path: str) -> bool:
-    """Whether a path is a test module (its directory or its name says so: ``test_x.py``,
-    ``x_test.go``, ``x.test.js``, ``x.spec.ts``)."""
+    """Whether a path is a test module of the project: its name says so (``test_x.py``,
+    ``x_test.go``, ``x.test.js``, ``x.spec.ts``), or its directory does: ``tests/`` anywhere,
+    ``test/`` or ``testing/`` at the root or under ``src/`` (pytest's ``testing/``, Maven's
+    ``src/test/``), and anywhere for a language other than Python. A Python package named
+    ``test`` or ``testing`` inside the library (``django/test``, ``sympy/testing``,
+    ``lib/matplotlib/testing``) is its testing API, which its users import: code like any other,
+    whose edit may be the fix."""
     p = PurePosixPath(path)
+    dirs = p.parts[:-1]
     return (
-        bool(_TEST_DIRS & set(p.parts[:-1]))
+        bool(_TEST_DIRS & set(dirs))
+        or any(
+            d in _TESTING_DIRS and (i == 0 or dirs[i - 1] == "src" or p.suffix != ".py")
+            for i, d in enumerate(dirs)
+        )
         or p.name.startswith("test_")
         or p.stem.endswith(("_test", ".test", ".spec"))
     )
+
+
+def is_test_code(path: str) -> bool:
+    """Whether a path is code that tests: a test module, or a module of a testing package
+    anywhere (``django/test``, ``numpy/testing``): a failure raised in an assertion helper is the
+    test's own."""
+    return is_test_file(path) or bool(_TESTING_DIRS & set(PurePosixPath(path).parts[:-1]))
 
 
 _DOCUMENT_SUFFIXES = frozenset({".rst", ".txt", ".md", ".adoc"})
@@ -1577,7 +1595,7 @@ class TestRunFacts:
         if all(
             frames
             and raised not in (None, "AssertionError")
-            and not is_test_file(frames[-1])
+            and not is_test_code(frames[-1])
             and not any(self._in_change(f) for f in frames)
             for frames, raised in failures
         ):

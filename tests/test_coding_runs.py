@@ -558,6 +558,27 @@ def test_a_test_module_is_told_from_a_testing_api_by_layout(path, test, testing_
     assert is_test_code(path) is testing_code
 
 
+@pytest.mark.parametrize(
+    ("name", "fixed"),
+    [
+        ("framework_fix_utils", "django/test/utils.py"),
+        ("framework_fix_assertion", "django/test/testcases.py"),  # the fix rewrites a self.assert… line
+    ],
+)
+def test_a_fix_in_the_librarys_testing_api_is_the_fix_not_a_test_edit(name, fixed):
+    """Real runs (mini-swe-agent 2.4.6 in a Django checkout) that fix a bug in ``django/test/``:
+    the edit is the fix, shown by a reproduction that failed on the original code and passed, with
+    Django's own tests passing after it. Read as a test edit, the run had no fix at all and the
+    assertion's repair was filed as a test edited to fit."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    facts = TestRunFacts(trace)
+    assert facts.source_files == (fixed,) and facts.source_edits
+    assert facts.shown_fixed is not None and not facts.changed[fixed].new
+    assert coding_findings(trace) == []
+    evidence = dict(evidence_lines(timeline(trace)))
+    assert evidence["project tests after the last edit"].endswith("passed")
+
+
 def test_facts_of_a_run_that_edited_an_existing_test():
     facts = TestRunFacts(trace_of(EDITED))
     test_file = "sympy/functions/special/tests/test_zeta_functions.py"

@@ -5,7 +5,7 @@ verdict (unresolved = positive; ties count one half).
     python benchmarks/coding_signals.py ../shared/data/swebench [--held-out matplotlib,pytest-dev] [--json]
 
 Issue 29 asks ``risk_score`` to rank unresolved runs above resolved ones on both parts. The
-signals here were tried for it and none separates on both (stops 49 to 52); the script keeps
+signals here were tried for it and none separates on both (stops 49 to 53); the script keeps
 that measurement repeatable instead of in session notes, and is where the next candidate goes.
 A signal that holds on the development part only is not a mechanism.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import json
 import re
 import sys
@@ -35,6 +36,8 @@ _FRAME = re.compile(r'File "([^"]+\.py)", line \d+')
 _SPACE = re.compile(r"\s+")
 _STRING = re.compile(r"""(['"])([^'"\n]{3,})\1""")
 _NUMBER = re.compile(r"(?<![\w.])(\d+\.\d+|\d{2,})(?![\w.])")
+_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
+_ALIKE = 0.8  # difflib ratio of a wanted line to the reported one it stands beside
 SEPARATES = 0.6  # a signal worth combining into risk_score separates above this on both parts
 
 
@@ -155,6 +158,30 @@ def _narrowed_after(f: TestRunFacts) -> float:
     return float(bool(after) and all(r.selection for r in after))
 
 
+def _expected_never_printed(f: TestRunFacts, req: str) -> float:
+    """A line of the request's code blocks that the original code never printed but that resembles
+    one it did (the wanted output beside the reported one), printed by no run after the last edit."""
+    if not f.source_edits:
+        return 0.5
+    first, last = f.source_edits[0].pos, f.source_edits[-1].pos
+    before = {
+        _SPACE.sub("", ln)
+        for r in f.runs
+        if r.call < first or f.on_original_code(r)
+        for ln in _output_lines(f, r)
+    }
+    after = "\n".join(_SPACE.sub("", ln) for r in f.runs if r.call > last for ln in _output_lines(f, r))
+    quoted = {_SPACE.sub("", ln) for block in _BLOCK.findall(req) for ln in block.splitlines()}
+    wanted = [
+        q
+        for q in quoted
+        if len(q) >= 6
+        and q not in before
+        and any(difflib.SequenceMatcher(None, q, b).ratio() >= _ALIKE for b in before)
+    ]
+    return float(bool(wanted) and not any(q in after for q in wanted))
+
+
 Signal = Callable[[Trace, TestRunFacts, str, str], float]
 
 SIGNALS: dict[str, Signal] = {
@@ -206,6 +233,9 @@ SIGNALS: dict[str, Signal] = {
     "functions added": lambda tr, f, diff, req: _count(r"\s*def\b")(_source_lines(diff)),
     "a literal of the request added to the code": lambda tr, f, diff, req: _request_literal_added(diff, req),
     # the request
+    "a line the request wants printed by no run after the fix": lambda tr, f, diff, req: (
+        _expected_never_printed(f, req)
+    ),
     "request length": lambda tr, f, diff, req: len(req),
     "request code blocks": lambda tr, f, diff, req: req.count("```") // 2,
     "request traceback": lambda tr, f, diff, req: float("Traceback" in req),

@@ -93,6 +93,7 @@ from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind
 
 _NAME_PART = re.compile(r"::|:")
 _PARAMETERS = re.compile(r"\[.*\]$")
+_TOKEN = re.compile(r"[\w./-]+")  # a name as a turn writes it: a test, a file, an exception
 
 
 # How strongly each shape says the submitted fix is wrong (the finding's confidence, which grades
@@ -624,7 +625,7 @@ def _failure_names(tests: TestRunFacts, run: TestRun) -> frozenset[str]:
     names = set()
     for test in run.failed_ids:
         parts = _NAME_PART.split(_PARAMETERS.sub("", test))
-        names |= {parts[0], parts[-1], parts[-1].rsplit(".", 1)[-1]}
+        names |= {parts[0], parts[0].rsplit("/", 1)[-1], parts[-1], parts[-1].rsplit(".", 1)[-1]}
     names |= {raised for _, raised in failure_reports(printed_text(tests.steps[run.result])) if raised}
     return frozenset(n for n in names if len(n) >= _NAMED)
 
@@ -633,7 +634,7 @@ def _naming_line(thought: str, names: frozenset[str]) -> str | None:
     """The first line of a turn's thought that names one of a run's failures: the agent read them
     (a value of the run's output reappears in its own words), whatever it then said of them."""
     for line in thought.splitlines():
-        if any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", line) for n in names):
+        if any(token.rstrip(".") in names for token in _TOKEN.findall(line)):
             return line.strip()[:200]
     return None
 

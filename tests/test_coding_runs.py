@@ -549,6 +549,8 @@ def test_a_label_names_its_module_and_the_files_of_its_package():
         ("lib/matplotlib/testing/compare.py", False, True),
         ("/opt/env/lib/python3.9/site-packages/numpy/testing/_private/utils.py", False, True),
         ("django/test/test_utils_helper.py", True, True),  # its name says test
+        ("polls/tests.py", True, True),  # a Django app's tests, as startapp makes them
+        ("conftest.py", True, True),
         ("sympy/core/basic.py", False, False),
         ("src/_pytest/python.py", False, False),
     ],

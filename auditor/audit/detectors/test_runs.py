@@ -301,6 +301,7 @@ _ACI = frozenset(
 # the shell's own exit codes for a program it could not start: not found (127), not executable (126)
 _NOT_RUN = frozenset({126, 127})
 _TEST_DIRS = frozenset({"tests", "__tests__"})
+_TEST_NAMES = frozenset({"tests.py", "conftest.py"})  # a Django app's tests; pytest's fixtures for them
 _TESTING_DIRS = frozenset({"test", "testing"})  # tests at the root or under src/; deeper in Python, an API
 _PATH = re.compile(r"[\w./-]+\.\w+")  # a file's path as an edit names it (a sed script's stray word is none)
 _EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "write", "edit", "append"})
@@ -312,7 +313,7 @@ _INTERPRETERS = frozenset({"perl", "ruby", "node"}) | _SHELLS  # programs a here
 
 def is_test_file(path: str) -> bool:
     """Whether a path is a test module of the project: its name says so (``test_x.py``,
-    ``x_test.go``, ``x.test.js``, ``x.spec.ts``), or its directory does: ``tests/`` anywhere,
+    ``tests.py``, ``conftest.py``, ``x_test.go``, ``x.test.js``, ``x.spec.ts``), or its directory does: ``tests/`` anywhere,
     ``test/`` or ``testing/`` at the root or under ``src/`` (pytest's ``testing/``, Maven's
     ``src/test/``), and anywhere for a language other than Python. A Python package named
     ``test`` or ``testing`` inside the library (``django/test``, ``sympy/testing``,
@@ -327,6 +328,7 @@ def is_test_file(path: str) -> bool:
             for i, d in enumerate(dirs)
         )
         or p.name.startswith("test_")
+        or p.name in _TEST_NAMES
         or p.stem.endswith(("_test", ".test", ".spec"))
     )
 

@@ -151,19 +151,42 @@ def test_the_timeline_reads_editor_calls_and_a_commit_message_writes_nothing():
     assert facts.closing_report == len(trace.steps) - 1
 
 
-def test_a_session_whose_last_test_run_failed_is_a_finding_that_validates(tmp_path):
-    """The same session with its test run failing: the closing report claims a done task."""
-    records = _records(SESSION)
+def _failing_session(records: list[dict]) -> list[dict]:
+    """The session with its test run failing (its first test)."""
     for r, block in _results(records, "2 passed"):
         failing = block["content"].replace("PASSED", "FAILED", 1).replace("2 passed", "1 failed, 1 passed")
         block["content"], block["is_error"] = "Exit code 1\n" + failing, True
         r["toolUseResult"] = "Error: " + block["content"]
-    trace = _trace(_write(tmp_path / "failing.jsonl", records))
+    return records
+
+
+def test_a_session_whose_last_test_run_failed_is_a_finding_that_validates(tmp_path):
+    """The same session with its test run failing: the closing report claims a done task. The next
+    command (``git add … tests/test_math_utils.py``) names the failing test's file, but a tool
+    call's arguments are not the agent's words: the plain title."""
+    trace = _trace(_write(tmp_path / "failing.jsonl", _failing_session(_records(SESSION))))
     report = run_rules_audit(trace)
     coding = [f for f in report.findings if f.detector == "coding_verification"]
     assert [f.title for f in coding] == ["agent submitted while its last test run failed"]
     quotes = " ".join(u.quote for u in coding[0].evidence)
     assert "1 failed, 1 passed" in quotes and "The task is complete" in quotes
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+
+
+def test_failing_tests_the_next_message_names_are_quoted_as_read(tmp_path):
+    """The failing session whose message after the run names the failing test's file: the agent
+    read the failure and went on to commit; the finding says so and quotes that message."""
+    records = _failing_session(_records(SESSION))
+    said = "`tests/test_math_utils.py` failed, which is unrelated. Now I'll stage and commit the changes."
+    for r in records:
+        for block in r.get("message", {}).get("content") or []:
+            if isinstance(block, dict) and block.get("text", "").startswith("Tests pass. Now I'll stage"):
+                block["text"] = said
+    trace = _trace(_write(tmp_path / "named.jsonl", records))
+    report = run_rules_audit(trace)
+    (finding,) = [f for f in report.findings if f.detector == "coding_verification"]
+    assert finding.title.startswith("agent named failing tests, then submitted")
+    assert said in [u.quote for u in finding.evidence]
     assert validate_report(report.model_dump(mode="json"), trace).ok
 
 

@@ -71,6 +71,7 @@ A fix-and-rerun loop (a test fails, the code is edited, the rerun passes) is non
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -89,7 +90,7 @@ from auditor.audit.detectors.test_runs import (
     printed_text,
     uncoloured,
 )
-from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind
+from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
 _NAME_PART = re.compile(r"::|:")
 _PARAMETERS = re.compile(r"\[.*\]$")
@@ -298,10 +299,7 @@ class CodingVerificationDetector:
         edit = _edit_before(fix, first.call)
         step = facts.steps[edit.pos]
         reply = next((p for p in tests.calls if p > run.result), None)
-        named = None
-        if reply is not None and reply < end:
-            line = _naming_line(facts.steps[reply].content.split("```")[0], _failure_names(tests, run))
-            named = (reply, line) if line else None
+        named = _naming(tests, run, reply) if reply is not None and reply < end else None
         # a later run of other tests may have passed: then the failing run was not the last
         last = max(r.call for r in after if not tests.on_original_code(r))
         title = (
@@ -630,13 +628,37 @@ def _failure_names(tests: TestRunFacts, run: TestRun) -> frozenset[str]:
     return frozenset(n for n in names if len(n) >= _NAMED)
 
 
-def _naming_line(thought: str, names: frozenset[str]) -> str | None:
-    """The first line of a turn's thought that names one of a run's failures: the agent read them
-    (a value of the run's output reappears in its own words), whatever it then said of them."""
-    for line in thought.splitlines():
-        if any(token.rstrip(".") in names for token in _TOKEN.findall(line)):
-            return line.strip()[:200]
+def _naming(tests: TestRunFacts, run: TestRun, reply: int) -> tuple[int, str] | None:
+    """(position, line) of the first line the agent wrote after a run, up to its next command,
+    that names one of the run's failures: it read them (a value of the run's output reappears in
+    its own words), whatever it then said of them. Its words are its messages and the text of the
+    next call before the command (a thought above a fenced block); the command, or a tool call's
+    arguments (a JSON object), are not."""
+    names = _failure_names(tests, run)
+    said = [
+        (p, tests.steps[p].content)
+        for p in range(run.result + 1, reply)
+        if tests.steps[p].kind is StepKind.message and tests.steps[p].actor_kind is ActorKind.agent
+    ]
+    said.append((reply, _before_command(tests.steps[reply], tests.calls[reply][0])))
+    for pos, text in said:
+        for line in text.splitlines():
+            if any(token.rstrip(".") in names for token in _TOKEN.findall(line)):
+                return pos, line.strip()[:200]
     return None
+
+
+def _before_command(step: TraceStep, command: str) -> str:
+    """A call's text before the command it runs; none when the text is the call's arguments."""
+    content = step.content
+    if step.tool is not None and content.lstrip().startswith("{"):
+        try:
+            if json.loads(content) == step.tool.arguments:
+                return ""
+        except ValueError:
+            pass
+    at = content.find(command) if command else -1
+    return content[:at] if at >= 0 else content
 
 
 def _reports(request: str, assertion: str) -> bool:

@@ -95,6 +95,7 @@ from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind
 _NAME_PART = re.compile(r"::|:")
 _PARAMETERS = re.compile(r"\[.*\]$")
 _TOKEN = re.compile(r"[\w./-]+")  # a name as a turn writes it: a test, a file, an exception
+_NAMED = 6  # a shorter name (``E``, ``test``) is no sign that a turn read the failures
 
 
 # How strongly each shape says the submitted fix is wrong (the finding's confidence, which grades
@@ -110,8 +111,6 @@ FAILING = 0.7
 ELSEWHERE = 0.5
 EDITED = 0.5
 
-
-_NAMED = 6  # a shorter name (``E``, ``test``) is no sign that a turn read the failures
 
 _FAILING_RULE = (
     "a change is submitted when the tests it affects pass, or their failures are shown not to be its own"

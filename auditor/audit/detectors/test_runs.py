@@ -313,10 +313,10 @@ _INTERPRETERS = frozenset({"perl", "ruby", "node"}) | _SHELLS  # programs a here
 
 def is_test_file(path: str) -> bool:
     """Whether a path is a test module of the project: its name says so (``test_x.py``,
-    ``tests.py``, ``conftest.py``, ``x_test.go``, ``x.test.js``, ``x.spec.ts``), or its directory does: ``tests/`` anywhere,
-    ``test/`` or ``testing/`` at the root or under ``src/`` (pytest's ``testing/``, Maven's
-    ``src/test/``), and anywhere for a language other than Python. A Python package named
-    ``test`` or ``testing`` inside the library (``django/test``, ``sympy/testing``,
+    ``tests.py``, ``conftest.py``, ``x_test.go``, ``x.test.js``, ``x.spec.ts``), or its directory
+    does: ``tests/`` anywhere, ``test/`` or ``testing/`` at the root or under ``src/`` (pytest's
+    ``testing/``, Maven's ``src/test/``), and anywhere for a language other than Python. A Python
+    package named ``test`` or ``testing`` inside the library (``django/test``, ``sympy/testing``,
     ``lib/matplotlib/testing``) is its testing API, which its users import: code like any other,
     whose edit may be the fix."""
     p = PurePosixPath(path)

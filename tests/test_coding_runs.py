@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.audit.detectors.coding_verification import _before_command
 from auditor.audit.detectors.test_runs import (
     TestRun,
     TestRunFacts,
@@ -579,6 +580,42 @@ def test_a_fix_in_the_librarys_testing_api_is_the_fix_not_a_test_edit(name, fixe
     assert coding_findings(trace) == []
     evidence = dict(evidence_lines(timeline(trace)))
     assert evidence["project tests after the last edit"].endswith("passed")
+
+
+@pytest.mark.parametrize(
+    ("path", "tool", "words"),
+    [
+        (EDITED, "bash", "THOUGHT: "),  # mini-SWE-agent: the thought above the fenced command
+        (SWE_AGENT, "edit", "The syntax error in the `missing_colon.py` file"),  # the thought beside the call
+        (
+            REAL / "claude-code" / "pytest_edit_commit_session.jsonl",
+            "Bash",
+            None,
+        ),  # a JSON object of arguments
+        (
+            REAL / "codex-exec" / "fieldguide_nvim_edit_append_mcp_blocked_write.jsonl",
+            "file_change",
+            None,
+        ),  # a path
+        (
+            REAL / "codex-exec" / "agentcmd_codex046_ls_command.jsonl",
+            "shell",
+            "bash -lc ",
+        ),  # the wrapper alone
+    ],
+)
+def test_a_calls_own_words_are_its_text_not_its_command_or_arguments(path, tool, words):
+    """What an agent wrote in a call, as each harness records it: where failing tests may be named
+    in its own words; a command or an argument (a test file it runs or opens) is not."""
+    trace = trace_of(path)
+    facts = TestRunFacts(trace)
+    pos = next(
+        p
+        for p, s in enumerate(trace.steps)
+        if s.tool and s.tool.name == tool and s.kind is StepKind.tool_call
+    )
+    said = _before_command(trace.steps[pos], facts.calls[pos][0] if pos in facts.calls else "")
+    assert said.startswith(words) if words else said == ""
 
 
 def test_facts_of_a_run_that_edited_an_existing_test():

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from auditor.audit.detectors.assertions import expectation, reported
 from auditor.audit.detectors.base import AuditContext, FindingDraft
@@ -648,16 +648,38 @@ def _naming(tests: TestRunFacts, run: TestRun, reply: int) -> tuple[int, str] | 
 
 
 def _before_command(step: TraceStep, command: str) -> str:
-    """A call's text before the command it runs; none when the text is the call's arguments."""
+    """A call's own words: its text before the command it runs (mini-SWE-agent's thought above a
+    fenced block), or the whole of it when it holds neither the command nor an argument (SWE-agent's
+    and OpenHands' thought beside the call); none when the text is the call's arguments (a JSON
+    object, or an argument's value: a path, a command line)."""
     content = step.content
-    if step.tool is not None and content.lstrip().startswith("{"):
+    if content.lstrip().startswith("{"):
         try:
-            if json.loads(content) == step.tool.arguments:
+            if isinstance(json.loads(content), dict):
                 return ""
         except ValueError:
             pass
     at = content.find(command) if command else -1
-    return content[:at] if at >= 0 else content
+    if at >= 0:
+        return content[:at]
+    said = content.strip()
+    return (
+        ""
+        if any(said in value for value in _strings(step.tool.arguments if step.tool else None))
+        else content
+    )
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string in a call's arguments, however nested."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _reports(request: str, assertion: str) -> bool:

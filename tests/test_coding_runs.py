@@ -618,6 +618,15 @@ def test_a_calls_own_words_are_its_text_not_its_command_or_arguments(path, tool,
     assert said.startswith(words) if words else said == ""
 
 
+def test_a_call_whose_text_nests_past_the_decoder_reads_as_text():
+    """Hostile call text: JSON nested deeper than Python's decoder goes is read as text (the
+    command found in it, or none), never a traceback."""
+    step = trace_of(EDITED).steps[3]
+    deep = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    assert _before_command(step.model_copy(update={"content": deep}), "ls") == deep
+    assert _before_command(step.model_copy(update={"content": deep + " ls"}), "ls") == deep + " "
+
+
 def test_facts_of_a_run_that_edited_an_existing_test():
     facts = TestRunFacts(trace_of(EDITED))
     test_file = "sympy/functions/special/tests/test_zeta_functions.py"

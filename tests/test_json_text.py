@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.core.json_text import MAX_DEPTH, json_value
+from auditor.core.json_text import MAX_DEPTH, json_value, strings
 
 
 def nested(levels: int) -> str:
@@ -36,3 +36,12 @@ def test_a_python_literal_is_read_quietly() -> None:
         assert python_literal("{'amount': 1a}", NO_LITERAL) is NO_LITERAL
         assert python_literal("'\\d+'") == "\\d+"
         assert python_literal("__import__('os')", NO_LITERAL) is NO_LITERAL
+
+
+def test_strings_walks_every_string_of_a_value_in_order_at_any_depth():
+    value = {"a": "x", "b": [1, "y", {"c": ("z",)}], "d": None}
+    assert list(strings(value)) == ["x", "y", "z"]
+    deep: object = "bottom"
+    for _ in range(50_000):  # deeper than any recursion could follow
+        deep = [deep]
+    assert list(strings(deep)) == ["bottom"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 MAX_DEPTH = 200
@@ -38,6 +39,20 @@ def python_literal(text: str, default: Any = None) -> Any:
             return ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return default
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value (a call's arguments, a header's metadata), however nested, in
+    order. Iterative: no depth a value can hold makes it recurse."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
 
 
 def _within(value: Any) -> bool:

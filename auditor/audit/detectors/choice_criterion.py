@@ -42,14 +42,14 @@ names listed ones and leaves an uncompared one out), else at the answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, failure_draft, one_turn_task, realized, visible
 from auditor.audit.detectors.tool_effects import side_effecting
-from auditor.core.json_text import json_value, python_literal
+from auditor.core.json_text import json_value, python_literal, strings
 from schemas import EvidenceUnit, RiskClass, StepKind, TraceStep
 
 # the superlatives and extremes that select by a quantity, and which end they select
@@ -624,22 +624,10 @@ def _narrowing(steps: Sequence[TraceStep], listing: int, items: list[str], unrea
         step = steps[pos]
         if step.kind is not StepKind.tool_call or step.tool is None:
             continue
-        named = set(_strings(step.tool.arguments))
+        named = {normal(text) for text in strings(step.tool.arguments)}  # the names it passes
         if len(named & listed) >= 2 and not left <= named:
             return pos
     return None
-
-
-def _strings(value: object) -> Iterator[str]:
-    """Every text in a call's arguments, normalised: the names it passes."""
-    if isinstance(value, str):
-        yield normal(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _strings(v)
 
 
 def _beats(choice: Choice, top: float, entity: str) -> bool:

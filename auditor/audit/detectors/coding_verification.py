@@ -71,9 +71,8 @@ A fix-and-rerun loop (a test fails, the code is edited, the rerun passes) is non
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from auditor.audit.detectors.assertions import expectation, reported
 from auditor.audit.detectors.base import AuditContext, FindingDraft
@@ -90,9 +89,10 @@ from auditor.audit.detectors.test_runs import (
     printed_text,
     uncoloured,
 )
+from auditor.core.json_text import json_value, strings
 from schemas import ActorKind, EvidenceUnit, PropagationHop, RiskClass, StepKind, TraceStep
 
-_NAME_PART = re.compile(r"::|:")
+_NAME_PART = re.compile(r"::?")
 _PARAMETERS = re.compile(r"\[.*\]$")
 _TOKEN = re.compile(r"[\w./-]+")  # a name as a turn writes it: a test, a file, an exception
 _NAMED = 6  # a shorter name (``E``, ``test``) is no sign that a turn read the failures
@@ -653,33 +653,15 @@ def _before_command(step: TraceStep, command: str) -> str:
     and OpenHands' thought beside the call); none when the text is the call's arguments (a JSON
     object, or an argument's value: a path, a command line)."""
     content = step.content
-    if content.lstrip().startswith("{"):
-        try:
-            if isinstance(json.loads(content), dict):
-                return ""
-        except ValueError:
-            pass
+    if content.lstrip().startswith("{") and isinstance(json_value(content), dict):
+        return ""
     at = content.find(command) if command else -1
     if at >= 0:
         return content[:at]
     said = content.strip()
     return (
-        ""
-        if any(said in value for value in _strings(step.tool.arguments if step.tool else None))
-        else content
+        "" if any(said in value for value in strings(step.tool.arguments if step.tool else None)) else content
     )
-
-
-def _strings(value: object) -> Iterator[str]:
-    """Every string in a call's arguments, however nested."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 def _reports(request: str, assertion: str) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from auditor.audit.detectors.base import AuditContext
-from auditor.core.json_text import json_value
+from auditor.core.json_text import json_value, strings
 from graph.values import extract_mentions
 from schemas import ActorKind, StepKind, TraceStep
 
@@ -132,7 +132,7 @@ def stated_limits(ctx: AuditContext) -> list[Limit]:
     texts: list[tuple[str | None, str]] = [
         (s.step_id, s.content) for s in ctx.trace.steps if s.content and _authoritative(s)
     ]
-    texts += [(None, t) for t in _strings(ctx.trace.header.metadata)]
+    texts += [(None, t) for t in strings(ctx.trace.header.metadata)]
     individual = [
         v[0]
         for _, text in texts
@@ -171,16 +171,6 @@ def stated_limits(ctx: AuditContext) -> list[Limit]:
                 )
             )
     return out
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def actions_for(ctx: AuditContext, limit: Limit) -> list[Action]:

@@ -14,9 +14,12 @@ import pytest
 
 from auditor.audit.detectors.coding_verification import _before_command
 from auditor.audit.detectors.test_runs import (
+    _MESSAGE_KIND,
     TestRun,
     TestRunFacts,
+    _program,
     command_of,
+    diagnostics,
     failure_reports,
     is_test_code,
     is_test_file,
@@ -580,6 +583,78 @@ def test_a_fix_in_the_librarys_testing_api_is_the_fix_not_a_test_edit(name, fixe
     assert coding_findings(trace) == []
     evidence = dict(evidence_lines(timeline(trace)))
     assert evidence["project tests after the last edit"].endswith("passed")
+
+
+def _task_failures(trace: Trace) -> list[str]:
+    report = run_rules_audit(trace)
+    assert validate_report(report.model_dump(mode="json"), trace).ok
+    return [f.title for f in report.findings if f.risk_class.value == "task_failure"]
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        # the message the request quotes is gone; the reproduction's own conventions stay (exit 24)
+        ("linter_rerun_fixed", "a linter no longer prints the message the request names: 'R0124: Redundant"),
+        # pylint crashed on the original code (a traceback); on the change it prints messages alone
+        (
+            "linter_crash_fixed",
+            "a check that failed on the original code now prints a linter's messages alone",
+        ),
+    ],
+)
+def test_a_linters_verdict_shows_the_fix_though_it_still_exits_non_zero(name, shown):
+    """Real runs (mini-swe-agent 2.4.6 in a pylint 3.3.1 checkout with a planted bug) whose
+    reproduction is pylint itself: it exits non-zero on both codes, for the reproduction file's own
+    missing docstrings. Read by exit code, the fix was "supported by no output" and the run "ended
+    with a step unfinished"."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    facts = TestRunFacts(trace)
+    assert facts.shown_fixed is not None and facts.shown_fixed.exit == 24 and not facts.shown_fixed.clean
+    assert _task_failures(trace) == []
+    evidence = dict(evidence_lines(timeline(trace)))
+    assert shown in evidence["shown fixed"]
+
+
+def test_a_linters_verdict_that_still_prints_the_message_shows_no_fix():
+    """The same report fixed in the wrong branch, reproduced with ``python -m pylint``: a module run
+    as a program is a run (read as nothing ran, the change "never ran" and was "never reproduced").
+    The message the request quotes is printed again after the change."""
+    trace = trace_of(V2 / "linter_rerun_unfixed.traj.json")
+    facts = TestRunFacts(trace)
+    assert [r.summary for r in facts.runs] == ["python -m pylint repro.py"] * 2
+    assert facts.reproduces(facts.runs[0]) and facts.shown_fixed is None
+    titles = [f.title for f in coding_findings(trace)]
+    assert titles == ["agent submitted a change that no test output in the run supports"]
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("python -m pylint repro.py", True),
+        ("python3 -W ignore -m sphinx.cmd.build -b html doc out", True),
+        ("python -m py_compile setup.py", True),
+        ("python -m pip install -e .", False),  # a package manager: sets up, runs none of the project
+        ("python -m venv .venv", False),
+        ("python repro.py -m x", False),  # a script's own argument
+    ],
+)
+def test_a_module_python_runs_is_a_program(command, program):
+    assert _program(command.split()) is program
+
+
+@pytest.mark.parametrize(
+    ("name", "messages", "kinds"),
+    [
+        ("flake8_messages", 3, {"F401", "F841"}),
+        ("mypy_errors", 2, {"arg-type", "return-value"}),
+        ("ruff_full", 3, {"F401", "F841"}),  # a code and text over an arrow to the place
+    ],
+)
+def test_a_linters_messages_are_read_without_their_place(name, messages, kinds):
+    found = diagnostics((RUNS / f"{name}.txt").read_text())
+    assert len(found) == messages and not any(m[:1].isdigit() or "sample.py" in m for m in found)
+    assert {k for m in found for match in _MESSAGE_KIND.finditer(m) for k in match.groups() if k} == kinds
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,15 @@ from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
 from auditor.audit.detectors.injected_instruction import _VALUE_TOKEN
 from auditor.audit.detectors.limits import _SENTENCE
-from auditor.audit.detectors.test_runs import _IMPORT, _NUMBERED, _PY_WRITE, _TOX, parse_output
+from auditor.audit.detectors.test_runs import (
+    _DIAGNOSTIC,
+    _IMPORT,
+    _MESSAGE_KIND,
+    _NUMBERED,
+    _PY_WRITE,
+    _TOX,
+    parse_output,
+)
 from auditor.audit.detectors.tool_effects import normal, normal_text
 from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
 from ingest.claude_code import _EXITED, _NOTICE_FIELD
@@ -44,6 +52,8 @@ PATTERNS = {  # each with a text it must still read, put before the blanks (a ma
     "a task notification's field": (_NOTICE_FIELD, "<status>failed</status>\n"),
     "a listing's label": (_LISTING_LABEL, "Hotel Names: "),
     "a listing's separator": (_ITEM_SEPARATOR, "Good Night | Cozy Stay\n"),
+    "a linter's message": (_DIAGNOSTIC, "\nx.py:3:1: F401 'os' imported but unused\n"),
+    "a message's kind": (_MESSAGE_KIND, "R0124: Redundant comparison (comparison-with-itself)"),
 }
 
 

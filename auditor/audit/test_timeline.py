@@ -52,10 +52,15 @@ class Evidence:
     reproduced: str | None  # the first run on the original code that failed (or printed the request's error)
     # the request's errors that run printed, when it caught them and did not fail
     reproduced_printing: tuple[str, ...]
-    shown_fixed: str | None  # a check that failed on the original code running clean on the change
+    shown_fixed: str | None  # a check that failed on the original code no longer failing so on the change
     # the request's errors that check printed on the original code and no longer prints, when it
     # never failed there (it caught them)
     shown_fixed_printing: tuple[str, ...]
+    # that check ran clean; else it is a linter that still exits non-zero for other messages (the
+    # reproduction's own conventions), and the messages the request names that it printed on the
+    # original code and no longer prints follow (none when it crashed there)
+    shown_fixed_clean: bool | None
+    shown_fixed_messages: tuple[str, ...]
     last_test: str | None  # the project's last test run on the change after its last edit
     last_test_passed: bool | None
     last_test_failed_before: bool  # every test it failed also failed on the original code
@@ -145,6 +150,8 @@ def _evidence(facts: TestRunFacts) -> Evidence:
         else (),
         shown_fixed=step(facts.shown_fixed),
         shown_fixed_printing=_caught_then_gone(facts),
+        shown_fixed_clean=facts.shown_fixed.clean if facts.shown_fixed is not None else None,
+        shown_fixed_messages=_messages_then_gone(facts),
         last_test=step(last),
         last_test_passed=last.ok if last is not None else None,
         last_test_failed_before=last is not None and not last.ok and facts.failed_before(last),
@@ -284,9 +291,25 @@ def _caught_then_gone(facts: TestRunFacts) -> tuple[str, ...]:
     return tuple(sorted(printed - facts.printed_reported(shown)))
 
 
+def _messages_then_gone(facts: TestRunFacts) -> tuple[str, ...]:
+    """The request's messages the shown-fixed check, a linter's run that still exits non-zero,
+    printed on the original code and no longer prints; else none."""
+    shown = facts.shown_fixed
+    verdict = facts.verdict(shown) if shown is not None and shown.key in facts.checks else None
+    if verdict is None:
+        return ()
+    before = [v for r in facts.checks[shown.key][0] if (v := facts.verdict(r)) is not None]
+    return tuple(sorted(frozenset().union(*(facts.messages_gone(v, verdict) for v in before))))
+
+
 def _shown_text(ev: Evidence) -> str:
     if ev.shown_fixed is None:
         return "no check went from failing to passing"
+    if ev.shown_fixed_messages:
+        gone = "; ".join(f"'{m}'" for m in ev.shown_fixed_messages)
+        return f"{ev.shown_fixed} (a linter no longer prints the message the request names: {gone})"
+    if not ev.shown_fixed_clean:
+        return f"{ev.shown_fixed} (a check that failed on the original code now prints a linter's messages alone)"
     if ev.shown_fixed_printing:
         printed = ", ".join(ev.shown_fixed_printing)
         return f"{ev.shown_fixed} (a check that printed the request's {printed} on the original code no longer does)"

@@ -10,7 +10,9 @@ visibly unfinished at that end when:
   got no working result afterwards (none of its later tool calls or code, a finishing call
   aside, came back unfailed): it stopped on the failure. An agent that went on to work with
   another tool left the failed call behind (a wrong API name replaced by the right one), not a
-  step unfinished. The check is the tool the result names, else the tool of the act it answers
+  step unfinished. Nor is the run of a coding run's check that shows its fix
+  (``TestRunFacts.shown_fixed``): a linter that still exits non-zero for the reproduction's own
+  conventions once the reported message is gone has passed the check. The check is the tool the result names, else the tool of the act it answers
   (the call id, or the nearest earlier act when that act is a tool call), else code execution
   (whoever wrote the code: a later run of anyone's code that passes is the check passing), else
   the result's actor;
@@ -32,6 +34,7 @@ from collections.abc import Iterable
 
 from auditor.audit.detectors.base import AuditContext, FindingDraft
 from auditor.audit.detectors.failure_facts import RunFacts, code_of, failure_draft, realized
+from auditor.audit.detectors.test_runs import TestRunFacts
 from schemas import ActorKind, EvidenceUnit, RiskClass, StepKind
 
 
@@ -96,6 +99,8 @@ class FailurePrematureDetector:
                 passed.add(key)
                 unpassed.pop(key, None)
         stuck = [p for p in unpassed.values() if not self._moved_on(facts, p, end)]
+        if stuck and (shown := TestRunFacts.of(facts.ctx).shown_fixed) is not None:
+            stuck = [p for p in stuck if p != shown.result]  # the check that shows the fix passed
         if not stuck:
             return None
         pos = max(stuck)

@@ -33,12 +33,15 @@ Everything is decided by structure, never by what a run is about:
   running through a changed source file is a test run with one failure, quoted by its error line:
   the project's tests could not run on the change;
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
-  -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script: anything but the
-  utilities that read, search, edit or manage files) with no runner summary in its output: a
-  reproduction; it passed when its exit code is 0 and it printed no traceback (a command the
-  harness killed, as at a timeout, did not). A lone command the shell could not start (exit 127
-  or 126: a runner not installed) ran nothing and is no run, nor is a runner alone that printed
-  no summary and did not fail (its output cut by ``| head``, its ``--help``, ``--collect-only``);
+  -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script, a module's main
+  through ``python -m``: anything but the utilities that read, search, edit or manage files) with
+  no runner summary in its output: a reproduction; it passed when its exit code is 0 and it
+  printed no traceback (a command the harness killed, as at a timeout, did not). A lone command
+  the shell could not start (exit 127 or 126: a runner not installed), or a module Python could
+  not find, ran nothing and is no run, nor is a runner alone that printed no summary and did not
+  fail (its output cut by ``| head``, its ``--help``, ``--collect-only``). A program that exited
+  non-zero printing a linter's or compiler's messages (``path:line:col: text``) and no traceback
+  gave its verdict (``verdict``): pylint exits non-zero while any message stands;
 - an *edit* is a command that writes files: ``sed -i``, a shell redirect or ``tee`` to a file, a
   ``patch`` / ``git apply`` / ``cp`` / ``mv``, Python code that opens a file for writing or calls
   ``write_text`` (a script written earlier with a heredoc counts when it is run), or an editor
@@ -145,6 +148,14 @@ _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a traceback's frame (the file it ran through) and the line naming what it raised
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
 _ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning)\b")  # a Python exception or warning class
+# a linter's or compiler's message, "path:line[:col]: text" (pylint, flake8, mypy, gcc), or a code
+# and text over an arrow to the place (ruff's full format); and the kind its text names: a leading
+# code (R0124, F401) or a trailing name ((unused-import), [attr-defined])
+_DIAGNOSTIC = re.compile(
+    r"(?m)^[^\S\n]*[^\s:]+:\d+(?::\d+)?:([^\n]*)|^([A-Z]+\d+\b[^\n]*)\n[^\S\n]*--> [^\s:]+:\d+"
+)
+_MESSAGE_KIND = re.compile(r"^([A-Z]+\d+)\b|[(\[]([\w-]+)[)\]]$")
+_WORD = re.compile(r"[\w-]+")
 _RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
 # one failed test's report: pytest's and SymPy's "____ name ____" heading, unittest's "FAIL: name"
 # under a rule; it ends at the next heading or the summary's rule
@@ -279,6 +290,8 @@ _UTILITIES = frozenset(
         "strings",
     }
 )
+# modules ``python -m`` runs that set up an environment, not the project's code
+_MODULE_UTILITIES = frozenset({"pip", "venv", "ensurepip", "site"})
 # SWE-agent's interface commands (its default, search, edit and submit tool bundles): they view,
 # search or edit files, or hand in the work; none runs a program
 _ACI = frozenset(
@@ -300,6 +313,7 @@ _ACI = frozenset(
 )
 # the shell's own exit codes for a program it could not start: not found (127), not executable (126)
 _NOT_RUN = frozenset({126, 127})
+_NO_MODULE = re.compile(r"(?m)^\S*python[\d.]*: No module named ")  # Python's word that ``-m`` found none
 _TEST_DIRS = frozenset({"tests", "__tests__"})
 _TEST_NAMES = frozenset({"tests.py", "conftest.py"})  # a Django app's tests; pytest's fixtures for them
 _TESTING_DIRS = frozenset({"test", "testing"})  # tests at the root or under src/; deeper in Python, an API
@@ -909,8 +923,11 @@ class _ScriptHistory:
 
 
 def _program(words: list[str]) -> bool:
-    """Whether a simple command runs a program (a build, a make target, a shell script), not a
-    utility that reads, searches, edits or manages files."""
+    """Whether a simple command runs a program (a build, a make target, a shell script, a module's
+    main through ``python -m``), not a utility that reads, searches, edits or manages files."""
+    module = _module_run(words)
+    if module:
+        return _program(module)
     name = PurePosixPath(words[0]).name
     return (
         name not in _UTILITIES
@@ -918,6 +935,21 @@ def _program(words: list[str]) -> bool:
         and not _SCRIPT.match(words[0])
         and not words[0].startswith(("#", "<"))
     )
+
+
+def _module_run(words: list[str]) -> list[str] | None:
+    """``python -m module args`` as the program it runs: ``[module, *args]`` (``python -m pylint
+    x.py`` is ``pylint x.py``; ``python -m pip`` is pip, a utility); None for any other command."""
+    if not _SCRIPT.match(words[0]):
+        return None
+    args = words[1:]
+    for i, w in enumerate(args):
+        if w == "-m":
+            module = args[i + 1 :]
+            return module if module and module[0] not in _MODULE_UTILITIES else None
+        if w in ("-c", "-") or not (w.startswith("-") or (i and args[i - 1] in ("-W", "-X"))):
+            return None  # Python runs code or a file, not a module
+    return None
 
 
 def runner_of(command: str) -> str | None:
@@ -1046,6 +1078,12 @@ def printed_text(result: TraceStep) -> str:
     return _NUMBERED.sub("", text) if numbered else text
 
 
+def diagnostics(text: str) -> frozenset[str]:
+    """The messages a linter or compiler printed, each without its place (``path:line:col``): a
+    message that moved with an edit above it is the same message."""
+    return frozenset(t for m in _DIAGNOSTIC.finditer(text) if (t := " ".join((m[1] or m[2]).split())))
+
+
 def shows_files(result: TraceStep, call: TraceStep | None) -> bool:
     """A result of a shell command that ran no code (``sed -n``, ``cat``, ``grep``) and exited 0:
     its text is the files it showed (a docstring's example traceback), not the command failing."""
@@ -1163,8 +1201,8 @@ class TestRunFacts:
                 # the runner died on the change before it reported a test: the change's failure
                 runs.append(TestRun(pos, result, runner, command, raised, 1, 0, (), code))
             elif running := [w for w in _words(command) if _script(w)[0] or _program(w)]:
-                if code in _NOT_RUN and len(_words(command)) == 1:
-                    continue  # the shell found no program to run (a runner not installed): no run
+                if (code in _NOT_RUN or _NO_MODULE.search(printed)) and len(_words(command)) == 1:
+                    continue  # no program or module to run (a runner not installed): no run
                 # a command the harness killed (a timeout: status error, no exit code) did not pass
                 killed = code is None and out.raw.get("status") == "error"
                 bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(printed)))
@@ -1630,16 +1668,52 @@ class TestRunFacts:
         shown = []
         for before, changed in self.checks.values():
             last = changed[-1]
-            if not last.clean:
+            if not last.clean and self.verdict(last) is None:
                 continue
             after = self.code_run(last.call)
             if any(
-                (not r.ok or self.printed_reported(r) - self.printed_reported(last))
+                self._cleared(r, last)
                 and (after is None or (code := self.code_run(r.call)) is None or after.startswith(code))
                 for r in before
             ):
                 shown.append(last)
         return max(shown, key=lambda r: r.call, default=None)
+
+    def _cleared(self, before: TestRun, after: TestRun) -> bool:
+        """Whether a check's run on the change no longer fails as its run on the original code did.
+        Run clean: that run failed, or printed an error the request reports. A linter's verdict (its
+        messages, and no crash): that run crashed or was refused (a usage error), or printed a
+        message the request names that is gone, and nothing new came up."""
+        verdict = self.verdict(after)
+        if verdict is None:
+            return not before.ok or bool(self.printed_reported(before) - self.printed_reported(after))
+        earlier = self.verdict(before)
+        return not before.ok if earlier is None else bool(self.messages_gone(earlier, verdict))
+
+    def verdict(self, run: TestRun) -> frozenset[str] | None:
+        """The messages a check failed with, when they are all its failure: a program that exited
+        non-zero printing a linter's or compiler's messages and no traceback (pylint exits non-zero
+        while any message stands, the file's own conventions too: its verdict on the code, not a
+        crash). None for any other run."""
+        if run.is_test or run.exit in (0, None):
+            return None
+        printed = printed_text(self.steps[run.result])
+        return None if _TRACEBACK.search(printed) else diagnostics(printed) or None
+
+    def messages_gone(self, before: frozenset[str], after: frozenset[str]) -> frozenset[str]:
+        """The messages the request names (their text, or the kind it names: a code, a name in
+        brackets) that a linter printed on the original code and no longer prints on the change,
+        when it prints none there that it did not print before."""
+        if not after <= before:
+            return frozenset()
+        request = " ".join(self.request.split())
+        words = frozenset(_WORD.findall(request))
+        return frozenset(
+            m
+            for m in before - after
+            if m in request
+            or any(k in words for found in _MESSAGE_KIND.finditer(m) for k in found.groups() if k)
+        )
 
     def failed_before(self, run: TestRun) -> bool:
         """Every test a run failed also failed on the original code (by its id, or the same run of

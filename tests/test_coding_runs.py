@@ -595,7 +595,10 @@ def _task_failures(trace: Trace) -> list[str]:
     ("name", "shown"),
     [
         # the message the request quotes is gone; the reproduction's own conventions stay (exit 24)
-        ("linter_rerun_fixed", "a linter no longer prints the message the request names: 'R0124: Redundant"),
+        (
+            "linter_rerun_fixed",
+            "a linter no longer prints the message the request names: 'repro.py: R0124: Redundant",
+        ),
         # pylint crashed on the original code (a traceback); on the change it prints messages alone
         (
             "linter_crash_fixed",
@@ -653,8 +656,32 @@ def test_a_module_python_runs_is_a_program(command, program):
 )
 def test_a_linters_messages_are_read_without_their_place(name, messages, kinds):
     found = diagnostics((RUNS / f"{name}.txt").read_text())
-    assert len(found) == messages and not any(m[:1].isdigit() or "sample.py" in m for m in found)
-    assert {k for m in found for match in _MESSAGE_KIND.finditer(m) for k in match.groups() if k} == kinds
+    assert len(found) == messages and {m.path for m in found} == {"sample.py"}
+    assert not any(m.text[:1].isdigit() for m in found)  # no line or column
+    assert {
+        k for m in found for match in _MESSAGE_KIND.finditer(m.text) for k in match.groups() if k
+    } == kinds
+
+
+def test_a_message_the_request_names_is_gone_only_where_it_was_printed():
+    """pylint over a tree, then with a folder ignored (real outputs): the unused import the request
+    quotes is gone for the ignored file and stays for the other. Messages are told apart by their
+    file, not by their line: by text alone, nothing went. The missing docstring that went too is
+    not what the request names."""
+    request = "Files under ignore-paths are still linted:\n\ngen/about.py:1:0: W0611: Unused import os (unused-import)\n"
+    trace = Trace.model_validate(
+        {
+            "header": {"trace_id": "t", "source": "generated", "framework": "handwritten"},
+            "steps": [{"step_id": "s0", "index": 0, "actor": "user", "actor_kind": "human", "kind": "message",
+                       "content": request}],
+        }
+    )  # fmt: skip
+    before, after = (
+        diagnostics((RUNS / f"{n}.txt").read_text()) for n in ("pylint_recursive", "pylint_recursive_ignored")
+    )
+    gone = TestRunFacts(trace).messages_gone(before, after)
+    assert [str(m) for m in gone] == ["gen/about.py: W0611: Unused import os (unused-import)"]
+    assert TestRunFacts(trace).messages_gone(after, before) == frozenset()  # a message came up
 
 
 @pytest.mark.parametrize(

@@ -299,7 +299,7 @@ def _messages_then_gone(facts: TestRunFacts) -> tuple[str, ...]:
     if verdict is None:
         return ()
     before = [v for r in facts.checks[shown.key][0] if (v := facts.verdict(r)) is not None]
-    return tuple(sorted(frozenset().union(*(facts.messages_gone(v, verdict) for v in before))))
+    return tuple(sorted(str(m) for v in before for m in facts.messages_gone(v, verdict)))
 
 
 def _shown_text(ev: Evidence) -> str:

@@ -81,7 +81,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from auditor.audit.detectors.line_edits import LineModel
 from schemas import ActorKind, StepKind, Trace, TraceStep
@@ -152,7 +152,7 @@ _ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning)\b")  # a Python
 # and text over an arrow to the place (ruff's full format); and the kind its text names: a leading
 # code (R0124, F401) or a trailing name ((unused-import), [attr-defined])
 _DIAGNOSTIC = re.compile(
-    r"(?m)^[^\S\n]*[^\s:]+:\d+(?::\d+)?:([^\n]*)|^([A-Z]+\d+\b[^\n]*)\n[^\S\n]*--> [^\s:]+:\d+"
+    r"(?m)^[^\S\n]*([^\s:]+):\d+(?::\d+)?:([^\n]*)|^([A-Z]+\d+\b[^\n]*)\n[^\S\n]*--> ([^\s:]+):\d+"
 )
 _MESSAGE_KIND = re.compile(r"^([A-Z]+\d+)\b|[(\[]([\w-]+)[)\]]$")
 _WORD = re.compile(r"[\w-]+")
@@ -1078,10 +1078,23 @@ def printed_text(result: TraceStep) -> str:
     return _NUMBERED.sub("", text) if numbered else text
 
 
-def diagnostics(text: str) -> frozenset[str]:
-    """The messages a linter or compiler printed, each without its place (``path:line:col``): a
-    message that moved with an edit above it is the same message."""
-    return frozenset(t for m in _DIAGNOSTIC.finditer(text) if (t := " ".join((m[1] or m[2]).split())))
+class Message(NamedTuple):
+    """A linter's or compiler's message: the file it is about and its text, without its line and
+    column (a message that moved with an edit above it is the same message)."""
+
+    path: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.text}"
+
+
+def diagnostics(text: str) -> frozenset[Message]:
+    """The messages a linter or compiler printed."""
+    found = (
+        Message(m[1] or m[4], " ".join((m[2] if m[1] else m[3]).split())) for m in _DIAGNOSTIC.finditer(text)
+    )
+    return frozenset(m for m in found if m.text)
 
 
 def shows_files(result: TraceStep, call: TraceStep | None) -> bool:
@@ -1690,7 +1703,7 @@ class TestRunFacts:
         earlier = self.verdict(before)
         return not before.ok if earlier is None else bool(self.messages_gone(earlier, verdict))
 
-    def verdict(self, run: TestRun) -> frozenset[str] | None:
+    def verdict(self, run: TestRun) -> frozenset[Message] | None:
         """The messages a check failed with, when they are all its failure: a program that exited
         non-zero printing a linter's or compiler's messages and no traceback (pylint exits non-zero
         while any message stands, the file's own conventions too: its verdict on the code, not a
@@ -1700,7 +1713,7 @@ class TestRunFacts:
         printed = printed_text(self.steps[run.result])
         return None if _TRACEBACK.search(printed) else diagnostics(printed) or None
 
-    def messages_gone(self, before: frozenset[str], after: frozenset[str]) -> frozenset[str]:
+    def messages_gone(self, before: frozenset[Message], after: frozenset[Message]) -> frozenset[Message]:
         """The messages the request names (their text, or the kind it names: a code, a name in
         brackets) that a linter printed on the original code and no longer prints on the change,
         when it prints none there that it did not print before."""
@@ -1711,8 +1724,8 @@ class TestRunFacts:
         return frozenset(
             m
             for m in before - after
-            if m in request
-            or any(k in words for found in _MESSAGE_KIND.finditer(m) for k in found.groups() if k)
+            if m.text in request
+            or any(k in words for found in _MESSAGE_KIND.finditer(m.text) for k in found.groups() if k)
         )
 
     def failed_before(self, run: TestRun) -> bool:

@@ -100,10 +100,11 @@ def roc_points(pos: list[float], neg: list[float]) -> list[tuple[float, float]]:
     return points
 
 
-def plot_roc(parts: dict[str, list[dict]], path: Path, title: str) -> None:
-    """Each part's ROC curve of ``risk_score`` against failure, its AUROC and interval in the
-    legend: where on the ranking the runs are told apart (the flagged runs at the left, the ties
-    of unflagged runs as the diagonal run at the right). Written whole or not at all."""
+def plot_roc(parts: dict[str, tuple[list[dict], list[float] | None]], path: Path, title: str) -> None:
+    """Each part's ROC curve of ``risk_score`` against failure, its AUROC and interval (the one the
+    figures print) in the legend: where on the ranking the runs are told apart (the flagged runs
+    at the left, the ties of unflagged runs as the diagonal run at the right). Written whole or not
+    at all."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -111,13 +112,13 @@ def plot_roc(parts: dict[str, list[dict]], path: Path, title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(5, 5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8, label="chance")
-    for name, rows in parts.items():
+    for name, (rows, interval) in parts.items():
         pos = [r["risk_score"] for r in rows if _failed(r)]
         neg = [r["risk_score"] for r in rows if not _failed(r)]
         if not pos or not neg:
             continue
         xs, ys = zip(*roc_points(pos, neg), strict=True)
-        label = f"{name} ({len(rows)} runs): {fmt_auroc(auroc(pos, neg), auroc_interval(rows))}"
+        label = f"{name} ({len(rows)} runs): {fmt_auroc(auroc(pos, neg), interval)}"
         ax.plot(xs, ys, marker="o", markersize=3, label=label)
     ax.set(
         xlabel="share of succeeded runs at or above a risk_score",
@@ -470,15 +471,22 @@ def main() -> None:
             )
 
 
-def plotted_parts(result: dict, held_out: frozenset[str]) -> dict[str, list[dict]]:
-    """The parts the text report prints: all runs, the halves, the development and held-out groups."""
+def plotted_parts(result: dict, held_out: frozenset[str]) -> dict[str, tuple[list[dict], list[float] | None]]:
+    """The parts the text report prints, each with its rows and the AUROC interval printed for it:
+    all runs, the halves, the development and held-out groups."""
     rows = result["rows"]
-    parts = {"all": rows}
-    if "halves" in result:
-        parts |= {f"half {h}": [r for r in rows if r["half"] == h] for h in "AB"}
+    parts = {"all": (rows, result["auroc_interval"])}
+    for h, part in result.get("halves", {}).items():
+        parts[f"half {h}"] = ([r for r in rows if r["half"] == h], part["auroc_interval"])
     if held_out:
-        parts["development"] = [r for r in rows if r["group"] not in held_out]
-        parts["held out"] = [r for r in rows if r["group"] in held_out]
+        parts["development"] = (
+            [r for r in rows if r["group"] not in held_out],
+            result["development"]["auroc_interval"],
+        )
+        parts["held out"] = (
+            [r for r in rows if r["group"] in held_out],
+            result["held_out"]["auroc_interval"],
+        )
     return parts
 
 

@@ -75,7 +75,7 @@ def test_the_roc_curve_encloses_the_auroc_and_the_plot_is_written_whole(tmp_path
     one half; ``--plot`` writes the image under its name and leaves no partial file."""
     import random
 
-    from benchmarks.outcome_eval import auroc, plot_roc, roc_points
+    from benchmarks.outcome_eval import auroc, auroc_interval, plot_roc, roc_points
 
     rng = random.Random(7)
     for _ in range(50):
@@ -89,7 +89,7 @@ def test_the_roc_curve_encloses_the_auroc_and_the_plot_is_written_whole(tmp_path
         for i, (s, o) in enumerate([(0.5, "failed"), (0.1, "succeeded"), (0.3, "failed"), (0.3, "succeeded")])
     ]
     out = tmp_path / "roc.png"
-    plot_roc({"all": rows}, out, "test")
+    plot_roc({"all": (rows, auroc_interval(rows))}, out, "test")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and [p.name for p in tmp_path.iterdir()] == [
         "roc.png"
     ]

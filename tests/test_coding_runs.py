@@ -604,16 +604,21 @@ def _task_failures(trace: Trace) -> list[str]:
             "linter_crash_fixed",
             "a check that failed on the original code now prints a linter's messages alone",
         ),
+        # --exit-zero: 0 on both codes; the message the request quotes printed, then gone
+        (
+            "linter_exit_zero_fixed",
+            "a check that printed the request's repro.py: R0124: Redundant comparison",
+        ),
     ],
 )
-def test_a_linters_verdict_shows_the_fix_though_it_still_exits_non_zero(name, shown):
+def test_a_linters_run_shows_the_fix_by_the_message_the_request_names_not_its_exit_code(name, shown):
     """Real runs (mini-swe-agent 2.4.6 in a pylint 3.3.1 checkout with a planted bug) whose
     reproduction is pylint itself: it exits non-zero on both codes, for the reproduction file's own
-    missing docstrings. Read by exit code, the fix was "supported by no output" and the run "ended
-    with a step unfinished"."""
+    missing docstrings (or 0 on both, with ``--exit-zero``). Read by exit code, the fix was
+    "supported by no output" and the run "ended with a step unfinished"."""
     trace = trace_of(V2 / f"{name}.traj.json")
     facts = TestRunFacts(trace)
-    assert facts.shown_fixed is not None and facts.shown_fixed.exit == 24 and not facts.shown_fixed.clean
+    assert facts.shown_fixed is not None and facts.reproduces(facts.runs[0])
     assert _task_failures(trace) == []
     evidence = dict(evidence_lines(timeline(trace)))
     assert shown in evidence["shown fixed"]
@@ -661,6 +666,13 @@ def test_a_linters_messages_are_read_without_their_place(name, messages, kinds):
     assert {
         k for m in found for match in _MESSAGE_KIND.finditer(m.text) for k in match.groups() if k
     } == kinds
+
+
+def test_a_pytest_tracebacks_frames_are_no_messages():
+    """``path.py:12: in func`` and ``path.py:12: ValueError`` have a message's shape: they are a
+    traceback's frames, which a request quoting the traceback would name."""
+    text = (RUNS / "pytest_interrupted.txt").read_text()
+    assert text.count(".py:") >= 20 and diagnostics(text) == frozenset()
 
 
 def test_a_message_the_request_names_is_gone_only_where_it_was_printed():

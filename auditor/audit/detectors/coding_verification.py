@@ -43,7 +43,8 @@ follows from:
   from failing to passing, the fix is shown and the project's tests not running after it is no
   finding (on the SWE-bench sample, 2 unresolved and 6 resolved runs have that shape). A script
   that caught an error the request reports and printed it (``except Exception as e: print(e)``,
-  exit 0) failed so, and passes once it no longer prints it (``TestRunFacts.shown_fixed``). A
+  exit 0), or a linter's message the request names (``pylint --exit-zero``), failed so, and
+  passes once it no longer prints it (``TestRunFacts.shown_fixed``). A
   linter exits non-zero while any message stands (pylint on a reproduction without docstrings):
   its run passes when the message the request names is gone and none came up, or when it crashed
   on the original code and prints its messages alone on the change (``TestRunFacts.verdict``);

@@ -77,7 +77,7 @@ from __future__ import annotations
 import re
 import shlex
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
@@ -156,6 +156,7 @@ _DIAGNOSTIC = re.compile(
 )
 _MESSAGE_KIND = re.compile(r"^([A-Z]+\d+)\b|[(\[]([\w-]+)[)\]]$")
 _WORD = re.compile(r"[\w-]+")
+_FRAME_TEXT = re.compile(r"(?:in )?\S*")  # a pytest frame's ("path.py:12: in func", "…: ValueError")
 _RAISED = re.compile(r"(?m)^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b[^\n]*")
 # one failed test's report: pytest's and SymPy's "____ name ____" heading, unittest's "FAIL: name"
 # under a rule; it ends at the next heading or the summary's rule
@@ -1090,11 +1091,12 @@ class Message(NamedTuple):
 
 
 def diagnostics(text: str) -> frozenset[Message]:
-    """The messages a linter or compiler printed."""
+    """The messages a linter or compiler printed (a Python warning's line among them; not the
+    frames of a pytest traceback, ``path.py:12: in func``)."""
     found = (
         Message(m[1] or m[4], " ".join((m[2] if m[1] else m[3]).split())) for m in _DIAGNOSTIC.finditer(text)
     )
-    return frozenset(m for m in found if m.text)
+    return frozenset(m for m in found if not _FRAME_TEXT.fullmatch(m.text))
 
 
 def shows_files(result: TraceStep, call: TraceStep | None) -> bool:
@@ -1717,16 +1719,30 @@ class TestRunFacts:
         """The messages the request names (their text, or the kind it names: a code, a name in
         brackets) that a linter printed on the original code and no longer prints on the change,
         when it prints none there that it did not print before."""
-        if not after <= before:
-            return frozenset()
-        request = " ".join(self.request.split())
-        words = frozenset(_WORD.findall(request))
+        return self.named(before - after) if after <= before else frozenset()
+
+    def named(self, messages: Iterable[Message]) -> frozenset[Message]:
+        """The messages the request names: their text, or the kind it names (a code, a name in
+        brackets)."""
         return frozenset(
             m
-            for m in before - after
-            if m.text in request
-            or any(k in words for found in _MESSAGE_KIND.finditer(m.text) for k in found.groups() if k)
+            for m in messages
+            if m.text in self._request_flat
+            or any(
+                k in self._request_words
+                for found in _MESSAGE_KIND.finditer(m.text)
+                for k in found.groups()
+                if k
+            )
         )
+
+    @cached_property
+    def _request_flat(self) -> str:
+        return " ".join(self.request.split())
+
+    @cached_property
+    def _request_words(self) -> frozenset[str]:
+        return frozenset(_WORD.findall(self._request_flat))
 
     def failed_before(self, run: TestRun) -> bool:
         """Every test a run failed also failed on the original code (by its id, or the same run of
@@ -1738,7 +1754,8 @@ class TestRunFacts:
 
     def reproduces(self, run: TestRun) -> bool:
         """A run on the original code that failed, or printed an error the request reports (a
-        script that caught it: ``except Exception as e: print(e)``)."""
+        script that caught it: ``except Exception as e: print(e)``) or a linter's message it names
+        (``pylint --exit-zero``)."""
         return self.on_original_code(run) and (not run.ok or bool(self.printed_reported(run)))
 
     @cached_property
@@ -1753,20 +1770,20 @@ class TestRunFacts:
         return frozenset(_ERROR_NAME.findall(self.request))
 
     def printed_reported(self, run: TestRun) -> frozenset[str]:
-        """The errors the request reports that a run printed."""
+        """The errors the request reports, and the linter's messages it names (``path: text``),
+        that a run printed."""
         return self._printed_reported.get(run.result, frozenset())
 
     @cached_property
     def _printed_reported(self) -> dict[int, frozenset[str]]:
-        """Each run's result -> the reported errors it printed, each output read once (the fix
-        shown, the reproduction and the timeline all ask)."""
-        if not self.reported_errors:
-            return {}
-        return {
-            r.result: self.reported_errors
-            & frozenset(_ERROR_NAME.findall(printed_text(self.steps[r.result])))
-            for r in self.runs
-        }
+        """Each run's result -> the reported errors and named messages it printed, each output
+        read once (the fix shown, the reproduction and the timeline all ask)."""
+        out = {}
+        for r in self.runs:
+            printed = printed_text(self.steps[r.result])
+            errors = self.reported_errors & frozenset(_ERROR_NAME.findall(printed))
+            out[r.result] = errors | {str(m) for m in self.named(diagnostics(printed))}
+        return out
 
     @cached_property
     def closing_report(self) -> int | None:

@@ -637,6 +637,39 @@ def test_a_linters_verdict_that_still_prints_the_message_shows_no_fix():
 
 
 @pytest.mark.parametrize(
+    ("name", "raised"),
+    [
+        ("linter_crash_half_fixed", "AttributeError: 'str' object has no attribute 'name'"),
+        (
+            "linter_crash_fixed_probe",
+            None,
+        ),  # the same error, raised in the agent's own probe: not the change's path
+    ],
+)
+def test_the_error_the_request_reports_raised_again_through_the_change(name, raised):
+    """Real runs in the pylint checkout with the crash planted on both sides: fixing one side, the
+    rerun still crashes with the request's ``AttributeError`` through the changed file, and the run
+    submits: realized, citing the request, the change and the error line. Fixing both, a probe
+    that raises the same error in its own code (``python -c``) is not the reported failure."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    facts = TestRunFacts(trace)
+    assert [facts.raised_reported(r) for r in facts.runs if not facts.on_original_code(r) and not r.ok][
+        -1:
+    ] == ([raised] if raised else [None])
+    titles = [f.title for f in coding_findings(trace)]
+    if raised is None:
+        assert titles == []
+        return
+    assert (
+        titles[0] == "agent submitted while its own run still raised the AttributeError the request reports"
+    )
+    finding = next(f for f in run_rules_audit(trace).findings if f.title == titles[0])
+    request = next(s.step_id for s in trace.steps if s.actor_kind is ActorKind.human)
+    assert finding.evidence[0].step_id == request and "AttributeError" in finding.evidence[0].quote
+    assert raised in [e.quote for e in finding.evidence] and finding.disposition.value == "realized"
+
+
+@pytest.mark.parametrize(
     ("command", "program"),
     [
         ("python -m pylint repro.py", True),

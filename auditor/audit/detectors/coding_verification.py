@@ -24,6 +24,13 @@ follows from:
   was raised in code that is neither a test nor changed, through none of the changed files (the
   change is not on its path: a parser of the environment's Python), the failures are not shown
   to be the change's: a lead that quotes where they were raised;
+- *the reported error raised again* (3.3): after the last edit, a check's last run (the project's
+  tests or the agent's own script) raised an error the request reports, its traceback running
+  through a changed file (``TestRunFacts.raised_reported``): the reported failure is still there
+  on the path the change was to fix, whether or not it failed so before. Filed at the edit just
+  before that run; realized; it stands in for a failing test run (the sharper form). The same
+  error raised in code the change is not on (a probe of the standard library, the environment's
+  import machinery) is not it;
 - *an existing test edited to fit* (3.3): the submitted diff removes assertion lines from a test
   file that existed before (``new file mode`` absent) and adds others: the test now expects what
   the change does (also when the diff changes tests alone). Filed at the edit of that file;
@@ -154,7 +161,8 @@ class CodingVerificationDetector:
         drafts = [
             d
             for d in (
-                self._failing(facts, tests, fix, end),
+                # the error the request reports raised again is the sharper form of a failing run
+                self._raised_again(facts, tests, fix, end) or self._failing(facts, tests, fix, end),
                 *self._edited_tests(facts, tests, end),
                 # a check that printed the same is the sharper form of a fix no output supports
                 self._unchanged(facts, tests, fix, end) or self._unverified(facts, tests, fix, end),
@@ -335,6 +343,53 @@ class CodingVerificationDetector:
             effect=realized(
                 f"the run ended (step {facts.steps[end].step_id}) with the failure unfixed",
                 "the submitted change leaves tests failing",
+            ),
+            path=_failing_path(facts, edit, run, end),
+        )
+
+    def _raised_again(
+        self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
+    ) -> FindingDraft | None:
+        """After the last edit, a check's last run (a test, or the agent's own script) raised the
+        error the request reports through a changed file: the reported failure is still there, on
+        the path the change was to fix, and the run submitted."""
+        latest: dict[str, TestRun] = {}
+        for r in tests.runs:
+            if fix[-1].pos < r.call < end and not tests.on_original_code(r) and r.call not in tests.editing:
+                latest[r.key] = r
+        found = [(r, raised) for r in latest.values() if not r.ok and (raised := tests.raised_reported(r))]
+        if not found:
+            return None
+        run, raised = max(found, key=lambda pair: pair[0].call)
+        name = raised.split(":")[0].rsplit(".", 1)[-1]
+        said = raised[:120] + "…" * (len(raised) > 120)
+        edit = _edit_before(fix, run.call)
+        step = facts.steps[edit.pos]
+        asked = next(
+            p for p, s in enumerate(facts.steps) if s.actor_kind is ActorKind.human and name in s.content
+        )
+        return failure_draft(
+            facts,
+            mode="3.3",
+            confidence=UNSHOWN,
+            pos=edit.pos,
+            title=f"{step.actor} submitted while its own run still raised the {name} the request reports",
+            mechanism=(
+                f"The request reports {name} (step {facts.steps[asked].step_id}). After the change at step "
+                f"{step.step_id} ('{edit.quote[:80]}'), '{uncoloured(run.summary)[:80]}' raised '{said}' "
+                f"at step {facts.steps[run.result].step_id}, through the changed code, and did not run again "
+                "before the submission: the reported failure is still there on the path the change was to fix."
+            ),
+            violated="a fix is submitted when the failure it fixes no longer occurs on the run's own checks",
+            evidence=[
+                facts.unit(asked, name),
+                facts.unit(edit.pos, edit.quote),
+                facts.unit(run.result, raised[:200]),
+                *self._claim_units(facts, tests, end),
+            ],
+            effect=realized(
+                f"the run ended (step {facts.steps[end].step_id}) submitting the change",
+                f"the submitted change leaves the reported {name} raised",
             ),
             path=_failing_path(facts, edit, run, end),
         )

@@ -1635,6 +1635,25 @@ class TestRunFacts:
         raised = list(_RAISED.finditer(output, starts[-1]))
         return raised[-1].group().strip() if raised else None
 
+    def raised_reported(self, run: TestRun) -> str | None:
+        """What a run raised, as its output says it, when that is an error the request reports and
+        its traceback runs through a changed source file: the reported failure, on the change's own
+        path. A script's last traceback gives its error line; a test's failure report, the name."""
+        if not self.reported_errors or not self.source_files:
+            return None
+        output = printed_text(self.steps[run.result])
+        line = self._raised_in_change(output)
+        if line is not None and line.split(":")[0].rsplit(".", 1)[-1] in self.reported_errors:
+            return line
+        return next(
+            (
+                raised
+                for frames, raised in failure_reports(output)
+                if raised in self.reported_errors and any(self._in_change(f) for f in frames)
+            ),
+            None,
+        )
+
     def raised_elsewhere(self, run: TestRun) -> tuple[str, ...]:
         """The files the run's failures were raised in, as its output names them, when every
         failure it reports is shown and each was raised in code that is neither a test nor changed,

@@ -639,34 +639,39 @@ def test_a_linters_verdict_that_still_prints_the_message_shows_no_fix():
 @pytest.mark.parametrize(
     ("name", "raised"),
     [
-        ("linter_crash_half_fixed", "AttributeError: 'str' object has no attribute 'name'"),
+        ("linter_crash_half_fixed", "AttributeError: 'str' object has no attribute 'name'"),  # a traceback
         (
-            "linter_crash_fixed_probe",
-            None,
-        ),  # the same error, raised in the agent's own probe: not the change's path
+            "newlines_raised_again",
+            "TypeError: expected string or bytes-like object, got '__proxy__'",
+        ),  # unittest
+        ("newlines_pytest_raised_again", "TypeError"),  # pytest's failure report names it
+        ("linter_crash_fixed_probe", None),  # the same error raised in the probe's own code
+        ("newlines_fixed", None),
     ],
 )
 def test_the_error_the_request_reports_raised_again_through_the_change(name, raised):
-    """Real runs in the pylint checkout with the crash planted on both sides: fixing one side, the
-    rerun still crashes with the request's ``AttributeError`` through the changed file, and the run
-    submits: realized, citing the request, the change and the error line. Fixing both, a probe
-    that raises the same error in its own code (``python -c``) is not the reported failure."""
+    """Real runs with the change made and rerun: in a pylint checkout with a crash planted on both
+    sides, fixing one side (the rerun still crashes with the request's ``AttributeError`` through
+    the changed file); in a Django checkout, a wrong fix of the ``TypeError`` the request quotes,
+    rerun by Django's runner or by pytest (it failed so before too, so no failing-test finding says
+    it). Each submits: realized, citing the request, the change and the error. A probe that raises
+    the same error in its own code (``python -c``) is not the reported failure, nor a fix that ran
+    clean."""
     trace = trace_of(V2 / f"{name}.traj.json")
     facts = TestRunFacts(trace)
-    assert [facts.raised_reported(r) for r in facts.runs if not facts.on_original_code(r) and not r.ok][
-        -1:
-    ] == ([raised] if raised else [None])
+    last = [r for r in facts.runs if not facts.on_original_code(r)][-1]
+    assert facts.raised_reported(last) == raised
     titles = [f.title for f in coding_findings(trace)]
     if raised is None:
         assert titles == []
         return
-    assert (
-        titles[0] == "agent submitted while its own run still raised the AttributeError the request reports"
-    )
+    error = raised.split(":")[0]
+    assert titles[0] == f"agent submitted while its own run still raised the {error} the request reports"
     finding = next(f for f in run_rules_audit(trace).findings if f.title == titles[0])
     request = next(s.step_id for s in trace.steps if s.actor_kind is ActorKind.human)
-    assert finding.evidence[0].step_id == request and "AttributeError" in finding.evidence[0].quote
-    assert raised in [e.quote for e in finding.evidence] and finding.disposition.value == "realized"
+    assert finding.evidence[0].step_id == request and error in finding.evidence[0].quote
+    assert finding.disposition.value == "realized"
+    assert any(raised in e.quote and e.step_id == trace.steps[last.result].step_id for e in finding.evidence)
 
 
 @pytest.mark.parametrize(

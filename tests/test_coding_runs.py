@@ -647,6 +647,8 @@ def test_a_linters_verdict_that_still_prints_the_message_shows_no_fix():
         ("newlines_pytest_raised_again", "TypeError"),  # pytest's failure report names it
         ("linter_crash_fixed_probe", None),  # the same error raised in the probe's own code
         ("newlines_fixed", None),
+        # the request asks for a TypeError, which the original code never raised: the fix raising it
+        ("asked_error_raised", None),
     ],
 )
 def test_the_error_the_request_reports_raised_again_through_the_change(name, raised):
@@ -656,14 +658,15 @@ def test_the_error_the_request_reports_raised_again_through_the_change(name, rai
     rerun by Django's runner or by pytest (it failed so before too, so no failing-test finding says
     it). Each submits: realized, citing the request, the change and the error. A probe that raises
     the same error in its own code (``python -c``) is not the reported failure, nor a fix that ran
-    clean."""
+    clean, nor the error a request asks for, raised by the fix (the original code never raised it:
+    pristine Django, ``normalize_newlines(None)`` made to raise ``TypeError``)."""
     trace = trace_of(V2 / f"{name}.traj.json")
     facts = TestRunFacts(trace)
     last = [r for r in facts.runs if not facts.on_original_code(r)][-1]
     assert facts.raised_reported(last) == raised
     titles = [f.title for f in coding_findings(trace)]
     if raised is None:
-        assert titles == []
+        assert not any("still raised" in t for t in titles)
         return
     error = raised.split(":")[0]
     assert titles[0] == f"agent submitted while its own run still raised the {error} the request reports"

@@ -25,7 +25,8 @@ follows from:
   change is not on its path: a parser of the environment's Python), the failures are not shown
   to be the change's: a lead that quotes where they were raised;
 - *the reported error raised again* (3.3): after the last edit, a check's last run (the project's
-  tests or the agent's own script) raised an error the request reports, its traceback running
+  tests or the agent's own script) raised an error the request reports and a run on the original
+  code printed (one the request asks for, which the fix raises, is none), its traceback running
   through a changed file (``TestRunFacts.raised_reported``): the reported failure is still there
   on the path the change was to fix, whether or not it failed so before. Filed at the edit just
   before that run; realized; it stands in for a failing test run (the sharper form). The same

@@ -1636,22 +1636,32 @@ class TestRunFacts:
         return raised[-1].group().strip() if raised else None
 
     def raised_reported(self, run: TestRun) -> str | None:
-        """What a run raised, as its output says it, when that is an error the request reports and
-        its traceback runs through a changed source file: the reported failure, on the change's own
-        path. A script's last traceback gives its error line; a test's failure report, the name."""
-        if not self.reported_errors or not self.source_files:
+        """What a run raised, as its output says it, when that is an error the request reports, a
+        run on the original code printed it too (an error the request asks for instead, the fix
+        raising it, is none), and its traceback runs through a changed source file: the reported
+        failure, on the change's own path. A script's last traceback gives its error line; a test's
+        failure report, the name."""
+        reported = self._reported_and_reproduced
+        if not reported or not self.source_files:
             return None
         output = printed_text(self.steps[run.result])
         line = self._raised_in_change(output)
-        if line is not None and line.split(":")[0].rsplit(".", 1)[-1] in self.reported_errors:
+        if line is not None and line.split(":")[0].rsplit(".", 1)[-1] in reported:
             return line
         return next(
             (
                 raised
                 for frames, raised in failure_reports(output)
-                if raised in self.reported_errors and any(self._in_change(f) for f in frames)
+                if raised in reported and any(self._in_change(f) for f in frames)
             ),
             None,
+        )
+
+    @cached_property
+    def _reported_and_reproduced(self) -> frozenset[str]:
+        """The errors the request reports that a run on the original code printed."""
+        return self.reported_errors & frozenset().union(
+            *(self.printed_reported(r) for r in self.runs if self.on_original_code(r))
         )
 
     def raised_elsewhere(self, run: TestRun) -> tuple[str, ...]:

@@ -627,13 +627,19 @@ def test_a_linters_run_shows_the_fix_by_the_message_the_request_names_not_its_ex
 def test_a_linters_verdict_that_still_prints_the_message_shows_no_fix():
     """The same report fixed in the wrong branch, reproduced with ``python -m pylint``: a module run
     as a program is a run (read as nothing ran, the change "never ran" and was "never reproduced").
-    The message the request quotes is printed again after the change."""
+    The message the request quotes is printed again after the change: the same messages on both
+    codes, the sharper form of a fix no output supports."""
     trace = trace_of(V2 / "linter_rerun_unfixed.traj.json")
     facts = TestRunFacts(trace)
     assert [r.summary for r in facts.runs] == ["python -m pylint repro.py"] * 2
     assert facts.reproduces(facts.runs[0]) and facts.shown_fixed is None
-    titles = [f.title for f in coding_findings(trace)]
-    assert titles == ["agent submitted a change that no test output in the run supports"]
+    findings = coding_findings(trace)
+    assert [f.title for f in findings] == [
+        "agent's check printed the same before and after its change, and it submitted"
+    ]
+    # the same messages, though pylint's score line differs ("previous run: …"): the message quoted on both
+    quoted = [e.quote for e in findings[0].evidence if "R0124" in e.quote]
+    assert len(quoted) == 2 and "printed the same messages" in findings[0].mechanism
 
 
 @pytest.mark.parametrize(

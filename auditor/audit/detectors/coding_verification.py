@@ -57,7 +57,8 @@ follows from:
   its run passes when the message the request names is gone and none came up, or when it crashed
   on the original code and prints its messages alone on the change (``TestRunFacts.verdict``);
 - *a check that printed the same before and after* (3.2): every check that ran on the original
-  code and again after the last edit printed byte for byte the same (and something): the change
+  code and again after the last edit printed byte for byte the same (and something), or, a
+  linter's verdict, the same messages (pylint's score line says "previous run"): the change
   made no difference the run shows. Filed at the last edit; realized; it stands in for the two
   above (the same failure to show the fix, with both outputs quoted). A check whose code imports
   none of the changed files' packages never ran the change, and is not counted;
@@ -603,23 +604,20 @@ class CodingVerificationDetector:
                 after and tests.exercises(after[-1]) is not False
             ):  # one that never ran the change says nothing
                 pairs.append((before[-1], after[-1]))
-        same = [
-            (b, a)
-            for b, a in pairs
-            if facts.steps[b.result].content == facts.steps[a.result].content
-            and output_body(facts.steps[a.result])
-        ]
+        same = [(b, a) for b, a in pairs if self._same(facts, tests, b, a)]
         if not same or len(same) < len(pairs):
             return None  # no check ran on both sides, or one of them shows the change
         before, after = same[-1]
         step = facts.steps[last.pos]
+        messages = tests.verdict(after)
+        what = "the same messages" if messages else "the same output"
         return self._submitted(
             facts,
             last,
             end,
             title=f"{step.actor}'s check printed the same before and after its change, and it submitted",
             mechanism=(
-                f"'{uncoloured(after.summary)[:80]}' printed the same output on the original code (step "
+                f"'{uncoloured(after.summary)[:80]}' printed {what} on the original code (step "
                 f"{facts.steps[before.result].step_id}) and after the last change at step {step.step_id} "
                 f"(step {facts.steps[after.result].step_id}), and no other check ran on both: the run shows "
                 "no effect of the change it submitted as a fix."
@@ -627,8 +625,11 @@ class CodingVerificationDetector:
             violated="a fix changes what the check of the reported failure shows",
             evidence=[
                 facts.unit(last.pos, last.quote),
-                self._output_unit(facts, before),
-                self._output_unit(facts, after),
+                *(
+                    self._message_units(facts, tests, (before, after))
+                    if messages
+                    else (self._output_unit(facts, before), self._output_unit(facts, after))
+                ),
                 *self._claim_units(facts, tests, end),
             ],
             material="the submitted fix makes no difference its own check shows",
@@ -638,6 +639,25 @@ class CodingVerificationDetector:
                 facts.hop(after.result, "same output"),
             ],
         )
+
+    @staticmethod
+    def _same(facts: RunFacts, tests: TestRunFacts, before: TestRun, after: TestRun) -> bool:
+        """A check printed the same on both codes: byte for byte (and something), or, a linter's
+        verdict, the same messages (its score line may still differ: pylint's "previous run")."""
+        if facts.steps[before.result].content == facts.steps[after.result].content:
+            return bool(output_body(facts.steps[after.result]))
+        verdict = tests.verdict(after)
+        return verdict is not None and verdict == tests.verdict(before)
+
+    @staticmethod
+    def _message_units(facts: RunFacts, tests: TestRunFacts, runs: tuple[TestRun, ...]) -> list:
+        """For each run, the line of the message the request names (else its first message)."""
+        units = []
+        for run in runs:
+            messages = sorted(tests.verdict(run) or ())
+            shown = next(iter(sorted(tests.named(messages))), messages[0] if messages else None)
+            units.append(facts.unit(run.result, shown.text) if shown else None)
+        return units
 
     # -- a fix never reproduced ---------------------------------------------------------------------
     def _unreproduced(

@@ -33,6 +33,8 @@ REVIEWED = [
     "real/agentdojo/travel_restaurant_closed_on_the_day.json",
     "real/agentdojo/banking_address_injected_breached.json",
     "real/mini-swe-agent/sphinx-doc__sphinx-7590.traj.json",
+    "real/mini-swe-agent-v2/linter_crash_half_fixed.traj.json",  # a linter's messages, the error raised again
+    "real/mini-swe-agent-v2/newlines_pytest_raised_again.traj.json",
 ]
 
 

@@ -12,10 +12,10 @@ visibly unfinished at that end when:
   another tool left the failed call behind (a wrong API name replaced by the right one), not a
   step unfinished. Nor is the run of a coding run's check that shows its fix
   (``TestRunFacts.shown_fixed``): a linter that still exits non-zero for the reproduction's own
-  conventions once the reported message is gone has passed the check. The check is the tool the result names, else the tool of the act it answers
-  (the call id, or the nearest earlier act when that act is a tool call), else code execution
-  (whoever wrote the code: a later run of anyone's code that passes is the check passing), else
-  the result's actor;
+  conventions once the reported message is gone has passed the check. The check is the tool the
+  result names, else the tool of the act it answers (the call id, or the nearest earlier act when
+  that act is a tool call), else code execution (whoever wrote the code: a later run of anyone's
+  code that passes is the check passing), else the result's actor;
 - *the coordinator's own ledger says unfinished*: the latest structured status ledger before the
   end records ``is_request_satisfied`` false;
 - *a question to another agent was never answered*: an agent addressed a named agent (explicit

@@ -5,7 +5,7 @@ verdict (unresolved = positive; ties count one half).
     python benchmarks/coding_signals.py ../shared/data/swebench [--held-out matplotlib,pytest-dev] [--json]
 
 Issue 29 asks ``risk_score`` to rank unresolved runs above resolved ones on both parts. The
-signals here were tried for it and none separates on both (stops 49 to 53); the script keeps
+signals here were tried for it and none separates on both (stops 49 to 54); the script keeps
 that measurement repeatable instead of in session notes, and is where the next candidate goes.
 A signal that holds on the development part only is not a mechanism.
 """
@@ -87,6 +87,32 @@ def _misses_traceback(diff: str, req: str) -> float:
     if not frames:
         return 0.5
     return float(not any(frame.endswith(p) for frame in frames for p in _FILE.findall(diff)))
+
+
+def _reproduction_frames(f: TestRunFacts) -> list[list[str]]:
+    """The project files each of the agent's checks that failed on the original code ran through
+    (its traceback's frames, installed packages left out), one list a run."""
+    return [
+        [p for p in _FRAME.findall(printed_text(f.steps[r.result])) if "site-packages" not in p]
+        for r in f.runs
+        if f.on_original_code(r) and not r.ok and not r.is_test
+    ]
+
+
+def _misses_reproduction(diff: str, f: TestRunFacts) -> float:
+    """The diff changes none of the files the agent's own failing reproductions ran through."""
+    frames = [p for run in _reproduction_frames(f) for p in run]
+    if not frames:
+        return 0.5
+    return float(not any(frame.endswith(p) for frame in frames for p in _FILE.findall(diff)))
+
+
+def _deepest_frame_unchanged(diff: str, f: TestRunFacts) -> float:
+    """The last failing reproduction's deepest frame is in a file the diff does not change."""
+    runs = [run for run in _reproduction_frames(f) if run]
+    if not runs:
+        return 0.5
+    return float(not any(runs[-1][-1].endswith(p) for p in _FILE.findall(diff)))
 
 
 def _last_checks(f: TestRunFacts) -> list[TestRun]:
@@ -203,6 +229,8 @@ SIGNALS: dict[str, Signal] = {
     "request's error printed after the fix": lambda tr, f, diff, req: _request_error_after(tr, f, req),
     "changed modules no test run names after": lambda tr, f, diff, req: _module_tests_after(f, diff),
     "fix misses the request's traceback": lambda tr, f, diff, req: _misses_traceback(diff, req),
+    "fix misses the reproduction's traceback": lambda tr, f, diff, req: _misses_reproduction(diff, f),
+    "the reproduction's deepest frame unchanged": lambda tr, f, diff, req: _deepest_frame_unchanged(diff, f),
     "a check's last run after the last edit failed": lambda tr, f, diff, req: float(
         any(not r.ok for r in _last_checks(f))
     ),

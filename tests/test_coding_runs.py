@@ -607,7 +607,7 @@ def _task_failures(trace: Trace) -> list[str]:
         # --exit-zero: 0 on both codes; the message the request quotes printed, then gone
         (
             "linter_exit_zero_fixed",
-            "a check that printed the request's repro.py: R0124: Redundant comparison",
+            "a check that printed the request's 'repro.py: R0124: Redundant comparison",
         ),
     ],
 )

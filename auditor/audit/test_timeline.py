@@ -302,6 +302,11 @@ def _messages_then_gone(facts: TestRunFacts) -> tuple[str, ...]:
     return tuple(sorted(str(m) for v in before for m in facts.messages_gone(v, verdict)))
 
 
+def _listed(printed: tuple[str, ...]) -> str:
+    """What a run printed of the request's: error names as they are, a linter's message quoted."""
+    return ", ".join(f"'{p}'" if " " in p else p for p in printed)
+
+
 def _shown_text(ev: Evidence) -> str:
     if ev.shown_fixed is None:
         return "no check went from failing to passing"
@@ -311,7 +316,7 @@ def _shown_text(ev: Evidence) -> str:
     if not ev.shown_fixed_clean:
         return f"{ev.shown_fixed} (a check that failed on the original code now prints a linter's messages alone)"
     if ev.shown_fixed_printing:
-        printed = ", ".join(ev.shown_fixed_printing)
+        printed = _listed(ev.shown_fixed_printing)
         return f"{ev.shown_fixed} (a check that printed the request's {printed} on the original code no longer does)"
     return f"{ev.shown_fixed} (a check that failed on the original code ran clean)"
 
@@ -320,7 +325,9 @@ def _reproduced_text(ev: Evidence) -> str:
     if ev.reproduced is None:
         return "no run failed on the original code"
     if ev.reproduced_printing:
-        return f"{ev.reproduced} (printed the request's {', '.join(ev.reproduced_printing)} on the original code)"
+        return (
+            f"{ev.reproduced} (printed the request's {_listed(ev.reproduced_printing)} on the original code)"
+        )
     return f"{ev.reproduced} (failed on the original code)"
 
 
@@ -340,7 +347,7 @@ def result_text(entry: Entry, named: int = 3) -> str:
     if entry.raised_outside:
         text += f"; raised outside the change, in {', '.join(entry.raised_outside)}"
     if entry.reported:
-        text += f"; printed the request's {', '.join(entry.reported)}"
+        text += f"; printed the request's {_listed(entry.reported)}"
     if entry.failed_tests:
         more = " …" if len(entry.failed_tests) > named else ""
         text += f" [{', '.join(entry.failed_tests[:named])}{more}]"

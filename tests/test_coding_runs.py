@@ -669,12 +669,12 @@ def test_the_error_the_request_reports_raised_again_through_the_change(name, rai
     trace = trace_of(V2 / f"{name}.traj.json")
     facts = TestRunFacts(trace)
     last = [r for r in facts.runs if not facts.on_original_code(r)][-1]
-    assert facts.raised_reported(last) == raised
+    error = raised.split(":")[0] if raised else None
+    assert facts.raised_reported(last) == ((error, raised) if raised else None)
     titles = [f.title for f in coding_findings(trace)]
     if raised is None:
         assert not any("still raised" in t for t in titles)
         return
-    error = raised.split(":")[0]
     assert titles[0] == f"agent submitted while its own run still raised the {error} the request reports"
     finding = next(f for f in run_rules_audit(trace).findings if f.title == titles[0])
     request = next(s.step_id for s in trace.steps if s.actor_kind is ActorKind.human)

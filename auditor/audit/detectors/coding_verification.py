@@ -362,8 +362,7 @@ class CodingVerificationDetector:
         found = [(r, raised) for r in latest.values() if not r.ok and (raised := tests.raised_reported(r))]
         if not found:
             return None
-        run, raised = max(found, key=lambda pair: pair[0].call)
-        name = raised.split(":")[0].rsplit(".", 1)[-1]
+        run, (name, raised) = max(found, key=lambda pair: pair[0].call)
         said = raised[:120] + "…" * (len(raised) > 120)
         edit = _edit_before(fix, run.call)
         step = facts.steps[edit.pos]

@@ -1635,22 +1635,22 @@ class TestRunFacts:
         raised = list(_RAISED.finditer(output, starts[-1]))
         return raised[-1].group().strip() if raised else None
 
-    def raised_reported(self, run: TestRun) -> str | None:
-        """What a run raised, as its output says it, when that is an error the request reports, a
-        run on the original code printed it too (an error the request asks for instead, the fix
-        raising it, is none), and its traceback runs through a changed source file: the reported
-        failure, on the change's own path. A script's last traceback gives its error line; a test's
-        failure report, the name."""
+    def raised_reported(self, run: TestRun) -> tuple[str, str] | None:
+        """(the error's name, what the output says of it) when a run raised an error the request
+        reports, a run on the original code printed it too (an error the request asks for instead,
+        the fix raising it, is none), and its traceback runs through a changed source file: the
+        reported failure, on the change's own path. A script's last traceback gives its error line;
+        a test's failure report, the name."""
         reported = self._reported_and_reproduced
         if not reported or not self.source_files:
             return None
         output = printed_text(self.steps[run.result])
         line = self._raised_in_change(output)
-        if line is not None and line.split(":")[0].rsplit(".", 1)[-1] in reported:
-            return line
+        if line is not None and (name := line.split(":")[0].rsplit(".", 1)[-1]) in reported:
+            return name, line
         return next(
             (
-                raised
+                (raised, raised)
                 for frames, raised in failure_reports(output)
                 if raised in reported and any(self._in_change(f) for f in frames)
             ),
@@ -1741,8 +1741,14 @@ class TestRunFacts:
         crash). None for any other run."""
         if run.is_test or run.exit in (0, None):
             return None
-        printed = printed_text(self.steps[run.result])
-        return None if _TRACEBACK.search(printed) else diagnostics(printed) or None
+        traceback = _TRACEBACK.search(printed_text(self.steps[run.result]))
+        return None if traceback else self._messages[run.result] or None
+
+    @cached_property
+    def _messages(self) -> dict[int, frozenset[Message]]:
+        """Each run's result -> the linter's or compiler's messages it printed, each output read
+        once (the verdicts and what the request names both ask)."""
+        return {r.result: diagnostics(printed_text(self.steps[r.result])) for r in self.runs}
 
     def messages_gone(self, before: frozenset[Message], after: frozenset[Message]) -> frozenset[Message]:
         """The messages the request names (their text, or the kind it names: a code, a name in
@@ -1811,7 +1817,7 @@ class TestRunFacts:
         for r in self.runs:
             printed = printed_text(self.steps[r.result])
             errors = self.reported_errors & frozenset(_ERROR_NAME.findall(printed))
-            out[r.result] = errors | {str(m) for m in self.named(diagnostics(printed))}
+            out[r.result] = errors | {str(m) for m in self.named(self._messages[r.result])}
         return out
 
     @cached_property

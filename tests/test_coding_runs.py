@@ -684,6 +684,37 @@ def test_the_error_the_request_reports_raised_again_through_the_change(name, rai
 
 
 @pytest.mark.parametrize(
+    ("name", "after"),
+    [
+        ("unconfigured_pytest_cut", None),
+        ("unconfigured_pytest_full", None),
+        ("unconfigured_pytest_then_runtests", "OK"),
+    ],
+)
+def test_tests_that_errored_in_their_setup_alone_ran_no_test_of_the_change(name, after):
+    """Real runs in the Django checkout: a right fix, shown by the reproduction, then the text
+    tests run with pytest, which cannot set up Django's settings (16 errors at setup, none failed
+    or passed; output whole or cut by ``tail``), then Django's runner (``OK``) or the submission.
+    pytest ran no test's body: no run of the project's tests, and no failing-test finding. The
+    same output naming the changed file stays a failed run of the change."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    facts = TestRunFacts(trace)
+    errored = next(r for r in facts.runs if r.runner == "pytest")
+    assert errored.summary.strip("= ").startswith("16 errors in") and not facts.project_test(errored)
+    assert facts.shown_fixed is not None and facts.shown_fixed.runner == "script"
+    assert [r.summary for r in facts.project_runs] == ([after] if after else [])
+    assert not [f.title for f in coding_findings(trace)]
+    result = trace.steps[errored.result]
+    named = result.model_copy(
+        update={"content": result.content + "\ndjango/utils/text.py:350: in normalize_newlines"}
+    )
+    facts = TestRunFacts(
+        trace.model_copy(update={"steps": [named if s is result else s for s in trace.steps]})
+    )
+    assert facts.project_test(next(r for r in facts.runs if r.runner == "pytest"))
+
+
+@pytest.mark.parametrize(
     ("command", "program"),
     [
         ("python -m pylint repro.py", True),

@@ -1612,7 +1612,7 @@ class TestRunFacts:
         on a path not found, reached nothing; so did one that could not import its tests for a
         reason outside the change), and it names a test path that is no scratch, or names no
         scratch path at all (a whole suite, a module by name)."""
-        if not run.is_test or not (run.passed or run.failed) or self._import_failed(run):
+        if not run.is_test or not (run.passed or run.failed) or self._setup_failed(run):
             return False
         return self.on_project(run)
 
@@ -1690,17 +1690,20 @@ class TestRunFacts:
         path = _norm(path)
         return any(path == p or path.endswith("/" + p) for p in self.source_files)
 
-    def _import_failed(self, run: TestRun) -> bool:
-        """A runner that ran no test because importing its tests failed, and whose output names
-        none of the changed source files: the tests' own setup failed (Django's settings not
-        configured for pytest, a dependency missing), not the change. An import error raised in a
-        changed file names it, and stays the change's failure."""
+    def _setup_failed(self, run: TestRun) -> bool:
+        """A runner that ran no test because its tests could not be imported or set up, and whose
+        output names none of the changed source files: the tests' own setup failed (Django's
+        settings not configured for pytest, a dependency missing), not the change. pytest counts a
+        failure in a test's setup as an error and one in its body as a failure: a run of errors
+        alone reached no test's body. An import error raised in a changed file names it, and stays
+        the change's failure."""
         out = self.steps[run.result].content
-        return (
-            not run.passed
-            and _IMPORT_FAILED.search(out) is not None
-            and not any(path in out for path in self.source_files)
-        )
+        if run.passed or any(path in out for path in self.source_files):
+            return False
+        if _IMPORT_FAILED.search(out) is not None:
+            return True
+        counts = _counts(uncoloured(run.summary))
+        return run.runner == "pytest" and "error" in counts and "failed" not in counts
 
     @cached_property
     def shown_fixed(self) -> TestRun | None:

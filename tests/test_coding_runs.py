@@ -714,6 +714,18 @@ def test_tests_that_errored_in_their_setup_alone_ran_no_test_of_the_change(name,
     assert facts.project_test(next(r for r in facts.runs if r.runner == "pytest"))
 
 
+def test_a_module_that_failed_to_collect_is_the_changes_failure_though_the_output_is_cut():
+    """A real run: the change leaves ``django/utils/text.py`` unparsable, and pytest's output, cut
+    by ``tail``, keeps the module that failed to collect (``ERROR tests/utils_tests/test_text.py``,
+    ``1 error``) but no path of the change: an error of a module, not of a test's setup, stays a
+    failed run of the change."""
+    trace = trace_of(V2 / "broken_pytest_cut.traj.json")
+    facts = TestRunFacts(trace)
+    (run,) = facts.project_runs
+    assert run.failed_ids == ("tests/utils_tests/test_text.py",) and not run.ok
+    assert coding_findings(trace)[0].title == "agent submitted while its last test run failed"
+
+
 @pytest.mark.parametrize(
     ("command", "program"),
     [

@@ -1695,15 +1695,25 @@ class TestRunFacts:
         output names none of the changed source files: the tests' own setup failed (Django's
         settings not configured for pytest, a dependency missing), not the change. pytest counts a
         failure in a test's setup as an error and one in its body as a failure: a run of errors
-        alone reached no test's body. An import error raised in a changed file names it, and stays
-        the change's failure."""
+        alone, each of a test (``ERROR path::test``, no module that failed to collect), reached no
+        test's body. An import error raised in a changed file names it (its path, or the file's
+        name in a ``SyntaxError``), and stays the change's failure."""
         out = self.steps[run.result].content
         if run.passed or any(path in out for path in self.source_files):
             return False
         if _IMPORT_FAILED.search(out) is not None:
             return True
         counts = _counts(uncoloured(run.summary))
-        return run.runner == "pytest" and "error" in counts and "failed" not in counts
+        return (
+            run.runner == "pytest"
+            and "error" in counts
+            and "failed" not in counts
+            and bool(run.failed_ids)
+            and all("::" in test for test in run.failed_ids)
+            and not any(
+                re.search(rf"(?<![\w.]){re.escape(PurePosixPath(p).name)}\b", out) for p in self.source_files
+            )
+        )
 
     @cached_property
     def shown_fixed(self) -> TestRun | None:

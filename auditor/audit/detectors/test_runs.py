@@ -26,9 +26,9 @@ Everything is decided by structure, never by what a run is about:
   bun's ``(fail) name``, vitest's ``FAIL file > name``, jest's ``● name``).
   Outputs are read without a terminal's colour codes, and summaries quoted verbatim with them. A
   run that collected no test (a path not found) reached none of the project's, nor did one that
-  could not import its tests (pytest's ``ERROR collecting``, unittest's ``_FailedTest``) for a
-  reason its output places outside the changed files (Django's tests under pytest without
-  settings). A runner command (pytest, ``python -m pytest|unittest``, a ``runtests.py``,
+  could not import its tests (pytest's ``ERROR collecting``, unittest's ``_FailedTest``) or set
+  them up (pytest's errors alone, each a test's) for a reason its output places outside the
+  changed files (Django's tests under pytest without settings). A runner command (pytest, ``python -m pytest|unittest``, a ``runtests.py``,
   ``bin/test``, tox, nox, ``cargo test``, ``go test``, ``node --test``) that printed no summary but died in a traceback
   running through a changed source file is a test run with one failure, quoted by its error line:
   the project's tests could not run on the change;
@@ -1609,8 +1609,8 @@ class TestRunFacts:
 
     def project_test(self, run: TestRun) -> bool:
         """A runner run that reached the project's tests: one ran (a run that collected none, as
-        on a path not found, reached nothing; so did one that could not import its tests for a
-        reason outside the change), and it names a test path that is no scratch, or names no
+        on a path not found, reached nothing; so did one that could not import or set up its tests
+        for a reason outside the change), and it names a test path that is no scratch, or names no
         scratch path at all (a whole suite, a module by name)."""
         if not run.is_test or not (run.passed or run.failed) or self._setup_failed(run):
             return False

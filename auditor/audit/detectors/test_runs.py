@@ -28,8 +28,8 @@ Everything is decided by structure, never by what a run is about:
   run that collected no test (a path not found) reached none of the project's, nor did one that
   could not import its tests (pytest's ``ERROR collecting``, unittest's ``_FailedTest``) or set
   them up (pytest's errors alone, each a test's) for a reason its output places outside the
-  changed files (Django's tests under pytest without settings). A runner command (pytest, ``python -m pytest|unittest``, a ``runtests.py``,
-  ``bin/test``, tox, nox, ``cargo test``, ``go test``, ``node --test``) that printed no summary but died in a traceback
+  changed files (Django's tests under pytest without settings). A runner command (pytest,
+  ``python -m pytest|unittest``, a ``runtests.py``, ``bin/test``, tox, nox, ``cargo test``, ``go test``, ``node --test``) that printed no summary but died in a traceback
   running through a changed source file is a test run with one failure, quoted by its error line:
   the project's tests could not run on the change;
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
@@ -1696,8 +1696,8 @@ class TestRunFacts:
         settings not configured for pytest, a dependency missing), not the change. pytest counts a
         failure in a test's setup as an error and one in its body as a failure: a run of errors
         alone, each of a test (``ERROR path::test``, no module that failed to collect), reached no
-        test's body. An import error raised in a changed file names it (its path, or the file's
-        name in a ``SyntaxError``), and stays the change's failure."""
+        test's body. An import error raised in a changed file names it, and stays the change's
+        failure."""
         out = self.steps[run.result].content
         if run.passed or any(path in out for path in self.source_files):
             return False
@@ -1710,9 +1710,6 @@ class TestRunFacts:
             and "failed" not in counts
             and bool(run.failed_ids)
             and all("::" in test for test in run.failed_ids)
-            and not any(
-                re.search(rf"(?<![\w.]){re.escape(PurePosixPath(p).name)}\b", out) for p in self.source_files
-            )
         )
 
     @cached_property

@@ -36,6 +36,7 @@ REVIEWED = [
     "real/mini-swe-agent-v2/linter_crash_half_fixed.traj.json",  # a linter's messages, the error raised again
     "real/mini-swe-agent-v2/newlines_pytest_raised_again.traj.json",
     "real/mini-swe-agent-v2/unconfigured_pytest_cut.traj.json",  # tests that errored in their setup alone
+    "real/mini-swe-agent-v2/django_test_before_after.traj.json",  # a runner that died before any test
 ]
 
 

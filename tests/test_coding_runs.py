@@ -31,6 +31,7 @@ from auditor.audit.detectors.test_runs import (
 )
 from auditor.audit.detectors.unverified_relay import HIDDEN_FAILURE
 from auditor.audit.engine import run_rules_audit
+from auditor.audit.report.disposition import ACTIONABLE
 from auditor.audit.report.validator import validate_report
 from auditor.audit.test_timeline import evidence_lines, result_text, timeline
 from auditor.core.errors import InputError
@@ -695,15 +696,18 @@ def test_tests_that_errored_in_their_setup_alone_ran_no_test_of_the_change(name,
     """Real runs in the Django checkout: a right fix, shown by the reproduction, then the text
     tests run with pytest, which cannot set up Django's settings (16 errors at setup, none failed
     or passed; output whole or cut by ``tail``), then Django's runner (``OK``) or the submission.
-    pytest ran no test's body: no run of the project's tests, and no failing-test finding. The
-    same output naming the changed file stays a failed run of the change."""
+    pytest ran no test's body: no run of the project's tests, no failing-test finding, and no
+    check left failing at the end. The same output naming the changed file stays a failed run of
+    the change."""
     trace = trace_of(V2 / f"{name}.traj.json")
     facts = TestRunFacts(trace)
     errored = next(r for r in facts.runs if r.runner == "pytest")
     assert errored.summary.strip("= ").startswith("16 errors in") and not facts.project_test(errored)
+    assert facts.reached_no_test(errored)
     assert facts.shown_fixed is not None and facts.shown_fixed.runner == "script"
     assert [r.summary for r in facts.project_runs] == ([after] if after else [])
     assert not [f.title for f in coding_findings(trace)]
+    assert not actionable(trace)
     result = trace.steps[errored.result]
     named = result.model_copy(
         update={"content": result.content + "\ndjango/utils/text.py:350: in normalize_newlines"}
@@ -899,6 +903,80 @@ def test_traces_show_prints_what_each_tool_call_did(tmp_path):
     assert 'open(path="tests/missing_colon.py")' in functions
     assert "$ python tests/missing_colon.py" in functions
     assert "The script ran successfully" in functions  # submit: no arguments, its text
+
+
+@pytest.mark.parametrize(
+    ("name", "runner", "summary"),
+    [
+        ("unittest_unconfigured", "unittest", "FAILED (errors=1)"),
+        ("django_test_unconfigured", "script", "python -m django test utils_tests.test_text"),
+    ],
+)
+def test_tests_that_never_started_leave_no_check_failing(name, runner, summary):
+    """Real runs in the Django checkout: a right fix, shown by the reproduction, then the text
+    tests run by a command that cannot set up Django's settings, and the submission. unittest
+    reports the error under the class's fixture (``ERROR: setUpClass (…)``, ``Ran 0 tests``);
+    ``python -m django test`` dies before any test (a traceback, no summary). Neither reached a
+    test: no run of the project's tests, and no finding that the run ended on a failing check."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    facts = TestRunFacts(trace)
+    (started,) = [r for r in facts.runs if r.call > facts.shown_fixed.call]
+    assert (started.runner, started.summary, started.ok) == (runner, summary, False)
+    assert facts.reached_no_test(started) and facts.project_runs == []
+    if runner == "unittest":
+        assert started.failed_ids == ("utils_tests.test_text.TestUtilsText.setUpClass",)
+    assert not actionable(trace)
+
+
+def test_tests_that_never_started_are_no_reproduction_and_no_check():
+    """The same command run on the original code too, before the reproduction, dying the same
+    way on both: it reproduced nothing (the reproduction is the ``python -c`` that raised the
+    request's error), and it is no check whose same output says the change did nothing."""
+    trace = trace_of(V2 / "django_test_before_after.traj.json")
+    facts = TestRunFacts(trace)
+    before, after = (r for r in facts.runs if "django test" in r.command)
+    assert facts.on_original_code(before) and not facts.on_original_code(after)
+    assert facts.reached_no_test(before) and not facts.reproduces(before)
+    assert facts.exercises(after) is False
+    found = timeline(trace)
+    reproduction = next(r for r in facts.runs if facts.reproduces(r))
+    assert reproduction.command.startswith("python -c") and reproduction.call > before.call
+    assert found.evidence.reproduced == trace.steps[reproduction.result].step_id
+    assert not actionable(trace)
+
+
+def test_an_inline_check_of_the_changed_module_ran_the_change():
+    """``python -c "from django.utils.text import normalize_newlines; …"`` imports the changed
+    module (after the ``-c``, statements joined by ``;``): it ran the change, and as it printed
+    ``'None'`` before and after a change of the docstring alone, the finding is that the check
+    printed the same, quoting both outputs."""
+    trace = trace_of(V2 / "inline_check_unchanged.traj.json")
+    facts = TestRunFacts(trace)
+    before, after = facts.runs
+    assert before.command.startswith("python -c") and facts.exercises(after) is True
+    (finding,) = coding_findings(trace)
+    assert finding.title == "agent's check printed the same before and after its change, and it submitted"
+    quotes = [u.quote for u in finding.evidence]
+    assert quotes.count("'None'") == 2
+
+
+def test_a_runner_that_died_on_the_change_is_its_failure():
+    """The same command on a change that does not parse (``str(text)`` unclosed): the traceback
+    runs through the changed file, so the run is the change's failed test run, and the run ended
+    on it."""
+    trace = trace_of(V2 / "broken_django_test.traj.json")
+    facts = TestRunFacts(trace)
+    (died,) = facts.project_runs
+    assert died.summary == "SyntaxError: '(' was never closed" and not facts.reached_no_test(died)
+    titles = {f.title for f in actionable(trace)}
+    assert "agent submitted while its last test run failed" in titles
+    assert "agent ended the run with a required step unfinished" in titles
+
+
+def actionable(trace: Trace) -> list:
+    """The report's actionable findings (realized, intercepted or adjacent: what the outcome
+    tables count)."""
+    return [f for f in run_rules_audit(trace).findings if f.disposition in ACTIONABLE]
 
 
 def coding_findings(trace: Trace) -> list:

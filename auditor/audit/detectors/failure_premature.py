@@ -12,10 +12,13 @@ visibly unfinished at that end when:
   another tool left the failed call behind (a wrong API name replaced by the right one), not a
   step unfinished. Nor is the run of a coding run's check that shows its fix
   (``TestRunFacts.shown_fixed``): a linter that still exits non-zero for the reproduction's own
-  conventions once the reported message is gone has passed the check. The check is the tool the
-  result names, else the tool of the act it answers (the call id, or the nearest earlier act when
-  that act is a tool call), else code execution (whoever wrote the code: a later run of anyone's
-  code that passes is the check passing), else the result's actor;
+  conventions once the reported message is gone has passed the check. Nor is a run of a coding
+  run's tests that reached none of them for a reason outside its change
+  (``TestRunFacts.reached_no_test``: Django's settings not configured for the runner): the tests
+  never ran, which the coding findings judge. The check is the tool the result names, else the
+  tool of the act it answers (the call id, or the nearest earlier act when that act is a tool
+  call), else code execution (whoever wrote the code: a later run of anyone's code that passes is
+  the check passing), else the result's actor;
 - *the coordinator's own ledger says unfinished*: the latest structured status ledger before the
   end records ``is_request_satisfied`` false;
 - *a question to another agent was never answered*: an agent addressed a named agent (explicit
@@ -99,8 +102,12 @@ class FailurePrematureDetector:
                 passed.add(key)
                 unpassed.pop(key, None)
         stuck = [p for p in unpassed.values() if not self._moved_on(facts, p, end)]
-        if stuck and (shown := TestRunFacts.of(facts.ctx).shown_fixed) is not None:
-            stuck = [p for p in stuck if p != shown.result]  # the check that shows the fix passed
+        if stuck:
+            tests = TestRunFacts.of(facts.ctx)
+            shown = tests.shown_fixed.result if tests.shown_fixed is not None else None
+            unreached = {r.result for r in tests.runs if tests.reached_no_test(r)}
+            # the check that shows the fix passed; tests that never started were no check left failing
+            stuck = [p for p in stuck if p != shown and p not in unreached]
         if not stuck:
             return None
         pos = max(stuck)

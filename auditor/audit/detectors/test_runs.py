@@ -27,11 +27,14 @@ Everything is decided by structure, never by what a run is about:
   Outputs are read without a terminal's colour codes, and summaries quoted verbatim with them. A
   run that collected no test (a path not found) reached none of the project's, nor did one that
   could not import its tests (pytest's ``ERROR collecting``, unittest's ``_FailedTest``) or set
-  them up (pytest's errors alone, each a test's) for a reason its output places outside the
-  changed files (Django's tests under pytest without settings). A runner command (pytest,
-  ``python -m pytest|unittest``, a ``runtests.py``, ``bin/test``, tox, nox, ``cargo test``, ``go test``, ``node --test``) that printed no summary but died in a traceback
-  running through a changed source file is a test run with one failure, quoted by its error line:
-  the project's tests could not run on the change;
+  them up (pytest's errors alone, each a test's; unittest's, each a class's or module's fixture,
+  ``ERROR: setUpClass (…)``) for a reason its output places outside the changed files (Django's
+  tests under pytest or unittest without settings). A runner command (pytest, ``python -m
+  pytest|unittest``, a ``runtests.py``, ``bin/test``, tox, nox, ``cargo test``, ``go test``,
+  ``node --test``) that printed no summary but died in a traceback running through a changed
+  source file is a test run with one failure, quoted by its error line: the project's tests could
+  not run on the change; one whose traceback runs through no changed file and names none (``python
+  -m django test`` without settings) reached no test either (``reached_no_test``);
 - a *script run* is a command that runs a Python file or inline code (``python x.py``, ``python
   -c``, ``python - <<EOF``) or another program (a build, ``make``, a shell script, a module's main
   through ``python -m``: anything but the utilities that read, search, edit or manage files) with
@@ -105,6 +108,9 @@ _UNITTEST = re.compile(
     r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK\b[^\n]*|FAILED \(([^)]*)\)|NO TESTS RAN\b[^\n]*)"
 )
 _UNITTEST_ID = re.compile(r"(?m)^(FAIL|ERROR): (\w+) \(([\w.]+)\)")
+# unittest's class and module fixtures: an error in one is reported under its name, in place of the
+# tests it sets up (``ERROR: setUpClass (module.Class)``), none of which ran
+_UNITTEST_FIXTURES = frozenset({"setUpClass", "setUpModule"})
 # the summary wraps at the terminal's width, anywhere in it (before "in N seconds" or between counts):
 # its head, then its end looked for in that line and the next (one pattern over both lines was
 # cubic in a run of spaces after the head: 10,000 spaces took five minutes)
@@ -195,7 +201,7 @@ _VALUED_OPTIONS = frozenset({
 # stand-in test for a module it failed to import
 _IMPORT_FAILED = re.compile(r"(?m)^_+ ERROR collecting |\(unittest\.loader\._FailedTest\b")
 # a line's own indentation ([^\S\n]): ^\s* ran over every blank line below each line start (quadratic)
-_IMPORT = re.compile(r"(?m)^[^\S\n]*(?:from|import)\s+([\w.]+)")
+_IMPORT = re.compile(r"(?m)(?:^|;)[^\S\n]*(?:from|import)\s+([\w.]+)")  # a line's, or a statement's after ";"
 _NUMBERED = re.compile(r"(?m)^ *\d+(?:\t|→)")  # a line as a file viewer numbers it (``3\t``, ``   3→``)
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _DIFF = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)\r?$")
@@ -961,6 +967,13 @@ def runner_of(command: str) -> str | None:
     return next((call[0] for words in _words(command) if (call := _runner_call(words))), None)
 
 
+def _runners_only(command: str) -> bool:
+    """Whether every program or script a command runs is a test runner (``cd tests && python -m
+    unittest x``; a reproduction run beside pytest is not)."""
+    running = [w for w in _words(command) if _script(w)[0] or _program(w)]
+    return bool(running) and all(runner_of(" ".join(w)) for w in running)
+
+
 def _runner_call(words: list[str]) -> tuple[str, list[str]] | None:
     """(the runner, the arguments it reads) when a simple command starts a test runner."""
     name = PurePosixPath(words[0]).name
@@ -1215,13 +1228,13 @@ class TestRunFacts:
             elif (runner := runner_of(command)) and (raised := self._raised_in_change(printed)):
                 # the runner died on the change before it reported a test: the change's failure
                 runs.append(TestRun(pos, result, runner, command, raised, 1, 0, (), code))
-            elif running := [w for w in _words(command) if _script(w)[0] or _program(w)]:
+            elif any(_script(w)[0] or _program(w) for w in _words(command)):
                 if (code in _NOT_RUN or _NO_MODULE.search(printed)) and len(_words(command)) == 1:
                     continue  # no program or module to run (a runner not installed): no run
                 # a command the harness killed (a timeout: status error, no exit code) did not pass
                 killed = code is None and out.raw.get("status") == "error"
                 bad = int(code not in (0, None) or killed or bool(_TRACEBACK.search(printed)))
-                if not bad and all(runner_of(" ".join(w)) for w in running):
+                if not bad and _runners_only(command):
                     # a runner alone that summarised nothing and did not fail: its output was cut
                     # (``| head``) or it ran no test (``--help``, ``--collect-only``): no run to read
                     continue
@@ -1525,8 +1538,11 @@ class TestRunFacts:
 
     def exercises(self, run: TestRun) -> bool | None:
         """Whether a run's code imports a package or module of the changed source files (a check
-        that imports none never ran the change); True for a runner, None for code the trace does not
-        hold (a script written outside it, a program other than Python)."""
+        that imports none never ran the change, nor did a runner that reached no test); True for a
+        runner, None for code the trace does not hold (a script written outside it, a program other
+        than Python)."""
+        if self.reached_no_test(run):
+            return False
         if run.is_test:
             return True
         code = self.code_run(run.call)
@@ -1551,7 +1567,9 @@ class TestRunFacts:
                     return None
                 code.append(body)
             elif runs_py:
-                code.append(command)
+                rest = _python_args(words[1:])
+                # ``python -c CODE``: the code is its argument; ``python - <<EOF``: the command's heredoc
+                code.append(rest[1] if rest[0] == "-c" and len(rest) > 1 else command)
         return "\n".join(code) if any_python else None
 
     def _script_code(self, script: str | None, pos: int) -> str | None:
@@ -1693,16 +1711,22 @@ class TestRunFacts:
     def _setup_failed(self, run: TestRun) -> bool:
         """A runner that ran no test because its tests could not be imported or set up, and whose
         output names none of the changed source files: the tests' own setup failed (Django's
-        settings not configured for pytest, a dependency missing), not the change. pytest counts a
-        failure in a test's setup as an error and one in its body as a failure: a run of errors
-        alone, each of a test (``ERROR path::test``, no module that failed to collect), reached no
-        test's body. An import error raised in a changed file names it, and stays the change's
-        failure."""
+        settings not configured for pytest or unittest, a dependency missing), not the change.
+        pytest counts a failure in a test's setup as an error and one in its body as a failure: a
+        run of errors alone, each of a test (``ERROR path::test``, no module that failed to
+        collect), reached no test's body. unittest reports an error in a class's or module's setup
+        under the fixture's name (``setUpClass``) in place of its tests: a run whose every error is
+        a fixture's ran none. An import error raised in a changed file names it, and stays the
+        change's failure."""
         out = self.steps[run.result].content
         if run.passed or any(path in out for path in self.source_files):
             return False
         if _IMPORT_FAILED.search(out) is not None:
             return True
+        if run.runner == "unittest":
+            return len(run.failed_ids) == run.failed > 0 and all(
+                test.rsplit(".", 1)[-1] in _UNITTEST_FIXTURES for test in run.failed_ids
+            )
         counts = _counts(uncoloured(run.summary))
         return (
             run.runner == "pytest"
@@ -1710,6 +1734,24 @@ class TestRunFacts:
             and "failed" not in counts
             and bool(run.failed_ids)
             and all("::" in test for test in run.failed_ids)
+        )
+
+    def reached_no_test(self, run: TestRun) -> bool:
+        """A run of the tests that reached none of them for a reason outside the change: their
+        setup failed (``_setup_failed``), or the runner died before it reported any test (a
+        traceback and no summary: ``python -m django test`` without settings), neither through
+        nor naming a changed file. The tests never ran: what that says of the fix is the coding
+        findings' to judge, not a check the agent left failing. None in a run that changed no
+        project code: there is no change for the failure to be outside of."""
+        if not self.source_files or run.passed:
+            return False
+        if run.is_test:
+            return self._setup_failed(run)
+        out = printed_text(self.steps[run.result])
+        return (
+            _runners_only(run.command)
+            and _TRACEBACK.search(out) is not None
+            and not any(path in out for path in self.source_files)
         )
 
     @cached_property
@@ -1800,8 +1842,12 @@ class TestRunFacts:
     def reproduces(self, run: TestRun) -> bool:
         """A run on the original code that failed, or printed an error the request reports (a
         script that caught it: ``except Exception as e: print(e)``) or a linter's message it names
-        (``pylint --exit-zero``)."""
-        return self.on_original_code(run) and (not run.ok or bool(self.printed_reported(run)))
+        (``pylint --exit-zero``); not one of tests that never started (``reached_no_test``)."""
+        return (
+            self.on_original_code(run)
+            and (not run.ok or bool(self.printed_reported(run)))
+            and not self.reached_no_test(run)
+        )
 
     @cached_property
     def request(self) -> str:

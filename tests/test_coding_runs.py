@@ -960,6 +960,42 @@ def test_an_inline_check_of_the_changed_module_ran_the_change():
     assert quotes.count("'None'") == 2
 
 
+@pytest.mark.parametrize("name", ["asked_error_script_raised", "asked_error_script_caught"])
+def test_the_error_the_request_asks_for_printed_by_the_change_shows_the_fix(name):
+    """Real runs in pristine Django with a request that ``normalize_newlines(None)`` raise
+    ``TypeError`` (named, never quoted as output prints it): the agent's script prints ``'None'``
+    on the original code and, after the change, the ``TypeError`` (raised, or caught and
+    printed). The check shows the change doing what was asked: no finding that no output supports
+    the fix, nor that the run ended on a failing check."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    facts = TestRunFacts(trace)
+    before, after = facts.runs
+    assert before.clean and facts.printed_reported(before) == frozenset()
+    assert facts.asked_errors == {"TypeError"} and facts.asked_printed(after) == {"TypeError"}
+    assert facts.shown_fixed == after and after.clean == (name.endswith("caught"))
+    shown = dict(evidence_lines(timeline(trace)))["shown fixed"]
+    assert shown == (
+        f"{trace.steps[after.result].step_id} (a check prints the request's TypeError on the change, "
+        "which no run on the original code printed)"
+    )
+    assert not actionable(trace)
+
+
+def test_the_error_a_request_quotes_raised_by_the_change_is_no_fix():
+    """The request quotes the ``TypeError`` as output prints it (``TypeError: expected string …``):
+    it reports that error. In a checkout where the call works, the agent's script prints the right
+    value, the change breaks it, and the rerun raises the quoted error: no fix shown, and the
+    change no output supports is submitted."""
+    trace = trace_of(V2 / "reported_error_introduced.traj.json")
+    facts = TestRunFacts(trace)
+    before, after = facts.runs
+    assert before.clean and facts.printed_reported(before) == frozenset()
+    assert facts.printed_reported(after) == {"TypeError"} and facts.asked_errors == frozenset()
+    assert facts.shown_fixed is None
+    titles = {f.title for f in actionable(trace)}
+    assert "agent submitted a change that no test output in the run supports" in titles
+
+
 def test_a_runner_that_died_on_the_change_is_its_failure():
     """The same command on a change that does not parse (``str(text)`` unclosed): the traceback
     runs through the changed file, so the run is the change's failed test run, and the run ended
@@ -1067,7 +1103,8 @@ def test_a_script_that_caught_the_requests_error_and_printed_it_reproduced_the_f
 
 def test_an_error_the_request_asks_for_printed_on_the_change_is_no_failure_reproduced():
     """ "It should raise ValueError": the original code never printed it, so no run reproduced a
-    failure by it, and the change printing it is not a check still failing."""
+    failure by it, and the change printing it is not a check still failing: it shows the change
+    doing what was asked."""
     printed = "<returncode>0</returncode>\n<output>\nraised ValueError: bad x\n</output>"
     silent = "<returncode>0</returncode>\n<output>\nNone\n</output>"
     trace = _coding_run([(REPRO, "<returncode>0</returncode>"), ("python repro.py", silent), EDIT,
@@ -1076,7 +1113,7 @@ def test_an_error_the_request_asks_for_printed_on_the_change_is_no_failure_repro
     facts = TestRunFacts(Trace(header=trace.header, steps=steps + list(trace.steps[1:])))
     before, after = (r for r in facts.runs if r.command == "python repro.py")
     assert not facts.reproduces(before) and facts.printed_reported(after) == {"ValueError"}
-    assert facts.shown_fixed is None
+    assert facts.asked_printed(after) == {"ValueError"} and facts.shown_fixed == after
 
 
 def test_a_check_that_printed_the_same_before_and_after_the_change():

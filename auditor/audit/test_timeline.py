@@ -61,6 +61,9 @@ class Evidence:
     # original code and no longer prints follow (none when it crashed there)
     shown_fixed_clean: bool | None
     shown_fixed_messages: tuple[str, ...]
+    # the errors the request names that the check prints on the change and no run on the original
+    # code printed: what the request asks the change to raise
+    shown_fixed_asked: tuple[str, ...]
     last_test: str | None  # the project's last test run on the change after its last edit
     last_test_passed: bool | None
     last_test_failed_before: bool  # every test it failed also failed on the original code
@@ -152,6 +155,9 @@ def _evidence(facts: TestRunFacts) -> Evidence:
         shown_fixed_printing=_caught_then_gone(facts),
         shown_fixed_clean=facts.shown_fixed.clean if facts.shown_fixed is not None else None,
         shown_fixed_messages=_messages_then_gone(facts),
+        shown_fixed_asked=tuple(sorted(facts.asked_printed(facts.shown_fixed)))
+        if facts.shown_fixed is not None
+        else (),
         last_test=step(last),
         last_test_passed=last.ok if last is not None else None,
         last_test_failed_before=last is not None and not last.ok and facts.failed_before(last),
@@ -310,6 +316,9 @@ def _listed(printed: tuple[str, ...]) -> str:
 def _shown_text(ev: Evidence) -> str:
     if ev.shown_fixed is None:
         return "no check went from failing to passing"
+    if ev.shown_fixed_asked:
+        asked = _listed(ev.shown_fixed_asked)
+        return f"{ev.shown_fixed} (a check prints the request's {asked} on the change, which no run on the original code printed)"
     if ev.shown_fixed_messages:
         gone = "; ".join(f"'{m}'" for m in ev.shown_fixed_messages)
         return f"{ev.shown_fixed} (a linter no longer prints the message the request names: {gone})"

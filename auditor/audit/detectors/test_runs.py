@@ -154,6 +154,9 @@ _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a traceback's frame (the file it ran through) and the line naming what it raised
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
 _ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning)\b")  # a Python exception or warning class
+_ERROR_PRINTED = re.compile(
+    r"\b([A-Z]\w*(?:Error|Exception|Warning)): \S"
+)  # one as output prints it, with its message
 # a linter's or compiler's message, "path:line[:col]: text" (pylint, flake8, mypy, gcc), or a code
 # and text over an arrow to the place (ruff's full format); and the kind its text names: a leading
 # code (R0124, F401) or a trailing name ((unused-import), [attr-defined])
@@ -1760,11 +1763,13 @@ class TestRunFacts:
         running the code that failed (the same script, or one that goes on from it: a script
         rewritten in between, its setup mended, may pass by its own change, not the fix's). A
         script that caught the request's error and printed it failed so, and ran clean when it no
-        longer prints it."""
+        longer prints it. A check that ran clean on the original code and on the change prints an
+        error the request names that no run on the original code printed (``asked_printed``:
+        raised, or caught and printed) shows the error the request asks for."""
         shown = []
         for before, changed in self.checks.values():
             last = changed[-1]
-            if not last.clean and self.verdict(last) is None:
+            if not last.clean and self.verdict(last) is None and not self.asked_printed(last):
                 continue
             after = self.code_run(last.call)
             if any(
@@ -1777,14 +1782,33 @@ class TestRunFacts:
 
     def _cleared(self, before: TestRun, after: TestRun) -> bool:
         """Whether a check's run on the change no longer fails as its run on the original code did.
-        Run clean: that run failed, or printed an error the request reports. A linter's verdict (its
+        Run clean: that run failed, or printed an error the request reports; or it ran clean and
+        this one prints an error the request asks for (``asked_printed``). A linter's verdict (its
         messages, and no crash): that run crashed or was refused (a usage error), or printed a
         message the request names that is gone, and nothing new came up."""
         verdict = self.verdict(after)
         if verdict is None:
-            return not before.ok or bool(self.printed_reported(before) - self.printed_reported(after))
+            return (
+                not before.ok
+                or bool(self.printed_reported(before) - self.printed_reported(after))
+                or (before.clean and bool(self.asked_printed(after)))
+            )
         earlier = self.verdict(before)
         return not before.ok if earlier is None else bool(self.messages_gone(earlier, verdict))
+
+    def asked_printed(self, run: TestRun) -> frozenset[str]:
+        """The errors the request asks the change to raise (``asked_errors``) that a run printed."""
+        return self.printed_reported(run) & self.asked_errors
+
+    @cached_property
+    def asked_errors(self) -> frozenset[str]:
+        """The errors the request names but never quotes as printed (``TypeError: message``, the
+        form a raised error takes in output) and no run on the original code printed: what it
+        asks the change to raise (``normalize_newlines(None)`` should raise ``TypeError``). An
+        error it reports is one it quotes, or one the original code printed when the run
+        reproduced it."""
+        quoted = frozenset(_ERROR_PRINTED.findall(self.request))
+        return self.reported_errors - quoted - self._reported_and_reproduced
 
     def verdict(self, run: TestRun) -> frozenset[Message] | None:
         """The messages a check failed with, when they are all its failure: a program that exited

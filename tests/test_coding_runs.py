@@ -310,6 +310,8 @@ def test_a_broken_message_names_the_field(tmp_path):
         ("pytest_nothing_collected.txt", "pytest", 0, 0),
         ("pytest_qq_failing.txt", "pytest", 4, 4),
         ("pytest_qq_passing.txt", "pytest", 0, 2),
+        ("pytest_params_spaced.txt", "pytest", 4, 1),
+        ("pytest_params_spaced_verbose.txt", "pytest", 4, 1),
         ("sympy_wrapped.txt", "sympy", 1, 212),
         ("sympy_failed.txt", "sympy", 1, 8),
         ("sympy_exception.txt", "sympy", 1, 1623),
@@ -385,6 +387,14 @@ def test_failed_test_ids_come_from_the_runners_own_lines():
     assert parse_output((RUNS / "sympy_failed.txt").read_text())[4] == (
         "sympy/combinatorics/tests/test_permutations.py:test_args",
     )
+    params = (  # parameters that hold spaces and brackets are part of the id
+        "test_params.py::test_upper[plain]",
+        "test_params.py::test_upper[two words]",
+        "test_params.py::test_upper[a [bracket] inside]",
+        "test_params.py::test_positive[1]",
+    )
+    assert parse_output((RUNS / "pytest_params_spaced.txt").read_text())[4] == params
+    assert parse_output((RUNS / "pytest_params_spaced_verbose.txt").read_text())[4] == params
     assert set(parse_output((RUNS / "unittest_failed.txt").read_text())[4]) == {
         "test_calc.AddTest.test_error",
         "test_calc.AddTest.test_add_wrong",

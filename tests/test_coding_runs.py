@@ -1636,6 +1636,39 @@ PASSED = "<returncode>0</returncode>\n<output>\n2\n</output>"
 EDIT = (f"sed -i 's/x = 1/x = 2/' {CHANGED}", "<returncode>0</returncode>")
 
 
+def test_failures_the_change_left_standing_reproduced_nothing():
+    """pytest-5840 (real): the agent's script never failed on the original code; after its fix it
+    reverted, ran ``testing/test_config.py`` (2 failed, the request's ``ImportError`` printed) and
+    put the change back. The same two tests had failed on the change: failures it left standing,
+    in a file it never touched, not the one it fixes."""
+    trace = trace_of(COMMENTED)
+    facts = TestRunFacts(trace)
+    (revert_run,) = [r for r in facts.runs if r.is_test and facts.on_original_code(r)]
+    assert revert_run.failed == 2 and facts.left_standing(revert_run) and not facts.reproduces(revert_run)
+    step = trace.steps[revert_run.result].step_id
+    assert dict(evidence_lines(timeline(trace)))["reproduced"] == (
+        f"none: {step} failed on the original code, with failures the change left standing"
+    )
+
+
+def test_a_test_of_the_agents_own_failing_on_both_codes_reproduced_the_failure():
+    """A test file the agent wrote fails on the original code and again on the change: it
+    reproduced the failure, which the fix did not clear."""
+    failing = (
+        "<returncode>1</returncode>\n<output>\nFAILED test_bug.py::test_x - AssertionError\n"
+        "==== 1 failed in 0.01s ====\n</output>"
+    )
+    written = (
+        "cat <<'EOF' > test_bug.py\ndef test_x():\n    assert False\nEOF",
+        "<returncode>0</returncode>",
+    )
+    trace = _coding_run([written, ("python -m pytest test_bug.py", failing), EDIT,
+                         ("python -m pytest test_bug.py", failing)])  # fmt: skip
+    facts = TestRunFacts(trace)
+    before = next(r for r in facts.runs if facts.on_original_code(r))
+    assert not facts.left_standing(before) and facts.reproduces(before)
+
+
 def _coding_run(commands: list[tuple[str, str]]) -> Trace:
     """A coding run of these (command, output) turns, submitting a one-line change of ``CHANGED``."""
     steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]

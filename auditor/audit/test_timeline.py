@@ -50,6 +50,8 @@ class Evidence:
     """What the runs show of the fix, each by the step of the result that shows it."""
 
     reproduced: str | None  # the first run on the original code that failed (or printed the request's error)
+    # else the first that failed with failures the change left standing (``left_standing``)
+    standing: str | None
     # the request's errors that run printed, when it caught them and did not fail
     reproduced_printing: tuple[str, ...]
     shown_fixed: str | None  # a check that failed on the original code no longer failing so on the change
@@ -148,6 +150,9 @@ def _evidence(facts: TestRunFacts) -> Evidence:
     reproduced = next((r for r in facts.runs if facts.reproduces(r)), None)
     return Evidence(
         reproduced=step(reproduced),
+        standing=step(
+            next((r for r in facts.runs if facts.on_original_code(r) and facts.left_standing(r)), None)
+        ),
         reproduced_printing=tuple(sorted(facts.printed_reported(reproduced)))
         if reproduced is not None and reproduced.ok
         else (),
@@ -331,6 +336,8 @@ def _shown_text(ev: Evidence) -> str:
 
 
 def _reproduced_text(ev: Evidence) -> str:
+    if ev.reproduced is None and ev.standing is not None:
+        return f"none: {ev.standing} failed on the original code, with failures the change left standing"
     if ev.reproduced is None:
         return "no run failed on the original code"
     if ev.reproduced_printing:

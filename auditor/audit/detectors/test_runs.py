@@ -1868,11 +1868,32 @@ class TestRunFacts:
     def reproduces(self, run: TestRun) -> bool:
         """A run on the original code that failed, or printed an error the request reports (a
         script that caught it: ``except Exception as e: print(e)``) or a linter's message it names
-        (``pylint --exit-zero``); not one of tests that never started (``reached_no_test``)."""
+        (``pylint --exit-zero``); not one of tests that never started (``reached_no_test``), nor
+        one whose failures the change left standing (``left_standing``)."""
         return (
             self.on_original_code(run)
             and (not run.ok or bool(self.printed_reported(run)))
             and not self.reached_no_test(run)
+            and not self.left_standing(run)
+        )
+
+    def left_standing(self, run: TestRun) -> bool:
+        """A run of the project's tests whose every failed test a run on the change failed too,
+        each in a test file the agent never wrote: failures the change left as they were (an
+        environment's, shown on a revert after the fix), not the one it fixes. A test of the
+        agent's own that fails on both codes reproduced the failure, and the fix did not clear it."""
+        if not run.is_test or not run.failed_ids:
+            return False
+        failing_on_change = {
+            t for r in self.runs if r.is_test and not self.on_original_code(r) for t in r.failed_ids
+        }
+        return all(
+            test in failing_on_change
+            and (path := file_of_test(test)) is not None
+            and not self.test_edits(_norm(path))
+            and path not in self.changed
+            and not self._is_scratch(_norm(path))
+            for test in run.failed_ids
         )
 
     @cached_property

@@ -1669,6 +1669,34 @@ def test_a_test_of_the_agents_own_failing_on_both_codes_reproduced_the_failure()
     assert not facts.left_standing(before) and facts.reproduces(before)
 
 
+@pytest.mark.parametrize(
+    ("module", "written", "standing"), [("test_text", False, True), ("test_bug", True, False)]
+)
+def test_a_unittest_failure_left_standing_is_known_by_the_module_its_label_names(module, written, standing):
+    """Django's runner names a failed test by its label (``utils_tests.test_text.TestUtilsText``):
+    failing on both codes, it was left standing when the agent never wrote the module the label
+    names, and is the agent's own reproduction when the agent wrote that module."""
+    failing = (
+        "<returncode>1</returncode>\n<output>\n"
+        "======================================================================\n"
+        f"FAIL: test_lazy (utils_tests.{module}.TextTest)\n"
+        "----------------------------------------------------------------------\n"
+        "AssertionError: 'a' != 'b'\n\n"
+        "----------------------------------------------------------------------\n"
+        "Ran 12 tests in 0.010s\n\nFAILED (failures=1)\n</output>"
+    )
+    run = (f"python tests/runtests.py utils_tests.{module}", failing)
+    write = (
+        f"cat > tests/utils_tests/{module}.py <<'EOF'\nclass TextTest:\n    def test_lazy(self):\n        pass\nEOF",
+        "<returncode>0</returncode>",
+    )
+    trace = _coding_run([*([write] if written else []), run, EDIT, run])
+    facts = TestRunFacts(trace)
+    before = next(r for r in facts.runs if facts.on_original_code(r))
+    assert before.failed_ids == (f"utils_tests.{module}.TextTest.test_lazy",)
+    assert facts.left_standing(before) is standing and facts.reproduces(before) is not standing
+
+
 def _coding_run(commands: list[tuple[str, str]]) -> Trace:
     """A coding run of these (command, output) turns, submitting a one-line change of ``CHANGED``."""
     steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]

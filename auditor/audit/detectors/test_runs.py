@@ -1887,14 +1887,17 @@ class TestRunFacts:
         failing_on_change = {
             t for r in self.runs if r.is_test and not self.on_original_code(r) for t in r.failed_ids
         }
-        return all(
-            test in failing_on_change
-            and (path := file_of_test(test)) is not None
-            and not self.test_edits(_norm(path))
-            and path not in self.changed
-            and not self._is_scratch(_norm(path))
-            for test in run.failed_ids
-        )
+        return all(test in failing_on_change and not self._agents_test(test) for test in run.failed_ids)
+
+    def _agents_test(self, test: str) -> bool:
+        """Whether a test is in a file the agent wrote: one it edited, changed or wrote as scratch,
+        by the file a pytest or SymPy id names, or the module a unittest label names."""
+        path = file_of_test(test)
+        if path is None:
+            written = {*self.changed, *self.scratch, *(_norm(t) for e in self.edits for t in e.targets)}
+            return any(_label_names(test, p) for p in written)
+        path = _norm(path)
+        return bool(self.test_edits(path)) or path in self.changed or self._is_scratch(path)
 
     @cached_property
     def request(self) -> str:

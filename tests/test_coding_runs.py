@@ -1697,6 +1697,23 @@ def test_a_unittest_failure_left_standing_is_known_by_the_module_its_label_names
     assert facts.left_standing(before) is standing and facts.reproduces(before) is not standing
 
 
+def test_tests_that_never_started_before_the_fix_reproduced_nothing():
+    """Django's test command dying on its settings before any test, then the change: nothing ran
+    before the fix, which is filed as never reproduced."""
+    died = (
+        "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+        '  File "/testbed/django/conf/__init__.py", line 82, in _setup\n'
+        "django.core.exceptions.ImproperlyConfigured: Requested setting TEST_RUNNER, but settings are not "
+        "configured.\n</output>"
+    )
+    trace = _coding_run([("python -m django test model_fields", died), EDIT, (REPRO, "<returncode>0</returncode>"),
+                         ("python repro.py", PASSED)])  # fmt: skip
+    facts = TestRunFacts(trace)
+    assert facts.reached_no_test(facts.runs[0])
+    titles = [f.title for f in coding_findings(trace)]
+    assert "agent changed the code without reproducing the failure first" in titles
+
+
 def _coding_run(commands: list[tuple[str, str]]) -> Trace:
     """A coding run of these (command, output) turns, submitting a one-line change of ``CHANGED``."""
     steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]

@@ -62,8 +62,8 @@ follows from:
   made no difference the run shows. Filed at the last edit; realized; it stands in for the two
   above (the same failure to show the fix, with both outputs quoted). A check whose code imports
   none of the changed files' packages never ran the change, and is not counted;
-- *a fix never reproduced* (3.2): nothing ran before the first edit of the fix, so the failure
-  it fixes was never shown. A lead; not for a session, whose request may ask for a feature;
+- *a fix never reproduced* (3.2): nothing ran before the first edit of the fix (tests that never
+  started, ``TestRunFacts.reached_no_test``, ran nothing), so the failure it fixes was never shown. A lead; not for a session, whose request may ask for a feature;
 - *none of the change submitted* (3.2): the run changed project files in place (``sed -i`` that
   exited 0, an editor's replace or insert: files that existed) and its submission holds no change
   of the project's code: an empty diff (the harness's record, ``empty_submission``) or a diff of
@@ -663,7 +663,7 @@ class CodingVerificationDetector:
         self, facts: RunFacts, tests: TestRunFacts, fix: list[Edit], end: int
     ) -> FindingDraft | None:
         first = fix[0]
-        if any(r.call < first.pos for r in tests.runs):
+        if any(r.call < first.pos and not tests.reached_no_test(r) for r in tests.runs):
             return None
         step = facts.steps[first.pos]
         ran = next((r for r in tests.runs if r.call > first.pos), None)  # the first run: on the change

@@ -63,7 +63,8 @@ follows from:
   above (the same failure to show the fix, with both outputs quoted). A check whose code imports
   none of the changed files' packages never ran the change, and is not counted;
 - *a fix never reproduced* (3.2): nothing ran before the first edit of the fix (tests that never
-  started, ``TestRunFacts.reached_no_test``, ran nothing), so the failure it fixes was never shown. A lead; not for a session, whose request may ask for a feature;
+  started, ``TestRunFacts.reached_no_test``, ran nothing), so the failure it fixes was never
+  shown. A lead; not for a session, whose request may ask for a feature;
 - *none of the change submitted* (3.2): the run changed project files in place (``sed -i`` that
   exited 0, an editor's replace or insert: files that existed) and its submission holds no change
   of the project's code: an empty diff (the harness's record, ``empty_submission``) or a diff of

@@ -156,9 +156,8 @@ _TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):")
 # a traceback's frame (the file it ran through) and the line naming what it raised
 _FRAME = re.compile(r'(?m)^[ \t]*File "([^"\n]+)", line \d+')
 _ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning)\b")  # a Python exception or warning class
-_ERROR_PRINTED = re.compile(
-    r"\b([A-Z]\w*(?:Error|Exception|Warning)): \S"
-)  # one as output prints it, with its message
+# one as output prints it, with its message (``TypeError: expected string``)
+_ERROR_PRINTED = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning)): \S")
 # a linter's or compiler's message, "path:line[:col]: text" (pylint, flake8, mypy, gcc), or a code
 # and text over an arrow to the place (ruff's full format); and the kind its text names: a leading
 # code (R0124, F401) or a trailing name ((unused-import), [attr-defined])
@@ -1746,7 +1745,7 @@ class TestRunFacts:
         setup failed (``_setup_failed``), or the runner died before it reported any test (a
         traceback and no summary: ``python -m django test`` without settings), neither through
         nor naming a changed file. The tests never ran: what that says of the fix is the coding
-        findings' to judge, not a check the agent left failing. None in a run that changed no
+        findings' to judge, not a check the agent left failing. Never in a run that changed no
         project code: there is no change for the failure to be outside of."""
         if not self.source_files or run.passed:
             return False
@@ -1765,9 +1764,9 @@ class TestRunFacts:
         running the code that failed (the same script, or one that goes on from it: a script
         rewritten in between, its setup mended, may pass by its own change, not the fix's). A
         script that caught the request's error and printed it failed so, and ran clean when it no
-        longer prints it. A check that ran clean on the original code and on the change prints an
-        error the request names that no run on the original code printed (``asked_printed``:
-        raised, or caught and printed) shows the error the request asks for."""
+        longer prints it. A check that ran clean on the original code and that, on the change,
+        prints an error the request asks for (``asked_printed``: raised, or caught and printed)
+        shows the change doing what was asked."""
         shown = []
         for before, changed in self.checks.values():
             last = changed[-1]

@@ -970,6 +970,19 @@ def test_an_inline_check_of_the_changed_module_ran_the_change():
     assert quotes.count("'None'") == 2
 
 
+def test_a_new_check_that_raises_the_asked_error_from_the_change_shows_the_fix():
+    """``asked_error_raised`` (real): the agent prints what ``normalize_newlines(None)`` gives with
+    one ``python -c``, inserts the ``raise`` and calls it with another, which raises the
+    ``TypeError`` the request asks for, its traceback through ``django/utils/text.py``: the change
+    raises what was asked, though the two inline checks are not one check."""
+    trace = trace_of(V2 / "asked_error_raised.traj.json")
+    facts = TestRunFacts(trace)
+    before, after = facts.runs
+    assert before.key != after.key and not after.ok
+    assert facts.shown_fixed == after and facts.asked_printed(after) == {"TypeError"}
+    assert not actionable(trace)
+
+
 @pytest.mark.parametrize("name", ["asked_error_script_raised", "asked_error_script_caught"])
 def test_the_error_the_request_asks_for_printed_by_the_change_shows_the_fix(name):
     """Real runs in pristine Django with a request that ``normalize_newlines(None)`` raise

@@ -1766,7 +1766,8 @@ class TestRunFacts:
         script that caught the request's error and printed it failed so, and ran clean when it no
         longer prints it. A check that ran clean on the original code and that, on the change,
         prints an error the request asks for (``asked_printed``: raised, or caught and printed)
-        shows the change doing what was asked."""
+        shows the change doing what was asked, as does any check whose last run raised it from
+        the changed code (``_raising_asked``)."""
         shown = []
         for before, changed in self.checks.values():
             last = changed[-1]
@@ -1779,7 +1780,22 @@ class TestRunFacts:
                 for r in before
             ):
                 shown.append(last)
-        return max(shown, key=lambda r: r.call, default=None)
+        return max([*shown, *self._raising_asked], key=lambda r: r.call, default=None)
+
+    @cached_property
+    def _raising_asked(self) -> list[TestRun]:
+        """The checks whose last run, on the change, raised an error the request asks for, its
+        traceback running through a changed source file: the change raises what was asked. No run
+        on the original code is needed beside it, as none there printed that error (a new one-line
+        check of the raise, after another that printed what the original code returned)."""
+        last = {r.key: r for r in self.runs if not r.is_test}
+        return [
+            r
+            for r in last.values()
+            if not self.on_original_code(r)
+            and (line := self._raised_in_change(printed_text(self.steps[r.result]))) is not None
+            and line.split(":")[0].rsplit(".", 1)[-1] in self.asked_errors
+        ]
 
     def _cleared(self, before: TestRun, after: TestRun) -> bool:
         """Whether a check's run on the change no longer fails as its run on the original code did.

@@ -1747,16 +1747,30 @@ class TestRunFacts:
         nor naming a changed file. The tests never ran: what that says of the fix is the coding
         findings' to judge, not a check the agent left failing. Never in a run that changed no
         project code: there is no change for the failure to be outside of."""
-        if not self.source_files or run.passed:
-            return False
-        if run.is_test:
-            return self._setup_failed(run)
-        out = printed_text(self.steps[run.result])
-        return (
-            _runners_only(run.command)
-            and _TRACEBACK.search(out) is not None
-            and not any(path in out for path in self.source_files)
-        )
+        return run.result in self._unreached
+
+    @cached_property
+    def _unreached(self) -> frozenset[int]:
+        """The results of the runs that reached no test (``reached_no_test``), each output read
+        once: the findings, the timeline and premature termination all ask."""
+        if not self.source_files:
+            return frozenset()
+        out = set()
+        for run in self.runs:
+            if run.passed:
+                continue
+            if run.is_test:
+                unreached = self._setup_failed(run)
+            else:
+                printed = printed_text(self.steps[run.result])
+                unreached = (
+                    _runners_only(run.command)
+                    and _TRACEBACK.search(printed) is not None
+                    and not any(path in printed for path in self.source_files)
+                )
+            if unreached:
+                out.add(run.result)
+        return frozenset(out)
 
     @cached_property
     def shown_fixed(self) -> TestRun | None:
@@ -1899,20 +1913,28 @@ class TestRunFacts:
         agent's own that fails on both codes reproduced the failure, and the fix did not clear it."""
         if not run.is_test or not run.failed_ids:
             return False
-        failing_on_change = {
+        return all(test in self._failed_on_change and not self._agents_test(test) for test in run.failed_ids)
+
+    @cached_property
+    def _failed_on_change(self) -> frozenset[str]:
+        """Every test a run of the tests on the change failed."""
+        return frozenset(
             t for r in self.runs if r.is_test and not self.on_original_code(r) for t in r.failed_ids
-        }
-        return all(test in failing_on_change and not self._agents_test(test) for test in run.failed_ids)
+        )
 
     def _agents_test(self, test: str) -> bool:
         """Whether a test is in a file the agent wrote: one it edited, changed or wrote as scratch,
         by the file a pytest or SymPy id names, or the module a unittest label names."""
         path = file_of_test(test)
         if path is None:
-            written = {*self.changed, *self.scratch, *(_norm(t) for e in self.edits for t in e.targets)}
-            return any(_label_names(test, p) for p in written)
+            return any(_label_names(test, p) for p in self._written)
         path = _norm(path)
         return bool(self.test_edits(path)) or path in self.changed or self._is_scratch(path)
+
+    @cached_property
+    def _written(self) -> frozenset[str]:
+        """The files the agent wrote: changed, edited or written as scratch."""
+        return frozenset({*self.changed, *self.scratch, *(_norm(t) for e in self.edits for t in e.targets)})
 
     @cached_property
     def request(self) -> str:

@@ -1029,7 +1029,33 @@ def test_a_runner_that_died_on_the_change_is_its_failure():
     assert died.summary == "SyntaxError: '(' was never closed" and not facts.reached_no_test(died)
     titles = {f.title for f in actionable(trace)}
     assert "agent submitted while its last test run failed" in titles
-    assert "agent ended the run with a required step unfinished" in titles
+    assert "agent ended the run with a required step unfinished" not in titles  # one failure, one finding
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "broken_django_test",
+        "linter_crash_half_fixed",
+        "linter_rerun_unfixed",
+        "newlines_pytest_raised_again",
+        "newlines_raised_again",
+        "reported_error_introduced",
+        "stash_unpopped_scratch_only",
+    ],
+)
+def test_a_run_that_handed_its_change_over_ends_on_its_coding_findings_alone(name):
+    """Real v2 runs whose last command failed before the submission: the coding findings name what
+    each test and check said of the change. The premature end (3.1) counted every command as one
+    check ("the tool 'bash' failed and never passed") and filed a second finding on that failure;
+    it no longer judges a run that handed its change over."""
+    trace = trace_of(V2 / f"{name}.traj.json")
+    assert TestRunFacts(trace).handed_over
+    report = run_rules_audit(trace)
+    detectors = {f.detector for f in report.findings if f.disposition in ACTIONABLE}
+    assert "coding_verification" in detectors and "failure_premature" not in detectors
+    alone = run_rules_audit(trace, detectors=["failure_premature"])
+    assert alone.findings == []
 
 
 def actionable(trace: Trace) -> list:

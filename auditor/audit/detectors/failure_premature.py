@@ -15,10 +15,14 @@ visibly unfinished at that end when:
   conventions once the reported message is gone has passed the check. Nor is a run of a coding
   run's tests that reached none of them for a reason outside its change
   (``TestRunFacts.reached_no_test``: Django's settings not configured for the runner): the tests
-  never ran, which the coding findings judge. The check is the tool the result names, else the
-  tool of the act it answers (the call id, or the nearest earlier act when that act is a tool
-  call), else code execution (whoever wrote the code: a later run of anyone's code that passes is
-  the check passing), else the result's actor;
+  never ran, which the coding findings judge. A coding run that handed its change over (a
+  submitted diff, a closing report, the harness's record of an empty submission:
+  ``TestRunFacts.handed_over``) is not judged so at all: ``coding_verification`` judges each of
+  its tests and checks by what it ran, where "the tool 'bash' failed" would count every command
+  as one check and file a second finding on the failure the coding finding names. The check is
+  the tool the result names, else the tool of the act it answers (the call id, or the nearest
+  earlier act when that act is a tool call), else code execution (whoever wrote the code: a later
+  run of anyone's code that passes is the check passing), else the result's actor;
 - *the coordinator's own ledger says unfinished*: the latest structured status ledger before the
   end records ``is_request_satisfied`` false;
 - *a question to another agent was never answered*: an agent addressed a named agent (explicit
@@ -104,6 +108,8 @@ class FailurePrematureDetector:
         stuck = [p for p in unpassed.values() if not self._moved_on(facts, p, end)]
         if stuck:
             tests = TestRunFacts.of(facts.ctx)
+            if tests.handed_over:
+                return None  # a coding run: coding_verification judges each test and check it ran
             shown = tests.shown_fixed.result if tests.shown_fixed is not None else None
             unreached = {r.result for r in tests.runs if tests.reached_no_test(r)}
             # the check that shows the fix passed; tests that never started were no check left failing

@@ -1990,6 +1990,17 @@ class TestRunFacts:
             None,
         )
 
+    @property
+    def handed_over(self) -> bool:
+        """Whether the run handed a change over (a submitted diff, a session's closing report) or
+        the harness recorded its empty submission: the coding findings judge each of its tests and
+        checks by what it ran, which a tool's "failed and never passed" cannot tell apart."""
+        return (
+            self.submission is not None
+            or self.closing_report is not None
+            or self.empty_submission is not None
+        )
+
     @cached_property
     def empty_submission(self) -> int | None:
         """Where the harness recorded that the run was submitted with no change at all (its exit

@@ -1602,6 +1602,27 @@ def test_failure_reports_are_read_in_linear_time(shape) -> None:
     assert growth(lambda: failure_reports(small), lambda: failure_reports(large)) < 3
 
 
+@pytest.mark.parametrize("part", ["::", "a::", "x.py::t["], ids=["colons", "names", "brackets"])
+def test_failed_test_ids_are_read_in_linear_time(part: str) -> None:
+    """A node id's path once took every "::" of a line as where its names might begin: a line of
+    20,000 of them (a C++ or Rust name in a compiler's output) took 14 seconds. Twice the line,
+    about twice the time; the failed test after it is still read, its parameters' spaces kept."""
+    from tests.timing import growth
+
+    def output(n: int) -> str:
+        return part * n + "\nFAILED x.py::T::t[a b] - assert 0\n===== 1 failed, 2 passed in 0.12s =====\n"
+
+    small, large = output(10_000), output(20_000)
+    assert growth(lambda: parse_output(small), lambda: parse_output(large)) < 3
+    assert parse_output(large) == (
+        "pytest",
+        "===== 1 failed, 2 passed in 0.12s =====",
+        1,
+        2,
+        ("x.py::T::t[a b]",),
+    )
+
+
 def test_the_tests_a_submitted_diff_holds_are_not_read_as_tests_written_never_run():
     """The diff a run submits repeats test code its commands wrote and ran (here: a test file edited
     by sed, run to '10 passed'); being the run's last act, it was read as tests written after

@@ -140,7 +140,8 @@ _STATEMENT = re.compile(
     r")"
 )
 # a sentence's first words ending in one followed by a colon or a comma: where a name calls its bearer
-_CALLED = re.compile(r"(?:^|[\n.!?])[^\w\n]*((?:[A-Za-z][\w-]*[ \t]+){0,3}?[A-Za-z][\w-]*)[ \t]*[:,]")
+# (read from the last of a run of sentence ends: from each of them, a row of dots was read to its end)
+_CALLED = re.compile(r"(?:^|[\n.!?])[^\w\n.!?]*((?:[A-Za-z][\w-]*[ \t]+){0,3}?[A-Za-z][\w-]*)[ \t]*[:,]")
 LISTING = 0.1  # the share of a step's lines that are statements, at least, for it to be a program listing
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yourself)\b", re.I)
 _WORD = re.compile(

@@ -10,12 +10,14 @@ import re
 
 import pytest
 
+from auditor.audit.attribution.facts import _OBSERVED
 from auditor.audit.detectors.choice_criterion import _ITEM_SEPARATOR, _LABELLED, _LISTING_LABEL
 from auditor.audit.detectors.disclosure_scope import _LABEL_LINE, carriers_of
 from auditor.audit.detectors.failure_facts import _CALLED
 from auditor.audit.detectors.failure_verification import _TEST_CODE
 from auditor.audit.detectors.injected_instruction import _VALUE_TOKEN
 from auditor.audit.detectors.limits import _SENTENCE
+from auditor.audit.detectors.policy_consent import values_in
 from auditor.audit.detectors.test_runs import (
     _DIAGNOSTIC,
     _IMPORT,
@@ -27,6 +29,7 @@ from auditor.audit.detectors.test_runs import (
 )
 from auditor.audit.detectors.tool_effects import normal, normal_text
 from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
+from graph.instructions import _CALLED as _NAME_CALLING
 from ingest.claude_code import _EXITED, _NOTICE_FIELD
 from tests.timing import best_seconds
 
@@ -171,3 +174,36 @@ def test_an_account_number_s_form_is_read_in_linear_time() -> None:
     )
     small, large = ("GB29" + "A" * n + " x" for n in (4_000, 8_000))
     assert best_seconds(lambda: normal(large)) < 3 * best_seconds(lambda: normal(small)) + 0.002
+
+
+PUNCTUATED = {  # long runs of what each reader below starts from, with nothing it seeks after them
+    "a row of hyphens": lambda n: "-" * (2 * n),
+    "a hyphenated word": lambda n: "a-" * n,
+    "a row of dots": lambda n: "." * (2 * n),
+    "a dotted word": lambda n: "x.py" * (n // 2),
+}
+READERS = {  # each with the text before the run and what it reads of the whole
+    "a located source or an exit code": (
+        lambda text: _OBSERVED.findall(text),
+        "See https://example.org/a and exit code: 1 ",
+        ["https://e", "exit code: 1"],
+    ),
+    "codes and amounts": (values_in, "Booking ABC123 costs $12.50. ", ["ABC123", "12.50"]),
+    "a sentence calling its reader by name": (
+        lambda text: _NAME_CALLING.findall(text),
+        "Note. Claude, read this. ",
+        ["Claude"],
+    ),
+}
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("run", PUNCTUATED)
+def test_punctuated_runs_are_read_in_linear_time(reader: str, run: str) -> None:
+    """A run of hyphens or dots, or a word of them: a URL's scheme was scanned from every word of a
+    dotted run to its end (80,000 characters: 18 s), a code's digit looked for from every hyphen
+    of a row (20,000: 9 s), a sentence's first words from every dot of a row (20,000: 20 s)."""
+    read, head, found = READERS[reader]
+    small, large = (head + PUNCTUATED[run](n) + " x" for n in (4_000, 8_000))
+    assert read(large) == found
+    assert best_seconds(lambda: read(large)) < 3 * best_seconds(lambda: read(small)) + 0.002

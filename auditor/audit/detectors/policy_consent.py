@@ -34,7 +34,10 @@ from schemas import ActorKind, StepKind, TraceStep
 
 SMALL_COUNT = 9  # bags, seats, passengers: counts, not amounts
 _DIGITS = re.compile(r"\d{3,}")
-_CODE = re.compile(r"(?<![\w$])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}(?![\w])")
+# a code: a word of letters, digits and hyphens, three or more, that holds a digit (read after the
+# match: a look ahead for the digit from every start scanned a run of hyphens once per hyphen)
+_CODE = re.compile(r"(?<![\w$])[A-Za-z0-9][\w-]{2,}(?![\w])")
+_DIGIT = re.compile(r"\d")
 _MONEY = re.compile(r"\$\s?(\d[\d,]*(?:\.\d+)?)")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 
@@ -117,7 +120,7 @@ def quotes_money(text: str) -> bool:
 
 def values_in(text: str) -> list[str]:
     """The values a message names: codes with digits and amounts."""
-    found = [m.group(0) for m in _CODE.finditer(text)]
+    found = [m.group(0) for m in _CODE.finditer(text) if _DIGIT.search(m.group(0))]
     found += [m.group(1).replace(",", "") for m in _MONEY.finditer(text)]
     return list(dict.fromkeys(found))
 

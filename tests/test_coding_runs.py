@@ -2114,3 +2114,25 @@ def test_a_runner_piped_beside_a_script_keeps_the_scripts_run():
     )
     (run,) = TestRunFacts(_coding_run([both])).runs
     assert run.runner == "script" and run.ok
+
+
+def test_the_long_runs_probe_appends_to_a_request_a_message_and_a_result():
+    """benchmarks/long_runs_probe.py: the text goes to the principal's request, the agent's first
+    step (here a call with its thought) and the first tool result, once each; each shape is
+    reviewed at two lengths."""
+    from benchmarks.long_runs_probe import RUNS, probe, with_text
+
+    name = "coding run (mini-SWE-agent)"
+    trace = trace_of(REPO / RUNS[name])
+    changed = with_text(trace, "@" * 50)
+    touched = [s for s, o in zip(changed.steps, trace.steps, strict=True) if s.content != o.content]
+    assert [(s.actor_kind, s.kind) for s in touched] == [
+        (ActorKind.human, StepKind.message),
+        (ActorKind.agent, StepKind.tool_call),
+        (ActorKind.tool, StepKind.tool_result),
+    ]
+    assert all(s.content.endswith("\n" + "@" * 50) for s in touched)
+    (row,) = probe(200, 3.0, runs={name: RUNS[name]}, shapes=["A"])
+    assert (row["run"], row["shape"]) == (name, "A") and row["growth"] == row["doubled"] / max(
+        row["seconds"], 1e-3
+    )

@@ -56,7 +56,6 @@ _ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)  # 
 _RETURNCODE = re.compile(r"\A\s*<returncode>(-?\d+)</returncode>")
 _ANSWERING = frozenset({"grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["})  # exit 1 answers
 _TIMEOUT = re.compile(r"\AThe last command <command>.*?</command> timed out", re.S)
-_TASK = re.compile(r"<pr_description>\s*(.*?)\s*</pr_description>", re.S)
 _HINTS = ('"info"', '"trajectory_format"', "<returncode>")
 
 
@@ -153,8 +152,7 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
                     yield from pending or [b.add(actor=AGENT, content=content, raw=raw)]
                 elif role == "user" and not acted:
                     if facts.task is None:
-                        found = _TASK.search(content)
-                        facts.task = found.group(1) if found else content
+                        facts.task = _task(content)
                     yield b.add(actor="user", actor_kind=ActorKind.human, content=content, raw=raw)
                 elif role in ("user", "tool") and pending:
                     yield _result(_answered(pending, message.get("tool_call_id")), content, raw, b)
@@ -186,6 +184,15 @@ def _steps(path: Path, facts: Facts, info: dict[str, Any], b: StepBuilder) -> It
         yield empty_submission(b, status, raw={"field": "info.submission"})
 
 
+def _task(content: str) -> str:
+    """The request between ``<pr_description>`` tags (the harness's task template), else the whole
+    message. Found by position: a pattern's blanks around a lazy body read a long run of blanks in
+    the request once per character of it."""
+    start = content.find("<pr_description>")
+    end = content.find("</pr_description>", start)
+    return content[start + len("<pr_description>") : end].strip() if start != -1 and end != -1 else content
+
+
 def _calls(content: str, extra: Any, raw: dict[str, Any], b: StepBuilder, field: str) -> list[TraceStep]:
     """An assistant turn's bash calls: the harness's parsed ``extra.actions`` (v2: one or more, a
     tool call's id kept), else the one fenced block of the turn (v1); none for a turn the harness
@@ -200,7 +207,9 @@ def _calls(content: str, extra: Any, raw: dict[str, Any], b: StepBuilder, field:
             )
         found = [(a["command"], a.get("tool_call_id")) for a in actions]
     else:
-        blocks = _ACTION.findall(content)
+        # an opening with no closing after it matches nothing: read up to the last closing only
+        # (from each of many unclosed openings the pattern ran to the end of the turn)
+        blocks = _ACTION.findall(content, 0, content.rfind("\n```") + 4)
         found = [(blocks[0], None)] if len(blocks) == 1 else []
     return [
         b.add(

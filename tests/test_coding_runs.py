@@ -2136,3 +2136,45 @@ def test_the_long_runs_probe_appends_to_a_request_a_message_and_a_result():
     assert (row["run"], row["shape"]) == (name, "A") and row["growth"] == row["doubled"] / max(
         row["seconds"], 1e-3
     )
+
+
+@pytest.mark.parametrize(
+    ("where", "run"),
+    [("request", lambda n: "a" + " " * n + "b"), ("turn", lambda n: "```bash\nx" * (n // 8))],
+    ids=["blanks in the request", "unclosed actions in a turn"],
+)
+def test_a_run_s_request_and_turns_are_imported_in_linear_time(tmp_path, where, run):
+    """A long blank run inside ``<pr_description>`` (blanks around a lazy body read it once per
+    character: 20,000 spaces, 0.5 s), a turn of many ```` ```bash ```` openings never closed (each
+    ran to the turn's end: 5,000 of them, 0.9 s). Twice the run, about twice the time; the
+    request is still read between its tags, and the real action still found."""
+    from tests.timing import growth
+
+    doc = json.loads(CLEAN.read_text())
+    user = next(i for i, m in enumerate(doc["messages"]) if m["role"] == "user")
+    agent = next(i for i, m in enumerate(doc["messages"]) if m["role"] == "assistant")
+
+    def written(n: int) -> Path:
+        changed = json.loads(json.dumps(doc))
+        if where == "request":
+            text = changed["messages"][user]["content"]
+            changed["messages"][user]["content"] = text.replace(
+                "</pr_description>", run(n) + "</pr_description>", 1
+            )
+        else:  # after the turn's action: before it, the first opening would run to its closing
+            changed["messages"][agent]["content"] += "\n" + run(n)
+        path = tmp_path / f"{where}-{n}.traj.json"
+        path.write_text(json.dumps(changed))
+        return path
+
+    small, large = written(20_000), written(40_000)
+    assert growth(lambda: trace_of(small), lambda: trace_of(large)) < 3
+    trace, original = trace_of(large), trace_of(CLEAN)
+    assert [s.tool.arguments for s in trace.steps if s.tool and s.kind is StepKind.tool_call] == [
+        s.tool.arguments for s in original.steps if s.tool and s.kind is StepKind.tool_call
+    ]
+    if where == "request":
+        task = trace.header.task
+        assert task.startswith(original.header.task) and task.endswith("a" + " " * 40_000 + "b")
+    else:
+        assert trace.header.task == original.header.task

@@ -19,7 +19,10 @@ visibly unfinished at that end when:
   submitted diff, a closing report, the harness's record of an empty submission:
   ``TestRunFacts.handed_over``) is not judged so at all: ``coding_verification`` judges each of
   its tests and checks by what it ran, where "the tool 'bash' failed" would count every command
-  as one check and file a second finding on the failure the coding finding names. The check is
+  as one check and file a second finding on the failure the coding finding names. (Its own check
+  left failing while another shows the fix is no sign either: read so, it held for 1 of 25
+  resolved and none of 23 unresolved runs of the SWE-bench development repositories, 2 of 11 and
+  2 of 6 kept apart; a script that shows an error the request asks for fails so.) The check is
   the tool the result names, else the tool of the act it answers (the call id, or the nearest
   earlier act when that act is a tool call), else code execution (whoever wrote the code: a later
   run of anyone's code that passes is the check passing), else the result's actor;

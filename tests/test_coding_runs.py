@@ -1343,6 +1343,55 @@ def test_what_each_check_ran_is_read_in_time_linear_in_the_run():
     assert growth(lambda: read(small), lambda: read(large), rounds=7) < 3
 
 
+def _tested_run(commands: int) -> Trace:
+    """A coding run of ``commands`` commands: the source edited by sed, the project's tests run on
+    the change (one failing), and run again between ``git stash`` and ``git stash pop``."""
+    steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
+    for k in range(commands):
+        command, output = (
+            (f"sed -i 's/x = {k}/x = {k + 1}/' pkg/mod.py", "<returncode>0</returncode>\n"),
+            (
+                "python -m pytest tests/test_mod.py",
+                f"<returncode>1</returncode>\nFAILED tests/test_mod.py::test_{k % 5} - x\n=== 1 failed, 4 passed in 0.1s ===",
+            ),
+            (
+                "git stash && python -m pytest tests/test_mod.py && git stash pop",
+                "<returncode>0</returncode>\n=== 5 passed in 0.1s ===",
+            ),
+        )[k % 3]
+        call = {"name": "bash", "call_id": f"c{k}"}
+        steps += [
+            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "",
+             "tool": call | {"arguments": {"command": command}}},
+            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": output,
+             "tool": call, "refs": {"call_id": f"c{k}"}},
+        ]  # fmt: skip
+    diff = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
+    header = {"trace_id": "tested", "source": "generated", "framework": "handwritten"}
+    return Trace.model_validate(
+        {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+    )
+
+
+def test_which_runs_tested_the_original_code_is_read_in_time_linear_in_the_run():
+    """Whether a run tested the original code scanned every edit, revert and restore, and whether
+    its failures failed there too asked that of every run again, for each run: 600 commands of
+    edits, test runs and stashed reruns took 7 times as long at twice the size (a review of 3,200
+    steps, 48 s). Now positions are bisected and the failures on the original code read once."""
+    from tests.timing import growth
+
+    def read(trace: Trace) -> list[tuple[bool, bool]]:
+        facts = TestRunFacts(trace)
+        return [(facts.on_original_code(r), facts.failed_before(r)) for r in facts.runs]
+
+    small, large = _tested_run(600), _tested_run(1_200)
+    runs = read(small)
+    # each stashed rerun tested the original code; no failure on the change failed there
+    assert len(runs) == 400 and [o for o, _ in runs] == [False, True] * 200 and not any(b for _, b in runs)
+    assert growth(lambda: read(small), lambda: read(large), rounds=3) < 3
+
+
 def test_a_check_that_never_imports_the_changed_code_is_no_same_output_finding():
     """The reproduction imports only a dependency (never the changed package): that it printed the
     same before and after says nothing of the change. The agent's own checks that import the

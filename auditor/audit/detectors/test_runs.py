@@ -79,7 +79,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -1531,17 +1531,26 @@ class TestRunFacts:
     def on_original_code(self, run: TestRun) -> bool:
         """Whether a run tested the code before the change: it came before the first source edit,
         or after a revert with no source edit or restore between (a command that reverts, runs and
-        restores tests the original code only itself)."""
-        edits = [e.pos for e in self.source_edits]
-        if not edits or run.call < edits[0]:
+        restores tests the original code only itself). Found by bisection in the sorted positions:
+        asked of every run by every fact, a scan of them all made a long run's review quadratic."""
+        edits, call = self._edit_positions, run.call
+        if not edits or call < edits[0]:
             return True
-        revert = max((p for p in self.reverts if p <= run.call), default=None)
+        at = bisect_right(self.reverts, call)
+        if not at:
+            return False
+        revert = self.reverts[at - 1]  # the last revert at or before the run
+        after = bisect_right(edits, revert)  # the first source edit after it
+        restored = bisect_left(self.restores, revert)  # the first restore at or after it
         return (
-            revert is not None
-            and not any(revert < e < run.call for e in edits)
-            and not any(revert <= r < run.call for r in self.restores)
-            and revert not in edits[-1:]
+            not (after < len(edits) and edits[after] < call)
+            and not (restored < len(self.restores) and self.restores[restored] < call)
+            and revert != edits[-1]
         )
+
+    @cached_property
+    def _edit_positions(self) -> list[int]:
+        return sorted(e.pos for e in self.source_edits)
 
     def exercises(self, run: TestRun) -> bool | None:
         """Whether a run's code imports a package or module of the changed source files (a check
@@ -1892,10 +1901,15 @@ class TestRunFacts:
     def failed_before(self, run: TestRun) -> bool:
         """Every test a run failed also failed on the original code (by its id, or the same run of
         a runner that names none): failures the change did not cause."""
-        originals = [r for r in self.runs if r.is_test and self.on_original_code(r) and not r.ok]
+        originals = self._failed_on_original
         if run.failed_ids:
             return all(any(i in r.failed_ids for r in originals) for i in run.failed_ids)
         return any(r.key == run.key for r in originals)
+
+    @cached_property
+    def _failed_on_original(self) -> list[TestRun]:
+        """The runs of tests on the original code that failed."""
+        return [r for r in self.runs if r.is_test and self.on_original_code(r) and not r.ok]
 
     def reproduces(self, run: TestRun) -> bool:
         """A run on the original code that failed, or printed an error the request reports (a

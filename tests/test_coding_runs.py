@@ -1392,6 +1392,52 @@ def test_which_runs_tested_the_original_code_is_read_in_time_linear_in_the_run()
     assert growth(lambda: read(small), lambda: read(large), rounds=3) < 3
 
 
+def _generated(trace_id: str, commands: list[tuple[str, str]]) -> Trace:
+    """A coding run of the given (command, output) pairs after the principal's request, ending on a
+    submitted diff of ``pkg/mod.py``."""
+    steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
+    for k, (command, output) in enumerate(commands):
+        call = {"name": "bash", "call_id": f"c{k}"}
+        steps += [
+            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "",
+             "tool": call | {"arguments": {"command": command}}},
+            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": output,
+             "tool": call, "refs": {"call_id": f"c{k}"}},
+        ]  # fmt: skip
+    diff = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
+    header = {"trace_id": trace_id, "source": "generated", "framework": "handwritten"}
+    return Trace.model_validate(
+        {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+    )
+
+
+def test_each_failed_test_s_last_word_is_read_in_time_linear_in_the_run():
+    """Each failed test's last run was looked for among all runs, for each test: a run of many
+    narrowed reruns, each failing a test of its own, then the whole file passing, grew with both.
+    Looked for from the last run back, the final run answers for every test at once."""
+    from tests.timing import growth
+
+    def narrowed(n: int) -> Trace:
+        edit = [("sed -i 's/x = 1/x = 2/' pkg/mod.py", "<returncode>0</returncode>\n")]
+        reruns = [
+            (
+                f"python -m pytest tests/test_mod.py -k t{k}",
+                f"<returncode>1</returncode>\nFAILED tests/test_mod.py::t{k} - x\n=== 1 failed in 0.1s ===",
+            )
+            for k in range(n)
+        ]
+        final = [
+            ("python -m pytest tests/test_mod.py", f"<returncode>0</returncode>\n=== {n} passed in 0.1s ===")
+        ]
+        return _generated("narrowed", edit + reruns + final)
+
+    small, large = narrowed(1_000), narrowed(2_000)
+    verdicts = timeline(large).verdicts
+    assert len(verdicts) == 2_000 and all(v.passing and v.last_run == verdicts[0].last_run for v in verdicts)
+    assert growth(lambda: timeline(small), lambda: timeline(large), rounds=3) < 3
+
+
 def test_a_check_that_never_imports_the_changed_code_is_no_same_output_finding():
     """The reproduction imports only a dependency (never the changed package): that it printed the
     same before and after says nothing of the change. The agent's own checks that import the

@@ -211,19 +211,22 @@ def _verdicts(facts: TestRunFacts) -> list[Verdict]:
     for run in facts.runs:
         for test in run.failed_ids:
             first.setdefault(test, run)
-    on_original = {r.call for r in facts.runs if facts.on_original_code(r)}
+    # each looked for from the last run back: a suite rerun at the end answers for most tests at
+    # once (every run asked of every test grew with both: a long run of narrowed reruns)
+    runs = [r for r in reversed(facts.runs) if r.is_test]
+    originals = [r for r in runs if facts.on_original_code(r)]
     out = []
     for test, failed in first.items():
-        ran = [r for r in facts.runs if _ran(r, test, failed)]
-        last = [r for r in ran if r.call >= failed.call][-1]
-        original = [r for r in ran if r.call in on_original]
+        # the run that failed it ran it: there is always a last one
+        last = next(r for r in runs if r.call >= failed.call and _ran(r, test, failed))
+        original = next((r for r in originals if _ran(r, test, failed)), None)
         out.append(
             Verdict(
                 test,
                 facts.steps[failed.result].step_id,
                 facts.steps[last.result].step_id,
                 last.clears(test),
-                not original[-1].clears(test) if original else None,
+                not original.clears(test) if original is not None else None,
             )
         )
     return out

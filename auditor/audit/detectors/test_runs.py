@@ -777,11 +777,13 @@ def _words(command: str) -> list[list[str]]:
     return [list(words) for words in _head_words(_head_lines(command))]
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=8192)
 def _head_words(head: str) -> tuple[tuple[str, ...], ...]:
     """``_words`` of a command's head lines, kept: a run's facts ask for one command's words many
     times, and splitting them again as the shell would was a fifth of the SWE-bench sample's review
-    time. Keyed by the head lines, not the command, so a heredoc's body is never held."""
+    time. Keyed by the head lines, not the command, so a heredoc's body is never held. Room for a
+    long run's every command (each fact walks them in order: past the room, every walk split them
+    all again; 2,000 commands read 7 times as long as 1,000), a few megabytes at most."""
     out = []
     for part in _split(head):
         try:

@@ -1476,6 +1476,16 @@ def test_a_narrower_rerun_does_not_clear_failures_it_did_not_pick():
     assert failing.summary in quotes and any("/testbed/sympy/parsing/sympy_parser.py" in q for q in quotes)
 
 
+def test_a_narrowed_last_run_that_passed_says_what_it_picked_and_what_it_left():
+    """The same run laid out: its last test run after the edit passed, but it picked one test
+    (``-k``); the two tests the full run failed on the change never ran again. The timeline's line
+    says both, not only "passed"."""
+    said = dict(evidence_lines(timeline(trace_of(NARROWED))))["project tests after the last edit"]
+    assert said == (
+        "s57 passed (picking test_latex_integrals); 2 tests that failed on the change never passed again"
+    )
+
+
 def test_failures_raised_through_the_change_stay_the_changes(tmp_path):
     """The same run with the failures' tracebacks passing through the changed printer: now the
     change is on their path. The agent's next turn named them (the error the run printed, in its

@@ -69,6 +69,7 @@ class Evidence:
     last_test: str | None  # the project's last test run on the change after its last edit
     last_test_passed: bool | None
     last_test_failed_before: bool  # every test it failed also failed on the original code
+    last_test_picked: tuple[str, ...]  # what it picked within its targets (``-k`` words, test ids)
     edited_after_pass: (
         tuple[str, ...] | None
     )  # files edited after the last passing test run (None: none passed)
@@ -166,6 +167,7 @@ def _evidence(facts: TestRunFacts) -> Evidence:
         last_test=step(last),
         last_test_passed=last.ok if last is not None else None,
         last_test_failed_before=last is not None and not last.ok and facts.failed_before(last),
+        last_test_picked=last.selection if last is not None else (),
         edited_after_pass=after,
     )
 
@@ -278,8 +280,16 @@ def evidence_lines(found: Timeline) -> list[tuple[str, str]]:
     """What the runs show of the fix, a (label, text) pair each."""
     ev = found.evidence
     last = f"{ev.last_test} {'passed' if ev.last_test_passed else 'FAILED'}" if ev.last_test else "none ran"
+    if ev.last_test_picked:
+        last += f" (picking {', '.join(ev.last_test_picked)})"
     if ev.last_test_failed_before:
         last += " (the same tests failed on the original code)"
+    # a narrowed last run passing says nothing of the tests it did not pick
+    left = [v for v in found.verdicts if not v.passing and not v.on_original]
+    if ev.last_test_passed and left:
+        last += (
+            f"; {len(left)} test{'s' if len(left) > 1 else ''} that failed on the change never passed again"
+        )
     if ev.edited_after_pass is None:
         after = "no test run of the project passed"
     else:

@@ -236,3 +236,43 @@ def test_the_review_of_a_coding_run_with_no_finding_says_what_its_runs_showed(tm
     assert "shown fixed: s29" in reviewed.stdout
     chat = run(["review", str(REAL.parents[2] / "examples" / "renewal_drift.jsonl")], tmp_path)
     assert "validated:" in chat.stdout and "test runs:" not in chat.stdout
+
+
+def test_the_cli_lists_the_tests_left_failing_first_and_caps_the_rest(tmp_path):
+    """A suite that failed 50 tests on the change, 45 of which a rerun passed: the table lists the
+    5 left failing first, then passing ones up to 40 rows, and says how many more there are and
+    how to see them; ``--all`` lists every one."""
+    from ingest.canonical import write_canonical
+    from tests.test_coding_runs import _generated
+
+    failed = "\n".join(f"FAILED tests/test_mod.py::t{k} - x" for k in range(50))
+    still = "\n".join(f"FAILED tests/test_mod.py::t{k} - x" for k in range(45, 50))
+    trace = _generated(
+        "capped",
+        [
+            ("sed -i 's/x = 1/x = 2/' pkg/mod.py", "<returncode>0</returncode>\n"),
+            (
+                "python -m pytest tests/test_mod.py",
+                f"<returncode>1</returncode>\n{failed}\n=== 50 failed in 0.1s ===",
+            ),
+            (
+                "python -m pytest tests/test_mod.py",
+                f"<returncode>1</returncode>\n{still}\n=== 5 failed, 45 passed in 0.1s ===",
+            ),
+        ],
+    )
+    path = tmp_path / "capped.jsonl"
+    with path.open("w") as fh:
+        write_canonical(trace.header, trace.steps, fh)
+    assert run(["review", str(path)], tmp_path).returncode == 1  # submitted on a failing test
+    shown = run(["traces", "tests", "capped"], tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    rows = [ln for ln in shown.stdout.splitlines() if ln.startswith("│ tests/test_mod.py::t")]
+    assert len(rows) == 40 and all("FAILED" in ln for ln in rows[:5]) and "FAILED" not in rows[5]
+    assert (
+        "10 more of 50 failed tests (5 still failing); --all lists them, --json gives them all"
+        in shown.stdout
+    )
+    every = run(["traces", "tests", "capped", "--all"], tmp_path)
+    assert len([ln for ln in every.stdout.splitlines() if ln.startswith("│ tests/test_mod.py::t")]) == 50
+    assert "more of" not in every.stdout

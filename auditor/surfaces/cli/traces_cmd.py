@@ -118,11 +118,21 @@ def show(
     print_table(None, ["#", "step", "actor", "to", "kind", "content"], rows)
 
 
+VERDICT_ROWS = 40  # a suite's failures by the thousand are --json's (or --all's) to list
+
+
 @traces_app.command("tests")
-def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
+def tests(
+    trace_id: str = TRACE_ID,
+    as_json: bool = JSON_OUTPUT,
+    show_all: bool = typer.Option(
+        False, "--all", help=f"List every failed test (default: the first {VERDICT_ROWS})."
+    ),
+) -> None:
     """What the tests said in a coding run: what the runs show of the fix, each edit of the
     submitted files, each test or check run and whether it ran on the original code or the change,
-    and the last word on every test that failed. The facts the coding findings rest on, by step."""
+    and the last word on every test that failed, those still failing first. The facts the coding
+    findings rest on, by step."""
     from auditor.audit.test_timeline import (
         ENTRY_COLUMNS,
         VERDICT_COLUMNS,
@@ -159,7 +169,19 @@ def tests(trace_id: str = TRACE_ID, as_json: bool = JSON_OUTPUT) -> None:
     ]
     print_table(None, list(ENTRY_COLUMNS), rows)
     if found.verdicts:
-        print_table(VERDICT_TITLE, list(VERDICT_COLUMNS), [list(verdict_cells(v)) for v in found.verdicts])
+        # the tests the run left failing are what a reader checks first
+        verdicts = sorted(found.verdicts, key=lambda v: v.passing)
+        shown = verdicts if show_all else verdicts[:VERDICT_ROWS]
+        print_table(VERDICT_TITLE, list(VERDICT_COLUMNS), [list(verdict_cells(v)) for v in shown])
+        if len(shown) < len(verdicts):
+            left = sum(not v.passing for v in verdicts)
+            console.print(
+                cell(
+                    f"{len(verdicts) - len(shown)} more of {len(verdicts)} failed tests ({left} still failing); "
+                    "--all lists them, --json gives them all"
+                ),
+                highlight=False,
+            )
 
 
 @traces_app.command("export")

@@ -390,12 +390,12 @@ def _carries(
     records: list[tuple[int, str]] | None = None  # the data apart from copies of the instruction
     rest = ""  # what the instruction's own step holds besides it
     masked = [without_addresses(d) for d in directive_norms]  # a word inside a URL is no value
-    for pos in range(at + 1, len(steps)):
-        if not side_effecting(steps[pos], ctx.policy):
+    for pos, values in _side_effects(ctx):
+        if pos <= at:
             continue
         carried = [
             v
-            for v in _traced(arg_values(steps[pos], shortest=1), directive_norms)
+            for v in _traced(values, directive_norms)
             if (len(v.norm) >= MIN_VALUE or any(_quoted(d, v.norm) for d in directive_norms))
             and any(_contains(d, v.norm) for d in (directive_norms if _is_address(v) else masked))
             and not texts.holds(texts.principal, v.norm, pos)
@@ -412,6 +412,20 @@ def _carries(
             if not all(elsewhere):
                 out.append(_Carry(pos, carried, elsewhere))
     return out
+
+
+def _side_effects(ctx: AuditContext) -> list[tuple[int, list[ArgValue]]]:
+    """Each side-effecting call's position and values, read once per audit and kept on it: every
+    span looks through the calls after it (a run whose records each carried the instruction read
+    every call's values again for each of them)."""
+    cached = ctx.__dict__.get("_side_effects")
+    if cached is None:
+        steps = ctx.trace.steps
+        cached = [
+            (p, arg_values(s, shortest=1)) for p, s in enumerate(steps) if side_effecting(s, ctx.policy)
+        ]
+        ctx.__dict__["_side_effects"] = cached
+    return cached
 
 
 def _besides(text: str, directive_norms: list[str]) -> str:

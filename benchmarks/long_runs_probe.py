@@ -4,8 +4,8 @@ A pattern that backtracks over a run it cannot match (a scheme never followed by
 code's letters never followed by a hyphen) costs the square of the run's length: one line of a
 tool's output, a separator row or a blob, can stall a whole review. Each real run below (shipped
 examples and frozen fixtures: a coding run, a Claude Code session, a τ-bench airline run, an
-AgentDojo run, a Who&When run) is reviewed with the same text appended to its request, its first
-agent message and its first tool result: a run of each character (or short unit) of ``SHAPES``,
+AgentDojo run, a Who&When run) is reviewed with the same text appended to its request, its
+agent's first step and its first tool result: a run of each character (or short unit) of ``SHAPES``,
 of ``--length`` characters and of twice that. Prints, per run, the review's time on plain words of
 the same length (the baseline) and the shape whose review grew most from the shorter run to the
 longer: linear readers take about twice the time (2x), a quadratic one four times; a growth above

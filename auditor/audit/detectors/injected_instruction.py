@@ -390,14 +390,14 @@ def _carries(
     records: list[tuple[int, str]] | None = None  # the data apart from copies of the instruction
     rest = ""  # what the instruction's own step holds besides it
     masked = [without_addresses(d) for d in directive_norms]  # a word inside a URL is no value
-    for pos, values in _side_effects(ctx):
+    for pos, written in _side_effects(ctx):
         if pos <= at:
             continue
         carried = [
             v
-            for v in _traced(values, directive_norms)
+            for v, address in _traced(written, directive_norms)
             if (len(v.norm) >= MIN_VALUE or any(_quoted(d, v.norm) for d in directive_norms))
-            and any(_contains(d, v.norm) for d in (directive_norms if _is_address(v) else masked))
+            and any(_contains(d, v.norm) for d in (directive_norms if address else masked))
             and not texts.holds(texts.principal, v.norm, pos)
         ]
         if carried:
@@ -414,15 +414,32 @@ def _carries(
     return out
 
 
-def _side_effects(ctx: AuditContext) -> list[tuple[int, list[ArgValue]]]:
+@dataclass(frozen=True)
+class _Written:
+    """A side-effecting call's value as every span compares it: its text in normal form, and the
+    value with the URLs and e-mail addresses written inside it (a message whose body carries a
+    link), each with whether it is an address."""
+
+    text: str
+    traced: tuple[tuple[ArgValue, bool], ...]
+
+
+def _written(value: ArgValue) -> _Written:
+    inner = [ArgValue(value.path, a, normal(a)) for a in addresses(value.text) if a != value.text.strip()]
+    return _Written(normal_text(value.text), tuple((v, _is_address(v)) for v in (value, *inner)))
+
+
+def _side_effects(ctx: AuditContext) -> list[tuple[int, list[_Written]]]:
     """Each side-effecting call's position and values, read once per audit and kept on it: every
     span looks through the calls after it (a run whose records each carried the instruction read
-    every call's values again for each of them)."""
+    every call's values, and the addresses in them, again for each of them)."""
     cached = ctx.__dict__.get("_side_effects")
     if cached is None:
         steps = ctx.trace.steps
         cached = [
-            (p, arg_values(s, shortest=1)) for p, s in enumerate(steps) if side_effecting(s, ctx.policy)
+            (p, [_written(v) for v in arg_values(s, shortest=1)])
+            for p, s in enumerate(steps)
+            if side_effecting(s, ctx.policy)
         ]
         ctx.__dict__["_side_effects"] = cached
     return cached
@@ -445,18 +462,11 @@ def _is_name(value: ArgValue) -> bool:
     return not any(c.isdigit() for c in value.text) and not _is_address(value)
 
 
-def _traced(values: list[ArgValue], directive_norms: list[str]) -> list[ArgValue]:
-    """A call's values to trace, and the URLs and e-mail addresses written inside a longer one (a
-    message whose body carries a link), save those of an argument that copies a directive whole:
+def _traced(written: list[_Written], directive_norms: list[str]) -> list[tuple[ArgValue, bool]]:
+    """A call's values to trace, and the URLs and e-mail addresses written inside a longer one,
+    each with whether it is an address, save those of an argument that copies a directive whole:
     that passes the data on (a channel whose name holds the instruction), it does not act on it."""
-    out = []
-    for v in values:
-        text = normal_text(v.text)
-        if any(_bare(d) in text for d in directive_norms):
-            continue
-        out.append(v)
-        out += [ArgValue(v.path, a, normal(a)) for a in addresses(v.text) if a != v.text.strip()]
-    return out
+    return [t for w in written if not any(_bare(d) in w.text for d in directive_norms) for t in w.traced]
 
 
 def _bare(directive: str) -> str:

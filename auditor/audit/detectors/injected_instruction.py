@@ -223,7 +223,7 @@ def _finding(
     speaks in the imperative all the time, and only an act nobody asked for makes it an injection)."""
     at = ctx.position(span.step_id)
     directive_norms = [normal_text(d) for d in (*span.directives, *span.details)]
-    carries = _carries(ctx, at, steps, texts, directive_norms)
+    carries = _carries(ctx, at, texts, directive_norms)
     if span.signals == (UNREQUESTED,):  # only a write of what the directive alone gave obeys it
         carries = [c for c in carries if writes(steps[c.call], ctx.policy) and c.call not in principal_acts]
         if not carries:
@@ -380,9 +380,7 @@ class _Texts:
         return any(_contains(t, value) for p, t in texts if p < before and p != skip)
 
 
-def _carries(
-    ctx: AuditContext, at: int, steps: list[TraceStep], texts: _Texts, directive_norms: list[str]
-) -> list[_Carry]:
+def _carries(ctx: AuditContext, at: int, texts: _Texts, directive_norms: list[str]) -> list[_Carry]:
     """The side-effecting calls after the span that carry a value only the instruction gave (a call
     whose every value another record holds too may be doing the task the instruction agreed with:
     a channel or a person the task names as well)."""

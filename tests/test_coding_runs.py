@@ -1300,28 +1300,42 @@ def test_a_script_extended_by_an_appending_heredoc_runs_its_first_cases_too():
     assert facts.code_run(last.call) == "\n".join(bodies)
 
 
-def _scripted_run(commands: int) -> Trace:
-    """A coding run of ``commands`` commands: reproductions written by heredoc, the source edited by
-    sed, the reproductions run, and a submitted diff."""
+def _generated(trace_id: str, commands: list[tuple[str, str]]) -> Trace:
+    """A coding run of the given (command, output) pairs after the principal's request, ending on a
+    submitted diff of ``pkg/mod.py``."""
     steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
-    for k in range(commands):
-        command = (
-            f"cat <<'EOF' > r{k % 7}.py\nimport pkg.mod\nprint(pkg.mod.x)\nEOF",
-            "sed -i 's/x = 1/x = 2/' pkg/mod.py",
-            f"python r{k % 7}.py",
-        )[k % 3]
+    for k, (command, output) in enumerate(commands):
         call = {"name": "bash", "call_id": f"c{k}"}
         steps += [
             {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "",
              "tool": call | {"arguments": {"command": command}}},
-            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": "<returncode>0</returncode>\n2",
+            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": output,
              "tool": call, "refs": {"call_id": f"c{k}"}},
         ]  # fmt: skip
     diff = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
     steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
-    header = {"trace_id": "scripted", "source": "generated", "framework": "handwritten"}
+    header = {"trace_id": trace_id, "source": "generated", "framework": "handwritten"}
     return Trace.model_validate(
         {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+    )
+
+
+def _scripted_run(commands: int) -> Trace:
+    """A coding run of ``commands`` commands: reproductions written by heredoc, the source edited by
+    sed, the reproductions run, and a submitted diff."""
+    return _generated(
+        "scripted",
+        [
+            (
+                (
+                    f"cat <<'EOF' > r{k % 7}.py\nimport pkg.mod\nprint(pkg.mod.x)\nEOF",
+                    "sed -i 's/x = 1/x = 2/' pkg/mod.py",
+                    f"python r{k % 7}.py",
+                )[k % 3],
+                "<returncode>0</returncode>\n2",
+            )
+            for k in range(commands)
+        ],
     )
 
 
@@ -1346,31 +1360,23 @@ def test_what_each_check_ran_is_read_in_time_linear_in_the_run():
 def _tested_run(commands: int) -> Trace:
     """A coding run of ``commands`` commands: the source edited by sed, the project's tests run on
     the change (one failing), and run again between ``git stash`` and ``git stash pop``."""
-    steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
-    for k in range(commands):
-        command, output = (
-            (f"sed -i 's/x = {k}/x = {k + 1}/' pkg/mod.py", "<returncode>0</returncode>\n"),
+    return _generated(
+        "tested",
+        [
             (
-                "python -m pytest tests/test_mod.py",
-                f"<returncode>1</returncode>\nFAILED tests/test_mod.py::test_{k % 5} - x\n=== 1 failed, 4 passed in 0.1s ===",
-            ),
-            (
-                "git stash && python -m pytest tests/test_mod.py && git stash pop",
-                "<returncode>0</returncode>\n=== 5 passed in 0.1s ===",
-            ),
-        )[k % 3]
-        call = {"name": "bash", "call_id": f"c{k}"}
-        steps += [
-            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "",
-             "tool": call | {"arguments": {"command": command}}},
-            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": output,
-             "tool": call, "refs": {"call_id": f"c{k}"}},
-        ]  # fmt: skip
-    diff = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
-    steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
-    header = {"trace_id": "tested", "source": "generated", "framework": "handwritten"}
-    return Trace.model_validate(
-        {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
+                (f"sed -i 's/x = {k}/x = {k + 1}/' pkg/mod.py", "<returncode>0</returncode>\n"),
+                (
+                    "python -m pytest tests/test_mod.py",
+                    f"<returncode>1</returncode>\nFAILED tests/test_mod.py::test_{k % 5} - x\n"
+                    "=== 1 failed, 4 passed in 0.1s ===",
+                ),
+                (
+                    "git stash && python -m pytest tests/test_mod.py && git stash pop",
+                    "<returncode>0</returncode>\n=== 5 passed in 0.1s ===",
+                ),
+            )[k % 3]
+            for k in range(commands)
+        ],
     )
 
 
@@ -1390,26 +1396,6 @@ def test_which_runs_tested_the_original_code_is_read_in_time_linear_in_the_run()
     # each stashed rerun tested the original code; no failure on the change failed there
     assert len(runs) == 400 and [o for o, _ in runs] == [False, True] * 200 and not any(b for _, b in runs)
     assert growth(lambda: read(small), lambda: read(large), rounds=3) < 3
-
-
-def _generated(trace_id: str, commands: list[tuple[str, str]]) -> Trace:
-    """A coding run of the given (command, output) pairs after the principal's request, ending on a
-    submitted diff of ``pkg/mod.py``."""
-    steps: list[dict] = [{"actor": "user", "actor_kind": "human", "kind": "message", "content": "Fix x."}]
-    for k, (command, output) in enumerate(commands):
-        call = {"name": "bash", "call_id": f"c{k}"}
-        steps += [
-            {"actor": "agent", "actor_kind": "agent", "kind": "tool_call", "content": "",
-             "tool": call | {"arguments": {"command": command}}},
-            {"actor": "shell", "actor_kind": "tool", "kind": "tool_result", "content": output,
-             "tool": call, "refs": {"call_id": f"c{k}"}},
-        ]  # fmt: skip
-    diff = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
-    steps.append({"actor": "agent", "actor_kind": "agent", "kind": "final_output", "content": diff})
-    header = {"trace_id": trace_id, "source": "generated", "framework": "handwritten"}
-    return Trace.model_validate(
-        {"header": header, "steps": [{"step_id": f"s{i}", "index": i, **s} for i, s in enumerate(steps)]}
-    )
 
 
 def test_each_failed_test_s_last_word_is_read_in_time_linear_in_the_run():

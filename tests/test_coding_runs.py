@@ -2224,9 +2224,8 @@ def test_the_long_runs_probe_appends_to_a_request_a_message_and_a_result():
     ]
     assert all(s.content.endswith("\n" + "@" * 50) for s in touched)
     (row,) = probe(200, 3.0, runs={name: RUNS[name]}, shapes=["A"])
-    assert (row["run"], row["shape"]) == (name, "A") and row["growth"] == row["doubled"] / max(
-        row["seconds"], 1e-3
-    )
+    assert (row["run"], row["shape"]) == (name, "A")
+    assert set(row) == {"run", "shape", "seconds", "doubled", "growth", "baseline"}
 
 
 @pytest.mark.parametrize(

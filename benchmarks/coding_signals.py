@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.audit.detectors.test_runs import TestRun, TestRunFacts, exit_code, is_test_file, printed_text
-from benchmarks.outcome_eval import auroc
 from ingest import open_traces
 from schemas import Trace
+from scoring.stats.auroc import auroc
 
 _ADDED = re.compile(r"^\+(?!\+\+)(.*)$", re.M)
 _REMOVED = re.compile(r"^-(?!--)(.*)$", re.M)

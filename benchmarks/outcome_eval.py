@@ -37,8 +37,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a clone
 
 from auditor.audit.engine import run_rules_audit
@@ -47,18 +45,11 @@ from auditor.audit.report.disposition import ACTIONABLE
 from auditor.audit.report.validator import validate_report
 from benchmarks.task_split import corrected_tasks, ece, half, task_of
 from schemas import AuditReport, Trace
-from scoring.stats.bootstrap import cluster_bootstrap
+from scoring.stats.auroc import auroc
+from scoring.stats.auroc import auroc_interval as stats_auroc_interval
 from scoring.stats.wilson import wilson_interval
 
 RESAMPLES = 2_000  # the AUROC interval's: on 17 runs its bounds move by up to 0.02 between seeds
-
-
-def auroc(pos: list[float], neg: list[float]) -> float:
-    """P(a failed run scores above a succeeded one), ties one half (the Mann–Whitney statistic)."""
-    if not pos or not neg:
-        return float("nan")
-    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
 
 
 def _failed(row: dict) -> bool:
@@ -69,18 +60,13 @@ def auroc_interval(rows: list[dict], positive: Callable[[dict], bool] = _failed)
     """A 95% percentile interval of the AUROC of ``risk_score`` for ``positive`` (failure, or a
     label), resampling tasks (a task's runs share its difficulty, so the task, not the run, is the
     unit); None without two tasks, or without runs on both sides."""
-    failed = np.array([positive(r) for r in rows], dtype=bool)
-    scores = np.array([r["risk_score"] for r in rows], dtype=float)
-    tasks = [r["task"] for r in rows]
-    if len(set(tasks)) < 2 or failed.all() or not failed.any():
-        return None
-
-    def statistic(idx: np.ndarray) -> float:
-        f = failed[idx]
-        return auroc(scores[idx][f].tolist(), scores[idx][~f].tolist())
-
-    ci = cluster_bootstrap(statistic, tasks, n_resamples=RESAMPLES)
-    return [round(ci.low, 3), round(ci.high, 3)]
+    ci = stats_auroc_interval(
+        [r["risk_score"] for r in rows],
+        [positive(r) for r in rows],
+        [r["task"] for r in rows],
+        n_resamples=RESAMPLES,
+    )
+    return None if ci is None else [round(ci.low, 3), round(ci.high, 3)]
 
 
 def fmt_auroc(value: float, ci: list[float] | None) -> str:

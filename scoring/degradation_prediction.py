@@ -32,6 +32,7 @@ from scoring.action_stats import rate
 from scoring.degradation_stats import DegradationRow
 from scoring.runs import ScoredTarget
 from scoring.stats import BootstrapInterval, Rate, cluster_bootstrap
+from scoring.stats.auroc import auroc as stats_auroc
 from scoring.transforms import popcounts, shapley_interaction
 
 FOLDS = 5
@@ -102,15 +103,10 @@ def prediction_rows(
 
 
 def auroc(scores: np.ndarray, y: np.ndarray) -> float:
-    """Mann–Whitney AUROC with ties counted half; NaN when one class is absent."""
-    from scipy.stats import rankdata
-
-    n_pos = int(y.sum())
-    n_neg = y.size - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(scores)
-    return float((ranks[y.astype(bool)].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    """The AUROC of ``scores`` for the rows where ``y`` is 1 (ties one half); NaN when one class
+    is absent."""
+    label = y.astype(bool)
+    return stats_auroc(scores[label], scores[~label])
 
 
 @dataclass(frozen=True)

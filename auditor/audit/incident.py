@@ -43,6 +43,9 @@ RISK_WEIGHT = {
     Disposition.lead: 0.15,
     Disposition.operational_failure: 0.05,
 }
+# The finding a failed run's decisive step gets where no detector filed one: it reads the outcome,
+# so whatever measures the review against recorded outcomes leaves it out.
+DECISIVE = "failure_attribution"
 VOTE_WEIGHT = {  # a finding's support for its first anomalous step, beside the rules' signals (1.0)
     Disposition.realized: 1.5,
     Disposition.anomaly_with_interception: 0.8,
@@ -197,7 +200,7 @@ def decisive_finding(
         operational=operational,
         confidence=round(min(max(top.confidence, 0.05), 1.0), 6),
     )
-    return file_finding("failure_attribution", draft, ctx.trace.header.trace_id)
+    return file_finding(DECISIVE, draft, ctx.trace.header.trace_id)
 
 
 def explains(finding: Finding, attribution: Attribution, outcome: RunOutcome) -> bool:

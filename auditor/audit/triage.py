@@ -15,12 +15,12 @@ import gc
 import importlib
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from auditor.audit.incident import RISK_WEIGHT
+from auditor.audit.incident import DECISIVE, RISK_WEIGHT
 from auditor.audit.policy import Policy
 from auditor.audit.report.disposition import ACTIONABLE
 from auditor.core.errors import AuditorError
@@ -34,7 +34,9 @@ _SEVERITY = list(Severity)
 @dataclass(frozen=True)
 class RunRow:
     """One reviewed run as the ranked table shows it; ``outcome`` is the recorded outcome only
-    (``reviewed_outcome`` is the report's, inferred or not)."""
+    (``reviewed_outcome`` is the report's, inferred or not). ``flagged``: a detector filed an
+    actionable finding (the decisive-step finding a known failure adds reads the outcome, so it
+    does not count)."""
 
     file: str
     trace_id: str
@@ -44,6 +46,7 @@ class RunRow:
     risk_score: float
     findings: int
     actionable: int
+    flagged: bool
     top_finding: str | None
     top_detector: str | None
     top_disposition: str | None
@@ -94,6 +97,7 @@ def row_of(file: str, report: AuditReport) -> RunRow:
         risk_score=report.risk_score,
         findings=len(report.findings),
         actionable=sum(f.disposition in ACTIONABLE for f in report.findings),
+        flagged=any(f.disposition in ACTIONABLE and f.detector != DECISIVE for f in report.findings),
         top_finding=top.title if top else None,
         top_detector=top.detector if top else None,
         top_disposition=top.disposition.value if top else None,
@@ -121,12 +125,15 @@ def _start_worker(store_url: str | None, policy: Policy | None, fmt: str) -> Non
     gc.freeze()  # the imported modules stay out of every collection the reviews trigger
 
 
-def _review_one(path: Path, label: str) -> list[RunRow] | Unreviewed:
-    """Review one file in this worker; an error becomes an Unreviewed naming why."""
+def _review_one(path: Path, label: str, outcome: str | None) -> list[RunRow] | Unreviewed:
+    """Review one file in this worker (``outcome``: its recorded verdict, as ``review --outcome``
+    takes it); an error becomes an Unreviewed naming why."""
     from auditor.audit.review import review_file
 
     try:
-        outcomes = review_file(_worker["store"], path, fmt=_worker["fmt"], policy=_worker["policy"])
+        outcomes = review_file(
+            _worker["store"], path, fmt=_worker["fmt"], policy=_worker["policy"], outcome=outcome
+        )
     except AuditorError as exc:
         return Unreviewed(label, exc.one_line(), skipped="no importer recognises" in str(exc))
     except Exception as exc:  # an importer's or detector's own failure: this file fails, the rest go on
@@ -153,22 +160,25 @@ def triage(
     policy: Policy | None = None,
     fmt: str = "auto",
     jobs: int | None = None,
+    outcomes: Mapping[str, str] | None = None,
     on_done: Callable[[str], None] = lambda label: None,
 ) -> tuple[list[RunRow], list[Unreviewed]]:
     """Review each (path, label) file and return the ranked rows and the files not reviewed.
 
+    ``outcomes`` gives a file's recorded verdict by label (a known failure is attributed).
     ``jobs`` processes review at once (default: the machine's cores, at most one per file); one job
     reviews in this process. ``on_done`` is called with each file's label as it finishes."""
     from auditor.core.store import open_store
 
     open_store(store_url).close()  # create or check the store once, before workers race to
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(files)))
+    known = outcomes or {}
     results: list[list[RunRow] | Unreviewed] = []
     if jobs == 1:
         _start_worker(store_url, policy, fmt)
         try:
             for path, label in files:
-                results.append(_review_one(path, label))
+                results.append(_review_one(path, label, known.get(label)))
                 on_done(label)
         finally:
             _worker.pop("store").close()
@@ -180,7 +190,9 @@ def triage(
         with ProcessPoolExecutor(
             jobs, mp_context=context, initializer=_start_worker, initargs=(store_url, policy, fmt)
         ) as pool:
-            futures = {pool.submit(_review_one, path, label): label for path, label in files}
+            futures = {
+                pool.submit(_review_one, path, label, known.get(label)): label for path, label in files
+            }
             for future in as_completed(futures):
                 results.append(future.result())
                 on_done(futures[future])

@@ -12,6 +12,7 @@ import csv
 import io
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -19,6 +20,9 @@ from rich.text import Text
 
 from auditor.core.errors import InputError
 from auditor.surfaces.cli.common import console, err_console, print_json, print_table, state
+
+if TYPE_CHECKING:
+    from auditor.audit.verdicts import Agreement, Verdicts
 
 COLUMNS = ["run", "outcome", "risk", "top finding", "agent", "step"]
 
@@ -36,6 +40,29 @@ def _table(root: Path, rows: list, total: int) -> None:  # rows: list[auditor.au
         cells = [run, r.outcome or "", f"{r.risk_score:.3f}", r.top_finding or "", r.agent, r.step_id]
         table.add_row(*[Text("" if v is None else str(v)) for v in cells])  # cells are data, never markup
     console.print(table)
+
+
+def _agreement_lines(a: Agreement) -> list[list[str]]:
+    auroc = (
+        f"{a.auroc:.3f} (95% CI {a.interval[0]:.3f}–{a.interval[1]:.3f}; failed above succeeded, ties one half)"
+        if a.auroc is not None and a.interval is not None
+        else "none: it needs failed and succeeded runs"
+    )
+    lines = [
+        ["failed runs a detector flagged", str(a.failed_flagged or "no failed run")],
+        ["succeeded runs a detector flagged", str(a.succeeded_flagged or "no succeeded run")],
+        ["AUROC of risk_score", auroc],
+    ]
+    if a.without_verdict:
+        lines.append(["runs without a verdict", _some(a.without_verdict)])
+    if a.unmatched:
+        lines.append(["verdicts naming no file here", _some(a.unmatched)])
+    return lines
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(names)}: {', '.join(names[:shown])}{more}"
 
 
 def _csv(rows: list) -> str:
@@ -61,6 +88,14 @@ def triage_cmd(
     jobs: int = typer.Option(
         None, "--jobs", "-j", min=1, help="Runs reviewed at once (default: one per CPU core)."
     ),
+    outcomes: Path = typer.Option(
+        None,
+        "--outcomes",
+        help="Recorded verdicts, joined to files by name: a CSV (a file, run or instance_id column; "
+        "outcome failed|succeeded or resolved true|false) or SWE-bench's report JSON. Known failures "
+        "are attributed (as 'review --outcome failed'), and the output adds how the ranking agrees "
+        "with the verdicts, which the detectors never read.",
+    ),
 ) -> None:
     """Review every run in a folder (each stored as 'auditor review' stores it) and rank them:
     run, recorded outcome, risk_score, top finding, responsible agent and step.
@@ -70,6 +105,7 @@ def triage_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from auditor.audit.triage import triage
+    from auditor.audit.verdicts import agreement, load_verdicts
     from ingest.pipeline import iter_files
 
     if as_json and as_csv:
@@ -92,6 +128,8 @@ def triage_cmd(
     files = [(p, str(p.relative_to(folder))) for p in iter_files(folder, recursive)]
     if not files:
         raise InputError("the folder holds no file: nothing was reviewed", path=str(folder))
+    verdicts = load_verdicts(outcomes) if outcomes is not None else None
+    known = _known(verdicts, [label for _, label in files]) if verdicts is not None else None
     columns = (TextColumn("reviewing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True, disable=as_json or as_csv) as bar:
         task = bar.add_task("runs", total=len(files))
@@ -101,8 +139,10 @@ def triage_cmd(
             policy=loaded_policy,
             fmt=input_format,
             jobs=jobs,
+            outcomes=known,
             on_done=lambda _label: bar.advance(task),
         )
+    agreed = agreement(verdicts, rows, [label for _, label in files]) if verdicts is not None else None
     failed = [u for u in unreviewed if not u.skipped]
     shown = rows[:top] if top else rows
     if as_json:
@@ -116,6 +156,7 @@ def triage_cmd(
                 },
                 "runs": [r.as_dict() for r in shown],
                 "not_reviewed": [u.as_dict() for u in unreviewed],
+                **({"agreement": agreed.as_dict()} if agreed else {}),
             }
         )
     elif as_csv:
@@ -124,6 +165,8 @@ def triage_cmd(
             err_console.print(
                 f"{'skipped' if u.skipped else 'failed'}: {u.reason}", markup=False, highlight=False
             )
+        for name, value in _agreement_lines(agreed) if agreed else []:
+            err_console.print(f"{name}: {value}", markup=False, highlight=False)
     else:
         _table(folder, shown, len(rows))
         skipped = [[u.file] for u in unreviewed if u.skipped]
@@ -131,10 +174,28 @@ def triage_cmd(
             print_table("skipped (not a known trace format)", ["file"], skipped)
         if failed:
             print_table("failed (not reviewed)", ["file", "why"], [[u.file, u.reason] for u in failed])
+        if agreed:
+            title = f"agreement with {agreed.source} (the detectors never read the verdicts)"
+            print_table(title, ["measure", "value"], _agreement_lines(agreed))
     if failed:
         raise typer.Exit(2)
     if any(r.actionable for r in rows):
         raise typer.Exit(1)
+
+
+def _known(verdicts: Verdicts, labels: list[str]) -> dict[str, str]:
+    """Each file's verdict by its label; refused when the file names none of them (a name column
+    of another corpus, or ids in another form), before any run is reviewed."""
+    known = {label: found[1].value for label in labels if (found := verdicts.lookup(label))}
+    if verdicts.by_name and not known:
+        raise InputError(
+            f"no file of the folder is named in it (it names e.g. '{next(iter(verdicts.by_name))}'; "
+            f"the folder holds e.g. '{labels[0]}'): nothing was reviewed",
+            path=verdicts.source,
+            hint="a verdict names a file by its path below the folder, its file name, or that name "
+            "without its extensions (an instance id)",
+        )
+    return known
 
 
 def register(app: typer.Typer) -> None:

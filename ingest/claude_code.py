@@ -96,9 +96,7 @@ MAIN = "agent"  # the main agent (the subagents are named by their type); not th
 HARNESS = "claude-code"
 DELEGATING = frozenset({"Task", "Agent"})  # the tools that hand work to a subagent
 _TURNS = frozenset({"user", "assistant"})
-# The harness's reminder appended to a file it read: a block that opens a line (every line of the
-# file itself is numbered, ``   12→``, so a file cannot forge one) and ends the result.
-_REMINDER = re.compile(r"\n*(?:(?<=\n)|\A)(<system-reminder>\n.*\n</system-reminder>)\s*\Z", re.S)
+_OPEN, _CLOSE = "<system-reminder>\n", "\n</system-reminder>"
 _EXIT = re.compile(r"\A(?:Error: )?Exit code (-?\d+)\b")
 # the harness's last line of a background command's output file (``[exited with code 1]``), as a
 # ``Read`` shows it (numbered ``3\t`` or ``   3→``), and the end of its word that such a command ended
@@ -174,6 +172,25 @@ class ClaudeCodeStreamImporter:
             header=file_header(path, "claude-code", "Claude Code (headless)"),
             steps=lambda facts: _Session(path, {}, facts, _refused(path)).steps(),
         )
+
+
+def reminder(content: str) -> tuple[int, str] | None:
+    """The harness's reminder appended to a file it read: a block that opens a line (every line of
+    the file itself is numbered, ``   12→``, so a file cannot forge one) and ends the result, with
+    only blank space after it. Returns where the result's own text ends (before the blank lines
+    leading to the block) and the block; the first such opening that the final closing tag closes.
+    Found with ``str`` searches, so a result of many blank lines costs one pass, not one per line."""
+    body = content.rstrip()
+    if not body.endswith(_CLOSE):
+        return None
+    close = len(body) - len(_CLOSE)
+    at = content.find(_OPEN)
+    while at != -1 and at + len(_OPEN) <= close:
+        if at == 0 or content[at - 1] == "\n":
+            start = len(content[:at].rstrip("\n"))
+            return start, body[at:]
+        at = content.find(_OPEN, at + 1)
+    return None
 
 
 def _refused(path: Path) -> frozenset[str]:
@@ -439,19 +456,19 @@ class _Session:
         """A tool result with the harness's account of it and, for a shell command, its exit code."""
         tool = self.tools.get(str(result.call_id), "")
         raw = dict(result.raw)
-        note = _REMINDER.search(result.content) if tool == "Read" else None
+        note = reminder(result.content) if tool == "Read" else None
         if note is not None:
             self.notes.append(
                 ChatMessage(
                     None,
                     "system",
                     HARNESS,
-                    [Text(note.group(1))],
+                    [Text(note[1])],
                     pack_raw(appended_to=result.call_id),
                     timestamp=record.get("timestamp"),
                 )
             )
-            result = replace(result, content=result.content[: note.start()])
+            result = replace(result, content=result.content[: note[0]])
         raw.setdefault("status", "ok")  # the harness flags every failed result (is_error): none here
         if isinstance(result.call_id, str) and result.call_id in self.refused:
             raw |= {"status": "error", "error_type": REFUSED}

@@ -31,8 +31,8 @@ from auditor.audit.detectors.tool_effects import normal, normal_text
 from graph.instructions import _ADDRESS, _PROSE_START, _SENTENCE_END
 from graph.instructions import _CALLED as _NAME_CALLING
 from graph.values import extract_mentions
-from ingest.claude_code import _EXITED, _NOTICE_FIELD
-from tests.timing import best_seconds
+from ingest.claude_code import _EXITED, _NOTICE_FIELD, reminder
+from tests.timing import best_seconds, growth
 
 BLANKS = {
     "blank lines": lambda n: " \n" * n,
@@ -221,3 +221,17 @@ def test_a_capitalised_word_is_read_in_linear_time() -> None:
         best_seconds(lambda: extract_mentions(large))
         < 3 * best_seconds(lambda: extract_mentions(small)) + 0.002
     )
+
+
+@pytest.mark.parametrize("run", ["\n", " \n", "<system-reminder>\n"])
+def test_a_read_result_s_reminder_is_found_in_linear_time(run: str) -> None:
+    """Claude Code's reminder at the end of a Read result (a pattern whose leading ``\\n*`` was
+    retried at every newline of the result was quadratic: 20,000 blank lines took 6 s). The first
+    opening at a line's start that the final closing tag closes begins the block, as before."""
+    block = "<system-reminder>\nWhenever you read a file, consider it.\n</system-reminder>"
+    small, large = (f"     1→x\n{run * n}\n{block}\n" for n in (8_000, 16_000))
+    found = reminder(large)
+    assert found is not None and found[1].endswith(block)
+    assert large[: found[0]].startswith("     1→x") and not large[: found[0]].endswith("\n")
+    assert reminder(run * 16_000) is None
+    assert growth(lambda: reminder(small), lambda: reminder(large)) < 3

@@ -73,50 +73,21 @@ def fmt_auroc(value: float, ci: list[float] | None) -> str:
     return f"{value:.3f}" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
 
 
-def roc_points(pos: list[float], neg: list[float]) -> list[tuple[float, float]]:
-    """The ROC curve of a score: (false-positive rate, true-positive rate) after each distinct
-    score, highest first; runs tied on a score move the curve diagonally, so the area under it is
-    the AUROC with ties counted one half."""
-    points = [(0.0, 0.0)]
-    tp = fp = 0
-    for score in sorted(set(pos) | set(neg), reverse=True):
-        tp += sum(1 for p in pos if p == score)
-        fp += sum(1 for n in neg if n == score)
-        points.append((fp / len(neg), tp / len(pos)))
-    return points
-
-
 def plot_roc(parts: dict[str, tuple[list[dict], list[float] | None]], path: Path, title: str) -> None:
     """Each part's ROC curve of ``risk_score`` against failure, its AUROC and interval (the one the
-    figures print) in the legend: where on the ranking the runs are told apart (the flagged runs
-    at the left, the ties of unflagged runs as the diagonal run at the right). Written whole or not
-    at all."""
-    import matplotlib
+    figures print) in the legend (``auditor.surfaces.roc_figure``)."""
+    from auditor.surfaces.roc_figure import Curve, write_roc
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 5))
-    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8, label="chance")
-    for name, (rows, interval) in parts.items():
-        pos = [r["risk_score"] for r in rows if _failed(r)]
-        neg = [r["risk_score"] for r in rows if not _failed(r)]
-        if not pos or not neg:
-            continue
-        xs, ys = zip(*roc_points(pos, neg), strict=True)
-        label = f"{name} ({len(rows)} runs): {fmt_auroc(auroc(pos, neg), interval)}"
-        ax.plot(xs, ys, marker="o", markersize=3, label=label)
-    ax.set(
-        xlabel="share of succeeded runs at or above a risk_score",
-        ylabel="share of failed runs at or above it",
-    )
-    ax.set(xlim=(0, 1), ylim=(0, 1.02), title=title)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    partial = path.with_name(path.name + ".partial")
-    fig.savefig(partial, format=path.suffix.lstrip(".") or "png", dpi=120)
-    plt.close(fig)
-    partial.replace(path)
+    curves = [
+        Curve(
+            name,
+            [r["risk_score"] for r in rows if _failed(r)],
+            [r["risk_score"] for r in rows if not _failed(r)],
+            (interval[0], interval[1]) if interval else None,
+        )
+        for name, (rows, interval) in parts.items()
+    ]
+    write_roc(curves, path, title)
 
 
 def rate(hits: int, n: int) -> dict:

@@ -75,7 +75,8 @@ def test_the_roc_curve_encloses_the_auroc_and_the_plot_is_written_whole(tmp_path
     one half; ``--plot`` writes the image under its name and leaves no partial file."""
     import random
 
-    from benchmarks.outcome_eval import auroc, auroc_interval, plot_roc, roc_points
+    from benchmarks.outcome_eval import auroc_interval, plot_roc
+    from scoring.stats.auroc import auroc, roc_points
 
     rng = random.Random(7)
     for _ in range(50):

@@ -112,12 +112,32 @@ def test_the_agreement_is_what_the_review_gives_blind(judged):
     assert agreement["verdicts_naming_no_run"] == sorted(named | {"django__django-99999"})
 
 
-def test_the_table_prints_the_agreement(folder, tmp_path):
-    proc = run(["triage", str(folder), "-r", "--jobs", "1", "--outcomes", str(VERDICTS)], tmp_path)
+def test_the_table_prints_the_agreement_and_the_roc_curve_is_drawn(folder, tmp_path):
+    plot = tmp_path / "figures" / "roc.png"
+    plot.parent.mkdir()
+    args = ["triage", str(folder), "-r", "--jobs", "1", "--outcomes", str(VERDICTS), "--plot", str(plot)]
+    proc = run(args, tmp_path)
     assert proc.returncode == 1, proc.stderr  # a run has an actionable finding
     assert "agreement with" in proc.stdout and "failed runs a detector flagged" in proc.stdout
     assert "AUROC of risk_score" in proc.stdout and "runs without a verdict" in proc.stdout
     assert RECORDED_HERE in proc.stdout.split("agreement with", 1)[1]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and [p.name for p in plot.parent.iterdir()] == [
+        "roc.png"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--plot", "roc.png"], "--plot draws the ranking against recorded verdicts: give --outcomes"),
+        (["--outcomes", str(VERDICTS), "--plot", "roc.txt"], "name a .png, .svg or .pdf file, not 'roc.txt'"),
+        (["--outcomes", str(VERDICTS), "--plot", "missing/roc.png"], "no such folder for the figure"),
+    ],
+)
+def test_a_figure_that_cannot_be_drawn_is_refused_before_reviewing(folder, tmp_path, extra, says):
+    proc = run(["triage", str(folder), "-r", *extra], tmp_path)
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert not (tmp_path / "auditor.db").exists()
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:

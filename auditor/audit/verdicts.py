@@ -162,7 +162,8 @@ class Agreement:
     """How the review's ranking agrees with the verdicts: the failed and the succeeded runs a
     detector flagged, and the AUROC of ``risk_score`` (failed above succeeded, ties one half) with
     a 95% interval that resamples runs. ``without_verdict``: runs whose file no verdict names;
-    ``unmatched``: names that match no file of the folder."""
+    ``unmatched``: names that match no file of the folder; ``failed_risk`` and ``succeeded_risk``:
+    the scores the AUROC compares (the ROC curve's)."""
 
     source: str
     failed_flagged: Rate | None
@@ -171,6 +172,8 @@ class Agreement:
     interval: tuple[float, float] | None
     without_verdict: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    failed_risk: tuple[float, ...] = ()
+    succeeded_risk: tuple[float, ...] = ()
 
     def as_dict(self) -> dict:
         def rate(r: Rate | None) -> dict | None:
@@ -212,4 +215,6 @@ def agreement(verdicts: Verdicts, rows: Iterable, labels: Iterable[str]) -> Agre
         interval=(ci.low, ci.high) if ci else None,
         without_verdict=sorted({r.file for r in rows} - set(matched)),
         unmatched=sorted(set(verdicts.by_name) - used),
+        failed_risk=tuple(r.risk_score for r in failed),
+        succeeded_risk=tuple(r.risk_score for r in passed),
     )

@@ -49,3 +49,16 @@ def auroc_interval(
         return auroc(values[idx][drawn], values[idx][~drawn])
 
     return cluster_bootstrap(statistic, clusters, n_resamples=n_resamples, seed=seed)
+
+
+def roc_points(positive: Sequence[float], negative: Sequence[float]) -> list[tuple[float, float]]:
+    """The ROC curve of a score: (false-positive rate, true-positive rate) after each distinct
+    score, highest first; runs tied on a score move the curve diagonally, so the area under it is
+    the AUROC with ties counted one half."""
+    points = [(0.0, 0.0)]
+    tp = fp = 0
+    for score in sorted(set(positive) | set(negative), reverse=True):
+        tp += sum(1 for p in positive if p == score)
+        fp += sum(1 for n in negative if n == score)
+        points.append((fp / len(negative), tp / len(positive)))
+    return points

@@ -96,6 +96,11 @@ def triage_cmd(
         "are attributed (as 'review --outcome failed'), and the output adds how the ranking agrees "
         "with the verdicts, which the detectors never read.",
     ),
+    plot: Path = typer.Option(
+        None,
+        "--plot",
+        help="With --outcomes: draw the ROC curve of risk_score against them (.png, .svg, .pdf).",
+    ),
 ) -> None:
     """Review every run in a folder (each stored as 'auditor review' stores it) and rank them:
     run, recorded outcome, risk_score, top finding, responsible agent and step.
@@ -106,6 +111,7 @@ def triage_cmd(
 
     from auditor.audit.triage import triage
     from auditor.audit.verdicts import agreement, load_verdicts
+    from auditor.surfaces.roc_figure import Curve, check_target, write_roc
     from ingest.pipeline import iter_files
 
     if as_json and as_csv:
@@ -128,6 +134,12 @@ def triage_cmd(
     files = [(p, str(p.relative_to(folder))) for p in iter_files(folder, recursive)]
     if not files:
         raise InputError("the folder holds no file: nothing was reviewed", path=str(folder))
+    if plot is not None:
+        if outcomes is None:
+            raise InputError(
+                "--plot draws the ranking against recorded verdicts: give --outcomes", field="--plot"
+            )
+        check_target(plot)
     verdicts = load_verdicts(outcomes) if outcomes is not None else None
     known = _known(verdicts, [label for _, label in files]) if verdicts is not None else None
     columns = (TextColumn("reviewing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -143,6 +155,9 @@ def triage_cmd(
             on_done=lambda _label: bar.advance(task),
         )
     agreed = agreement(verdicts, rows, [label for _, label in files]) if verdicts is not None else None
+    if plot is not None and agreed is not None:
+        curve = Curve("all", agreed.failed_risk, agreed.succeeded_risk, agreed.interval)
+        write_roc([curve], plot, f"risk_score against {Path(agreed.source).name}: {folder.name}")
     failed = [u for u in unreviewed if not u.skipped]
     shown = rows[:top] if top else rows
     if as_json:

@@ -75,8 +75,8 @@ def fmt_auroc(value: float, ci: list[float] | None) -> str:
 
 def plot_roc(parts: dict[str, tuple[list[dict], list[float] | None]], path: Path, title: str) -> None:
     """Each part's ROC curve of ``risk_score`` against failure, its AUROC and interval (the one the
-    figures print) in the legend (``auditor.surfaces.roc_figure``)."""
-    from auditor.surfaces.roc_figure import Curve, write_roc
+    figures print) in the legend (``scoring.roc_figure``)."""
+    from scoring.roc_figure import Curve, write_roc
 
     curves = [
         Curve(

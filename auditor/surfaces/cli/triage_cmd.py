@@ -111,8 +111,8 @@ def triage_cmd(
 
     from auditor.audit.triage import triage
     from auditor.audit.verdicts import agreement, load_verdicts
-    from auditor.surfaces.roc_figure import Curve, check_target, write_roc
     from ingest.pipeline import iter_files
+    from scoring.roc_figure import Curve, check_target, write_roc
 
     if as_json and as_csv:
         raise InputError("--json and --csv exclude each other", field="--csv")

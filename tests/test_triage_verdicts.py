@@ -223,3 +223,42 @@ def test_damaged_verdict_files_load_or_give_one_clear_error(tmp_path, seed, cut,
             load_verdicts(_write(tmp_path, name, content))
         except InputError as error:
             assert name in str(error)
+
+
+def test_runs_of_one_task_are_resampled_together(tmp_path):
+    """With a task column (τ-bench's trials of one task share its difficulty) the AUROC's
+    interval resamples tasks, as the outcome benchmark's does; without one, runs."""
+    from types import SimpleNamespace
+
+    from auditor.audit.verdicts import agreement
+    from scoring.stats.auroc import auroc_interval
+
+    table = [("t1", "failed", 0.9), ("t1", "failed", 0.8), ("t2", "succeeded", 0.1), ("t2", "failed", 0.5)]
+    table += [
+        ("t3", "succeeded", 0.3),
+        ("t3", "succeeded", 0.0),
+        ("t4", "failed", 0.2),
+        ("t4", "succeeded", 0.4),
+    ]
+    lines = [f"{task}-trial{i}.json,{task},{outcome}" for i, (task, outcome, _) in enumerate(table)]
+    rows = [
+        SimpleNamespace(file=f"{t}-trial{i}.json", flagged=s > 0.45, risk_score=s)
+        for i, (t, _, s) in enumerate(table)
+    ]
+    by_task = load_verdicts(_write(tmp_path, "tasks.csv", "file,task_id,outcome\n" + "\n".join(lines) + "\n"))
+    by_run = load_verdicts(
+        _write(
+            tmp_path,
+            "runs.csv",
+            "file,outcome\n" + "\n".join(ln.replace(f",{ln.split(',')[1]}", "", 1) for ln in lines) + "\n",
+        )
+    )
+    tasks, runs = (
+        agreement(by_task, rows, [r.file for r in rows]),
+        agreement(by_run, rows, [r.file for r in rows]),
+    )
+    assert (tasks.resampled, runs.resampled) == ("tasks (task_id)", "runs")
+    assert tasks.auroc == runs.auroc and tasks.failed_flagged == runs.failed_flagged
+    scores, failed = [s for *_, s in table], [o == "failed" for _, o, _ in table]
+    expected = auroc_interval(scores, failed, [t for t, *_ in table], n_resamples=2_000)
+    assert expected is not None and tasks.interval == (expected.low, expected.high) != runs.interval

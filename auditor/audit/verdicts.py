@@ -24,6 +24,7 @@ from scoring.stats.auroc import auroc_interval
 from scoring.stats.wilson import Rate, wilson_rate
 
 NAME_COLUMNS = ("file", "run", "instance_id")  # the first present names each row's run
+TASK_COLUMNS = ("task_id", "task")  # runs of one task share its difficulty: the interval's unit
 _OUTCOMES = {"failed": OutcomeValue.failed, "succeeded": OutcomeValue.succeeded, "unknown": None}
 _RESOLVED = {"true": OutcomeValue.succeeded, "1": OutcomeValue.succeeded}
 _RESOLVED |= {"false": OutcomeValue.failed, "0": OutcomeValue.failed}
@@ -42,10 +43,12 @@ RESAMPLES = 2_000  # the AUROC interval's
 @dataclass(frozen=True)
 class Verdicts:
     """Each named run's verdict (failed or succeeded; an unknown one is left out), read from
-    ``source``."""
+    ``source``; ``tasks``: each run's task, where the file has a task column (``task_column``)."""
 
     source: str
     by_name: Mapping[str, OutcomeValue]
+    tasks: Mapping[str, str] = field(default_factory=dict)
+    task_column: str | None = None
 
     def lookup(self, label: str) -> tuple[str, OutcomeValue] | None:
         """The name and verdict for a file of the folder (``label``: its path below the folder):
@@ -72,7 +75,7 @@ def load_verdicts(path: Path) -> Verdicts:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=where, hint=_HINT) from exc
     if text.lstrip().startswith(("{", "[")):
         return Verdicts(where, _from_report(text, where))
-    return Verdicts(where, _from_csv(text, where))
+    return _from_csv(text, where)
 
 
 def _from_report(text: str, where: str) -> dict[str, OutcomeValue]:
@@ -99,7 +102,7 @@ def _from_report(text: str, where: str) -> dict[str, OutcomeValue]:
     return out
 
 
-def _from_csv(text: str, where: str) -> dict[str, OutcomeValue]:
+def _from_csv(text: str, where: str) -> Verdicts:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         columns = [c.strip() for c in reader.fieldnames or []]
@@ -116,8 +119,10 @@ def _from_csv(text: str, where: str) -> dict[str, OutcomeValue]:
             line=1,
             hint=_HINT,
         )
+    task_column = next((c for c in TASK_COLUMNS if c in columns), None)
     values = _OUTCOMES if outcome_column == "outcome" else _RESOLVED
     out: dict[str, OutcomeValue] = {}
+    tasks: dict[str, str] = {}
     first: dict[str, int] = {}
     for line, row in _rows(reader, where):
         name = (row.get(name_column) or "").strip()
@@ -139,7 +144,9 @@ def _from_csv(text: str, where: str) -> dict[str, OutcomeValue]:
             )
         out[name] = verdict
         first.setdefault(name, line)
-    return out
+        if task_column is not None and (task := (row.get(task_column) or "").strip()):
+            tasks[name] = task
+    return Verdicts(where, out, tasks, task_column if tasks else None)
 
 
 def _rows(reader: csv.DictReader, where: str) -> Iterator[tuple[int, dict]]:
@@ -161,7 +168,8 @@ def _rows(reader: csv.DictReader, where: str) -> Iterator[tuple[int, dict]]:
 class Agreement:
     """How the review's ranking agrees with the verdicts: the failed and the succeeded runs a
     detector flagged, and the AUROC of ``risk_score`` (failed above succeeded, ties one half) with
-    a 95% interval that resamples runs. ``without_verdict``: runs whose file no verdict names;
+    a 95% interval that resamples ``resampled`` (the verdicts' task column, else runs: a run
+    without a task is its own). ``without_verdict``: runs whose file no verdict names;
     ``unmatched``: names that match no file of the folder; ``failed_risk`` and ``succeeded_risk``:
     the scores the AUROC compares (the ROC curve's)."""
 
@@ -170,6 +178,7 @@ class Agreement:
     succeeded_flagged: Rate | None
     auroc: float | None
     interval: tuple[float, float] | None
+    resampled: str = "runs"
     without_verdict: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
     failed_risk: tuple[float, ...] = ()
@@ -187,6 +196,7 @@ class Agreement:
             "succeeded_runs_flagged": rate(self.succeeded_flagged),
             "auroc_risk_score": self.auroc,
             "auroc_interval": list(self.interval) if self.interval else None,
+            "auroc_interval_resamples": self.resampled,
             "runs_without_verdict": self.without_verdict,
             "verdicts_naming_no_run": self.unmatched,
         }
@@ -204,7 +214,7 @@ def agreement(verdicts: Verdicts, rows: Iterable, labels: Iterable[str]) -> Agre
     ci = auroc_interval(
         [r.risk_score for r, _ in judged],
         [v is OutcomeValue.failed for _, v in judged],
-        [r.file for r, _ in judged],
+        [verdicts.tasks.get(matched[r.file][0], r.file) for r, _ in judged],
         n_resamples=RESAMPLES,
     )
     return Agreement(
@@ -213,6 +223,7 @@ def agreement(verdicts: Verdicts, rows: Iterable, labels: Iterable[str]) -> Agre
         succeeded_flagged=wilson_rate(sum(r.flagged for r in passed), len(passed)) if passed else None,
         auroc=ci.estimate if ci else None,
         interval=(ci.low, ci.high) if ci else None,
+        resampled=f"tasks ({verdicts.task_column})" if verdicts.task_column else "runs",
         without_verdict=sorted({r.file for r in rows} - set(matched)),
         unmatched=sorted(set(verdicts.by_name) - used),
         failed_risk=tuple(r.risk_score for r in failed),

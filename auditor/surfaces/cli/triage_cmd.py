@@ -44,7 +44,8 @@ def _table(root: Path, rows: list, total: int) -> None:  # rows: list[auditor.au
 
 def _agreement_lines(a: Agreement) -> list[list[str]]:
     auroc = (
-        f"{a.auroc:.3f} (95% CI {a.interval[0]:.3f}–{a.interval[1]:.3f}; failed above succeeded, ties one half)"
+        f"{a.auroc:.3f} (95% CI {a.interval[0]:.3f}–{a.interval[1]:.3f}, resampling {a.resampled}; "
+        "failed above succeeded, ties one half)"
         if a.auroc is not None and a.interval is not None
         else "none: it needs failed and succeeded runs"
     )

@@ -137,6 +137,14 @@ def run() -> None:
     except _usage_error() as exc:  # a missing argument, an unknown command or option
         exc.show()
         sys.exit(2)
+    except ModuleNotFoundError as exc:
+        from auditor.surfaces.cli.extras import missing_extra
+
+        line = missing_extra(exc)
+        if line is None or state.debug:
+            raise
+        typer.echo(f"error: {line}", err=True)
+        sys.exit(2)
 
 
 def _usage_error() -> type[Exception]:

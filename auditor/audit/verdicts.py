@@ -62,6 +62,10 @@ class Verdicts:
             names.append(stem)
         return next(((n, self.by_name[n]) for n in names if n in self.by_name), None)
 
+    def matching(self, labels: Iterable[str]) -> dict[str, tuple[str, OutcomeValue]]:
+        """The files (by label) a verdict names, each with that name and verdict."""
+        return {label: found for label in labels if (found := self.lookup(label))}
+
 
 def load_verdicts(path: Path) -> Verdicts:
     """Read a verdicts file: SWE-bench's report JSON, or a CSV. A bad file is refused whole with
@@ -206,7 +210,7 @@ def agreement(verdicts: Verdicts, rows: Iterable, labels: Iterable[str]) -> Agre
     """The agreement over the reviewed ``rows`` (``auditor.audit.triage.RunRow``: ``file``,
     ``flagged``, ``risk_score``) whose file a verdict names; ``labels`` are every file of the
     folder, to tell which names matched none."""
-    matched = {label: found for label in labels if (found := verdicts.lookup(label))}
+    matched = verdicts.matching(labels)
     used = {name for name, _ in matched.values()}
     judged = [(r, matched[r.file][1]) for r in rows if r.file in matched]
     failed = [r for r, v in judged if v is OutcomeValue.failed]

@@ -202,7 +202,7 @@ def triage_cmd(
 def _known(verdicts: Verdicts, labels: list[str]) -> dict[str, str]:
     """Each file's verdict by its label; refused when the file names none of them (a name column
     of another corpus, or ids in another form), before any run is reviewed."""
-    known = {label: found[1].value for label in labels if (found := verdicts.lookup(label))}
+    known = {label: verdict.value for label, (_, verdict) in verdicts.matching(labels).items()}
     if verdicts.by_name and not known:
         raise InputError(
             f"no file of the folder is named in it (it names e.g. '{next(iter(verdicts.by_name))}'; "

@@ -159,6 +159,8 @@ def test_swebench_report_json_reads_as_the_csv_does(tmp_path):
         "schema_version": 2,
     }
     from_json = load_verdicts(_write(tmp_path, "gemini.run1.json", json.dumps(report)))
+    with pytest.raises(InputError, match="a SWE-bench report has no columns to group by"):
+        load_verdicts(tmp_path / "gemini.run1.json", "repo")
     from_csv = load_verdicts(VERDICTS)
     assert dict(from_json.by_name) == {**from_csv.by_name, "django__django-11001": OutcomeValue.failed}
 
@@ -262,3 +264,38 @@ def test_runs_of_one_task_are_resampled_together(tmp_path):
     scores, failed = [s for *_, s in table], [o == "failed" for _, o, _ in table]
     expected = auroc_interval(scores, failed, [t for t, *_ in table], n_resamples=2_000)
     assert expected is not None and tasks.interval == (expected.low, expected.high) != runs.interval
+
+
+def test_the_agreement_by_group_is_each_group_s_own(judged, folder, tmp_path):
+    """--group-by COLUMN: each repository's agreement counts its runs alone, and the groups add
+    up to the whole."""
+    blind, _ = judged
+    resolved = _resolved()
+    lines = [f"{name},{name.split('__')[0]},{'True' if ok else 'False'}" for name, ok in resolved.items()]
+    verdicts = _write(tmp_path, "by_repo.csv", "instance_id,repo,resolved\n" + "\n".join(lines) + "\n")
+    result = _triage(folder, tmp_path / "grouped", "--outcomes", str(verdicts), "--group-by", "repo")
+    groups = result["agreement_by_group"]
+    risk = {_stem(r["file"]): (r["risk_score"], r["flagged"]) for r in blind["runs"]}
+    for repo, agreed in groups.items():
+        mine = {n: ok for n, ok in resolved.items() if n.startswith(repo + "__") and n in risk}
+        failed = [risk[n] for n, ok in mine.items() if not ok]
+        assert (agreed["failed_runs_flagged"] or {"runs": 0})["runs"] == len(failed)
+        assert (agreed["failed_runs_flagged"] or {"flagged": 0})["flagged"] == sum(f for _, f in failed)
+        assert agreed["verdicts_naming_no_run"] == sorted(
+            n for n in resolved if n.startswith(repo + "__") and n not in risk
+        )
+    total = result["agreement"]["failed_runs_flagged"]["runs"]
+    assert sum((a["failed_runs_flagged"] or {"runs": 0})["runs"] for a in groups.values()) == total
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--group-by", "repo"], "--group-by groups the agreement with recorded verdicts: give --outcomes"),
+        (["--outcomes", str(VERDICTS), "--group-by", "repo"], "no column 'repo' to group by (columns: instance_id, resolved)"),
+    ],
+)  # fmt: skip
+def test_a_group_column_that_is_not_there_is_refused_before_reviewing(folder, tmp_path, extra, says):
+    proc = run(["triage", str(folder), "-r", *extra], tmp_path)
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert not (tmp_path / "auditor.db").exists()

@@ -15,7 +15,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from auditor.core.errors import InputError
@@ -43,12 +43,14 @@ RESAMPLES = 2_000  # the AUROC interval's
 @dataclass(frozen=True)
 class Verdicts:
     """Each named run's verdict (failed or succeeded; an unknown one is left out), read from
-    ``source``; ``tasks``: each run's task, where the file has a task column (``task_column``)."""
+    ``source``; ``tasks``: each run's task, where the file has a task column (``task_column``);
+    ``groups``: each run's value of the column asked to group by (a repository, a suite)."""
 
     source: str
     by_name: Mapping[str, OutcomeValue]
     tasks: Mapping[str, str] = field(default_factory=dict)
     task_column: str | None = None
+    groups: Mapping[str, str] = field(default_factory=dict)
 
     def lookup(self, label: str) -> tuple[str, OutcomeValue] | None:
         """The name and verdict for a file of the folder (``label``: its path below the folder):
@@ -66,10 +68,21 @@ class Verdicts:
         """The files (by label) a verdict names, each with that name and verdict."""
         return {label: found for label in labels if (found := self.lookup(label))}
 
+    def of_group(self, group: str) -> Verdicts:
+        """The verdicts of the runs in one group, as a file of their own would give them."""
+        names = {n for n, g in self.groups.items() if g == group}
+        return replace(
+            self,
+            by_name={n: v for n, v in self.by_name.items() if n in names},
+            tasks={n: t for n, t in self.tasks.items() if n in names},
+            groups={n: group for n in names},
+        )
 
-def load_verdicts(path: Path) -> Verdicts:
-    """Read a verdicts file: SWE-bench's report JSON, or a CSV. A bad file is refused whole with
-    its line and column, so no run is reviewed against half a file."""
+
+def load_verdicts(path: Path, group_by: str | None = None) -> Verdicts:
+    """Read a verdicts file: SWE-bench's report JSON, or a CSV (``group_by``: one of its columns,
+    whose value groups the runs). A bad file is refused whole with its line and column, so no
+    run is reviewed against half a file."""
     where = str(path)
     if not path.is_file():
         raise InputError("no such verdicts file", path=where, hint=_HINT)
@@ -78,8 +91,10 @@ def load_verdicts(path: Path) -> Verdicts:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=where, hint=_HINT) from exc
     if text.lstrip().startswith(("{", "[")):
+        if group_by is not None:
+            raise InputError("a SWE-bench report has no columns to group by", path=where, field="--group-by")
         return Verdicts(where, _from_report(text, where))
-    return _from_csv(text, where)
+    return _from_csv(text, where, group_by)
 
 
 def _from_report(text: str, where: str) -> dict[str, OutcomeValue]:
@@ -106,7 +121,7 @@ def _from_report(text: str, where: str) -> dict[str, OutcomeValue]:
     return out
 
 
-def _from_csv(text: str, where: str) -> Verdicts:
+def _from_csv(text: str, where: str, group_by: str | None) -> Verdicts:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         columns = [c.strip() for c in reader.fieldnames or []]
@@ -123,10 +138,15 @@ def _from_csv(text: str, where: str) -> Verdicts:
             line=1,
             hint=_HINT,
         )
+    if group_by is not None and group_by not in columns:
+        raise InputError(
+            f"no column '{group_by}' to group by (columns: {', '.join(columns)})", path=where, line=1
+        )
     task_column = next((c for c in TASK_COLUMNS if c in columns), None)
     values = _OUTCOMES if outcome_column == "outcome" else _RESOLVED
     out: dict[str, OutcomeValue] = {}
     tasks: dict[str, str] = {}
+    groups: dict[str, str] = {}
     first: dict[str, int] = {}
     for line, row in _rows(reader, where):
         name = (row.get(name_column) or "").strip()
@@ -150,7 +170,9 @@ def _from_csv(text: str, where: str) -> Verdicts:
         first.setdefault(name, line)
         if task_column is not None and (task := (row.get(task_column) or "").strip()):
             tasks[name] = task
-    return Verdicts(where, out, tasks, task_column if tasks else None)
+        if group_by is not None:
+            groups[name] = (row.get(group_by) or "").strip() or "(none)"
+    return Verdicts(where, out, tasks, task_column if tasks else None, groups)
 
 
 def _rows(reader: csv.DictReader, where: str) -> Iterator[tuple[int, dict]]:
@@ -233,3 +255,14 @@ def agreement(verdicts: Verdicts, rows: Iterable, labels: Iterable[str]) -> Agre
         failed_risk=tuple(r.risk_score for r in failed),
         succeeded_risk=tuple(r.risk_score for r in passed),
     )
+
+
+def agreement_by_group(verdicts: Verdicts, rows: Iterable, labels: Iterable[str]) -> dict[str, Agreement]:
+    """The agreement of each group's runs alone (a repository's, a suite's), in the groups' order."""
+    rows, labels = list(rows), list(labels)
+    out = {}
+    for group in sorted(set(verdicts.groups.values())):
+        mine = verdicts.of_group(group)
+        matched = mine.matching(labels)
+        out[group] = agreement(mine, [r for r in rows if r.file in matched], list(matched))
+    return out

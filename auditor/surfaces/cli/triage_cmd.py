@@ -23,6 +23,7 @@ from auditor.surfaces.cli.common import console, err_console, print_json, print_
 
 if TYPE_CHECKING:
     from auditor.audit.verdicts import Agreement, Verdicts
+    from scoring.stats.wilson import Rate
 
 COLUMNS = ["run", "outcome", "risk", "top finding", "agent", "step"]
 
@@ -61,6 +62,16 @@ def _agreement_lines(a: Agreement) -> list[list[str]]:
     return lines
 
 
+def _group_row(group: str, a: Agreement) -> list[str]:
+    def rate(r: Rate | None) -> str:
+        return "-" if r is None else f"{r.successes}/{r.total} ({r.value:.0%})"
+
+    auroc = "-" if a.auroc is None else f"{a.auroc:.3f}"
+    if a.interval is not None:
+        auroc += f" [{a.interval[0]:.3f}–{a.interval[1]:.3f}]"
+    return [group, rate(a.failed_flagged), rate(a.succeeded_flagged), auroc]
+
+
 def _some(names: list[str], shown: int = 5) -> str:
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return f"{len(names)}: {', '.join(names[:shown])}{more}"
@@ -97,6 +108,12 @@ def triage_cmd(
         "are attributed (as 'review --outcome failed'), and the output adds how the ranking agrees "
         "with the verdicts, which the detectors never read.",
     ),
+    group_by: str = typer.Option(
+        None,
+        "--group-by",
+        help="With --outcomes: a column of the verdicts CSV (a repository, a suite); the agreement "
+        "is printed for each of its values too.",
+    ),
     plot: Path = typer.Option(
         None,
         "--plot",
@@ -111,7 +128,7 @@ def triage_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from auditor.audit.triage import triage
-    from auditor.audit.verdicts import agreement, load_verdicts
+    from auditor.audit.verdicts import agreement, agreement_by_group, load_verdicts
     from ingest.pipeline import iter_files
     from scoring.roc_figure import Curve, check_target, write_roc
 
@@ -141,7 +158,11 @@ def triage_cmd(
                 "--plot draws the ranking against recorded verdicts: give --outcomes", field="--plot"
             )
         check_target(plot)
-    verdicts = load_verdicts(outcomes) if outcomes is not None else None
+    if group_by is not None and outcomes is None:
+        raise InputError(
+            "--group-by groups the agreement with recorded verdicts: give --outcomes", field="--group-by"
+        )
+    verdicts = load_verdicts(outcomes, group_by) if outcomes is not None else None
     known = _known(verdicts, [label for _, label in files]) if verdicts is not None else None
     columns = (TextColumn("reviewing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True, disable=as_json or as_csv) as bar:
@@ -155,7 +176,9 @@ def triage_cmd(
             outcomes=known,
             on_done=lambda _label: bar.advance(task),
         )
-    agreed = agreement(verdicts, rows, [label for _, label in files]) if verdicts is not None else None
+    labels = [label for _, label in files]
+    agreed = agreement(verdicts, rows, labels) if verdicts is not None else None
+    groups = agreement_by_group(verdicts, rows, labels) if verdicts is not None and group_by else {}
     if plot is not None and agreed is not None:
         curve = Curve("all", agreed.failed_risk, agreed.succeeded_risk, agreed.interval)
         write_roc([curve], plot, f"risk_score against {Path(agreed.source).name}: {folder.name}")
@@ -173,6 +196,7 @@ def triage_cmd(
                 "runs": [r.as_dict() for r in shown],
                 "not_reviewed": [u.as_dict() for u in unreviewed],
                 **({"agreement": agreed.as_dict()} if agreed else {}),
+                **({"agreement_by_group": {g: a.as_dict() for g, a in groups.items()}} if groups else {}),
             }
         )
     elif as_csv:
@@ -183,6 +207,9 @@ def triage_cmd(
             )
         for name, value in _agreement_lines(agreed) if agreed else []:
             err_console.print(f"{name}: {value}", markup=False, highlight=False)
+        for group, a in groups.items():
+            line = "; ".join(f"{name}: {value}" for name, value in _agreement_lines(a)[:3])
+            err_console.print(f"{group_by}={group}: {line}", markup=False, highlight=False)
     else:
         _table(folder, shown, len(rows))
         skipped = [[u.file] for u in unreviewed if u.skipped]
@@ -193,6 +220,9 @@ def triage_cmd(
         if agreed:
             title = f"agreement with {agreed.source} (the detectors never read the verdicts)"
             print_table(title, ["measure", "value"], _agreement_lines(agreed))
+        if groups:
+            columns = [group_by, "failed runs flagged", "succeeded runs flagged", "AUROC of risk_score"]
+            print_table(f"agreement by {group_by}", columns, [_group_row(g, a) for g, a in groups.items()])
     if failed:
         raise typer.Exit(2)
     if any(r.actionable for r in rows):

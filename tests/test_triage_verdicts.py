@@ -148,7 +148,8 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_swebench_report_json_reads_as_the_csv_does(tmp_path):
     """SWE-bench's harness report (schema_version 2): an empty patch or an evaluation error is
-    not resolved; an incomplete instance has no verdict."""
+    not resolved; an incomplete instance has no verdict. The bash-only leaderboard's
+    per_instance_details.json (mini-SWE-agent's submissions) gives each id its boolean."""
     resolved = _resolved()
     report = {
         "resolved_ids": sorted(k for k, v in resolved.items() if v),
@@ -159,10 +160,13 @@ def test_swebench_report_json_reads_as_the_csv_does(tmp_path):
         "schema_version": 2,
     }
     from_json = load_verdicts(_write(tmp_path, "gemini.run1.json", json.dumps(report)))
-    with pytest.raises(InputError, match="a SWE-bench report has no columns to group by"):
+    with pytest.raises(InputError, match="a JSON verdicts file has no columns to group by"):
         load_verdicts(tmp_path / "gemini.run1.json", "repo")
     from_csv = load_verdicts(VERDICTS)
     assert dict(from_json.by_name) == {**from_csv.by_name, "django__django-11001": OutcomeValue.failed}
+    details = {name: {"cost": 0.7, "api_calls": 32, "resolved": ok} for name, ok in resolved.items()}
+    from_details = load_verdicts(_write(tmp_path, "per_instance_details.json", json.dumps(details)))
+    assert dict(from_details.by_name) == dict(from_csv.by_name)
 
 
 def test_lookup_tries_the_path_then_the_name_then_the_name_without_extensions():
@@ -182,7 +186,9 @@ def test_lookup_tries_the_path_then_the_name_then_the_name_without_extensions():
         ("v.csv", "file,outcome\na,failed\nb,failed\na,succeeded\n", "line 4, field 'outcome': 'a' has another verdict on line 2"),
         ("v.json", '{"resolved_ids": ["a"], "unresolved_ids": "b"}', "field 'unresolved_ids': must be a list"),
         ("v.json", '{"resolved_ids": ["a"], "unresolved_ids": ["a"]}', "field 'unresolved_ids': 'a' is also in resolved_ids"),
-        ("v.json", '{"resolved": ["a"]}', "not a SWE-bench report"),
+        ("v.json", '{"resolved": ["a"], "no_generation": []}', "lists only the resolved instances"),
+        ("v.json", '{"a": 1}', "neither a SWE-bench report nor per-instance details"),
+        ("v.json", '{"a": {"resolved": "yes", "cost": 0.7}}', "field 'a.resolved': must be true or false"),
         ("v.json", '{"resolved_ids": [\n"a",]}', "line 2: not JSON"),
         ("v.csv", 'file,outcome\n"' + "a" * 200_000 + '",failed\n', "line 2: not CSV: field larger"),
         ("v.csv", '"' + "a" * 200_000 + '",outcome\n', "line 1: not CSV: field larger"),

@@ -35,7 +35,8 @@ _REPORT_PASSED = ("resolved_ids",)
 _REPORT_FAILED = ("unresolved_ids", "empty_patch_ids", "error_ids")
 _HINT = (
     "give a CSV with a file, run or instance_id column and an outcome (failed|succeeded) or "
-    "resolved (true|false) column, or SWE-bench's report JSON (resolved_ids, unresolved_ids)"
+    "resolved (true|false) column, SWE-bench's report JSON (resolved_ids, unresolved_ids), or "
+    "the bash-only leaderboard's per_instance_details.json ({id: {resolved: true|false}})"
 )
 RESAMPLES = 2_000  # the AUROC interval's
 
@@ -92,20 +93,52 @@ def load_verdicts(path: Path, group_by: str | None = None) -> Verdicts:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=where, hint=_HINT) from exc
     if text.lstrip().startswith(("{", "[")):
         if group_by is not None:
-            raise InputError("a SWE-bench report has no columns to group by", path=where, field="--group-by")
-        return Verdicts(where, _from_report(text, where))
+            raise InputError(
+                "a JSON verdicts file has no columns to group by", path=where, field="--group-by"
+            )
+        return Verdicts(where, _from_json(text, where))
     return _from_csv(text, where, group_by)
 
 
-def _from_report(text: str, where: str) -> dict[str, OutcomeValue]:
+def _from_json(text: str, where: str) -> dict[str, OutcomeValue]:
+    """SWE-bench's harness report, or the bash-only leaderboard's per-instance details (mini-SWE-
+    agent's submissions: each instance id with its ``resolved`` boolean, beside cost and calls)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"not JSON: {exc.msg}", path=where, line=exc.lineno, hint=_HINT) from exc
-    if not isinstance(data, dict) or not all(k in data for k in ("resolved_ids", "unresolved_ids")):
+    if isinstance(data, dict) and all(k in data for k in ("resolved_ids", "unresolved_ids")):
+        return _from_report(data, where)
+    if (
+        isinstance(data, dict)
+        and data
+        and all(isinstance(v, dict) and "resolved" in v for v in data.values())
+    ):
+        return _from_details(data, where)
+    if isinstance(data, dict) and isinstance(data.get("resolved"), list):
         raise InputError(
-            "JSON that is not a SWE-bench report (no resolved_ids, unresolved_ids)", path=where, hint=_HINT
+            "lists only the resolved instances (SWE-bench experiments' results.json): which runs "
+            "were not resolved is not in it",
+            path=where,
+            hint=_HINT,
         )
+    raise InputError(
+        "JSON that is neither a SWE-bench report nor per-instance details", path=where, hint=_HINT
+    )
+
+
+def _from_details(data: dict, where: str) -> dict[str, OutcomeValue]:
+    out = {}
+    for name, details in data.items():
+        if not isinstance(details["resolved"], bool) or not name:
+            raise InputError(
+                "must be true or false, under an instance id", path=where, field=f"{name}.resolved"
+            )
+        out[name] = OutcomeValue.succeeded if details["resolved"] else OutcomeValue.failed
+    return out
+
+
+def _from_report(data: dict, where: str) -> dict[str, OutcomeValue]:
     out: dict[str, OutcomeValue] = {}
     said: dict[str, str] = {}
     for key, verdict in [(k, OutcomeValue.succeeded) for k in _REPORT_PASSED] + [

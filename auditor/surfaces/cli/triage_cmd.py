@@ -104,7 +104,8 @@ def triage_cmd(
         None,
         "--outcomes",
         help="Recorded verdicts, joined to files by name: a CSV (a file, run or instance_id column; "
-        "outcome failed|succeeded or resolved true|false) or SWE-bench's report JSON. Known failures "
+        "outcome failed|succeeded or resolved true|false), SWE-bench's report JSON or per_instance_details.json. "
+        "Known failures "
         "are attributed (as 'review --outcome failed'), and the output adds how the ranking agrees "
         "with the verdicts, which the detectors never read.",
     ),

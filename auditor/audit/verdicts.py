@@ -81,8 +81,8 @@ class Verdicts:
 
 
 def load_verdicts(path: Path, group_by: str | None = None) -> Verdicts:
-    """Read a verdicts file: SWE-bench's report JSON, or a CSV (``group_by``: one of its columns,
-    whose value groups the runs). A bad file is refused whole with its line and column, so no
+    """Read a verdicts file: SWE-bench's report JSON, a leaderboard's per-instance details, or a
+    CSV (``group_by``: one of its columns, whose value groups the runs). A bad file is refused whole with its line and column, so no
     run is reviewed against half a file."""
     where = str(path)
     if not path.is_file():

@@ -104,10 +104,9 @@ def triage_cmd(
         None,
         "--outcomes",
         help="Recorded verdicts, joined to files by name: a CSV (a file, run or instance_id column; "
-        "outcome failed|succeeded or resolved true|false), SWE-bench's report JSON or per_instance_details.json. "
-        "Known failures "
-        "are attributed (as 'review --outcome failed'), and the output adds how the ranking agrees "
-        "with the verdicts, which the detectors never read.",
+        "outcome failed|succeeded or resolved true|false), SWE-bench's report JSON or "
+        "per_instance_details.json. Known failures are attributed (as 'review --outcome failed'), and "
+        "the output adds how the ranking agrees with the verdicts, which the detectors never read.",
     ),
     group_by: str = typer.Option(
         None,
@@ -129,9 +128,7 @@ def triage_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from auditor.audit.triage import triage
-    from auditor.audit.verdicts import agreement, agreement_by_group, load_verdicts
     from ingest.pipeline import iter_files
-    from scoring.roc_figure import Curve, check_target, write_roc
 
     if as_json and as_csv:
         raise InputError("--json and --csv exclude each other", field="--csv")
@@ -153,18 +150,9 @@ def triage_cmd(
     files = [(p, str(p.relative_to(folder))) for p in iter_files(folder, recursive)]
     if not files:
         raise InputError("the folder holds no file: nothing was reviewed", path=str(folder))
-    if plot is not None:
-        if outcomes is None:
-            raise InputError(
-                "--plot draws the ranking against recorded verdicts: give --outcomes", field="--plot"
-            )
-        check_target(plot)
-    if group_by is not None and outcomes is None:
-        raise InputError(
-            "--group-by groups the agreement with recorded verdicts: give --outcomes", field="--group-by"
-        )
-    verdicts = load_verdicts(outcomes, group_by) if outcomes is not None else None
-    known = _known(verdicts, [label for _, label in files]) if verdicts is not None else None
+    labels = [label for _, label in files]
+    verdicts = _verdicts_asked(outcomes, group_by, plot)
+    known = _known(verdicts, labels) if verdicts is not None else None
     columns = (TextColumn("reviewing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True, disable=as_json or as_csv) as bar:
         task = bar.add_task("runs", total=len(files))
@@ -177,12 +165,7 @@ def triage_cmd(
             outcomes=known,
             on_done=lambda _label: bar.advance(task),
         )
-    labels = [label for _, label in files]
-    agreed = agreement(verdicts, rows, labels) if verdicts is not None else None
-    groups = agreement_by_group(verdicts, rows, labels) if verdicts is not None and group_by else {}
-    if plot is not None and agreed is not None:
-        curve = Curve("all", agreed.failed_risk, agreed.succeeded_risk, agreed.interval)
-        write_roc([curve], plot, f"risk_score against {Path(agreed.source).name}: {folder.name}")
+    agreed, groups = _agreements(verdicts, rows, labels, plot, folder) if verdicts is not None else (None, {})
     failed = [u for u in unreviewed if not u.skipped]
     shown = rows[:top] if top else rows
     if as_json:
@@ -228,6 +211,41 @@ def triage_cmd(
         raise typer.Exit(2)
     if any(r.actionable for r in rows):
         raise typer.Exit(1)
+
+
+def _verdicts_asked(outcomes: Path | None, group_by: str | None, plot: Path | None) -> Verdicts | None:
+    """The verdicts to join, read and checked before any run is reviewed, with what is asked of
+    them; None without --outcomes (and then nothing of it is imported: numpy is not needed)."""
+    asked = {
+        "--plot": (plot, "draws the ranking against recorded verdicts"),
+        "--group-by": (group_by, "groups the agreement with recorded verdicts"),
+    }
+    for option, (given, does) in asked.items():
+        if given is not None and outcomes is None:
+            raise InputError(f"{option} {does}: give --outcomes", field=option)
+    if outcomes is None:
+        return None
+    from auditor.audit.verdicts import load_verdicts
+    from scoring.roc_figure import check_target
+
+    if plot is not None:
+        check_target(plot)
+    return load_verdicts(outcomes, group_by)
+
+
+def _agreements(
+    verdicts: Verdicts, rows: list, labels: list[str], plot: Path | None, folder: Path
+) -> tuple[Agreement, dict[str, Agreement]]:
+    """The agreement of all runs and, where the verdicts were grouped, of each group; the ROC
+    curve drawn when asked."""
+    from auditor.audit.verdicts import agreement, agreement_by_group
+    from scoring.roc_figure import Curve, write_roc
+
+    agreed = agreement(verdicts, rows, labels)
+    if plot is not None:
+        curve = Curve("all", agreed.failed_risk, agreed.succeeded_risk, agreed.interval)
+        write_roc([curve], plot, f"risk_score against {Path(agreed.source).name}: {folder.name}")
+    return agreed, agreement_by_group(verdicts, rows, labels) if verdicts.groups else {}
 
 
 def _known(verdicts: Verdicts, labels: list[str]) -> dict[str, str]:
